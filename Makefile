@@ -1,0 +1,44 @@
+# icetide — the commands a newcomer guesses. Every target creates and uses .venv in this folder.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JARS_DIR ?= $(HOME)/.cache/icetide/jars
+export ICETIDE_JARS_DIR := $(JARS_DIR)
+
+.PHONY: help venv jars test demo lint build clean
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "icetide needs $(PYTHON) (the Python of AWS Glue 5.1)"; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	@echo "installing icetide and its dev dependencies into $(VENV) (pyspark builds a wheel once: ~1 min)"
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP) ## create .venv with icetide and its dev dependencies
+
+jars: venv ## fetch the Iceberg runtime jars from Maven Central (cached outside git)
+	$(BIN)/python -m icetide_local.jars
+
+test: venv jars ## run the whole test suite (Spark and PostgreSQL included)
+	$(BIN)/python -m pytest
+
+demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step Functions -> Spark/Iceberg)
+	$(BIN)/icetide local demo
+
+lint: venv ## ruff, mypy, ASL and template checks
+	$(BIN)/ruff check functions glue_jobs cli local tests
+	$(BIN)/mypy functions/icetide functions/handlers glue_jobs/icetide_glue cli/icetide_cli local/icetide_local
+
+build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
+	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }
+	.venv-sam/bin/sam build
+
+clean: ## remove build output and local workspaces (keeps .venv and the jar cache)
+	rm -rf .aws-sam .pytest_cache .ruff_cache .mypy_cache build *.egg-info

@@ -1,0 +1,104 @@
+"""`icetide job run`: the Glue job on a folder of DMS files, into a local Iceberg warehouse.
+
+It runs the same :func:`icetide_glue.job.run_job` as the Glue entrypoint; only the configuration
+differs (a file-system catalog on ``--warehouse`` instead of the Glue Data Catalog).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN, DEFAULT_TIMESTAMP_COLUMN, JobArguments, LoadMode
+from icetide_glue.errors import IcetideJobError
+from icetide_glue.job import run_job
+from icetide_glue.manifest import manifest_line
+from icetide_local.jars import JarFetchError
+from icetide_local.spark import DEFAULT_LOCAL_CATALOG, local_spark_session
+
+EXIT_OK = 0
+EXIT_JOB_FAILED = 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `job` group and its `run` command."""
+    group = subparsers.add_parser(
+        "job", help="run the bronze-to-silver Spark job locally", description="The Glue job, run locally."
+    )
+    group.set_defaults(group_parser=group)
+    commands = group.add_subparsers(title="commands", metavar="COMMAND")
+    run = commands.add_parser(
+        "run",
+        help="dedupe a folder of DMS files and MERGE it into a local Iceberg table",
+        description=(
+            "Run the bronze-to-silver job on a folder of DMS parquet files (searched recursively) into "
+            f"an Iceberg table of a local warehouse (Spark catalog {DEFAULT_LOCAL_CATALOG!r}). Prints "
+            "the run manifest as the last line of stdout. Exit code 0: loaded; 1: the job refused or failed."
+        ),
+    )
+    run.add_argument("--bronze", required=True, metavar="DIR", help="folder holding this run's DMS parquet files")
+    run.add_argument(
+        "--warehouse", required=True, metavar="DIR", help="local Iceberg warehouse directory (created if missing)"
+    )
+    run.add_argument("--table", required=True, metavar="DB.TABLE", help="silver table as database.table")
+    run.add_argument(
+        "--keys", default="", metavar="COL[,COL]", help="primary key column(s), comma-separated (needed to merge)"
+    )
+    run.add_argument(
+        "--watermark-column", default="", metavar="COL", help="column whose largest value becomes the new watermark"
+    )
+    run.add_argument(
+        "--timestamp-column",
+        default=DEFAULT_TIMESTAMP_COLUMN,
+        metavar="COL",
+        help=f"DMS TimestampColumnName holding each change's time (default {DEFAULT_TIMESTAMP_COLUMN})",
+    )
+    run.add_argument(
+        "--change-sequence-column",
+        default=DEFAULT_CHANGE_SEQUENCE_COLUMN,
+        metavar="COL",
+        help=f"change sequence column, used when the files carry it (default {DEFAULT_CHANGE_SEQUENCE_COLUMN})",
+    )
+    run.add_argument(
+        "--run-id", default="", metavar="ID", help="run id recorded in the snapshot (default: manual-<UTC time>)"
+    )
+    run.add_argument(
+        "--append-only", action="store_true", help="append every row instead of merging (tables without keys)"
+    )
+    run.add_argument("--manifest", default="", metavar="PATH", help="also write the run manifest JSON to PATH")
+    run.set_defaults(handler=run_command)
+
+
+def job_arguments(args: argparse.Namespace) -> JobArguments:
+    """The CLI's options as the Glue job's arguments (validated by the same model)."""
+    run_id = args.run_id or datetime.now(UTC).strftime("manual-%Y%m%dT%H%M%SZ")
+    return JobArguments.from_options(
+        {
+            "target_table": args.table,
+            "run_id": run_id,
+            "bronze_uri": str(Path(args.bronze).resolve()),
+            "manifest_uri": args.manifest,
+            "primary_keys": args.keys,
+            "load_mode": (LoadMode.APPEND if args.append_only else LoadMode.MERGE).value,
+            "watermark_column": args.watermark_column,
+            "timestamp_column": args.timestamp_column,
+            "change_sequence_column": args.change_sequence_column,
+            "catalog": DEFAULT_LOCAL_CATALOG,
+            "warehouse": args.warehouse,
+        }
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Handler of `icetide job run`: errors go to stderr with exit code 1, the manifest to stdout."""
+    try:
+        job_args = job_arguments(args)
+        spark = local_spark_session(Path(args.warehouse), catalog=DEFAULT_LOCAL_CATALOG, app_name="icetide-job-run")
+        manifest = run_job(spark, job_args)
+    except (IcetideJobError, JarFetchError) as error:
+        print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_JOB_FAILED
+    print(manifest_line(manifest), flush=True)
+    return EXIT_OK

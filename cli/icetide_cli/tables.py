@@ -1,0 +1,118 @@
+"""`icetide tables ...`: commands about control items.
+
+`validate` checks items before they go into the control table, with the same model the Lambdas use,
+so a typo is found at the desk and not at 3 a.m. by the scheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from icetide.control.codec import from_typed_json, is_typed_json
+from icetide.control.model import ControlItem, LoadMode
+from icetide.errors import InvalidControlItem
+
+EXIT_OK = 0
+EXIT_INVALID_ITEM = 1
+EXIT_UNREADABLE = 2
+
+
+class UnreadableItems(Exception):
+    """The file cannot be read, is not JSON, or holds neither an item nor a list of items."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `tables` group and its commands."""
+    group = subparsers.add_parser(
+        "tables", help="check and manage control items", description="Commands about control items."
+    )
+    group.set_defaults(group_parser=group)
+    commands = group.add_subparsers(title="commands", metavar="COMMAND")
+    validate = commands.add_parser(
+        "validate",
+        help="validate control items from a JSON file",
+        description=(
+            "Validate control items. FILE holds one item or a list of items, as plain JSON or as "
+            "DynamoDB typed JSON (aws dynamodb get-item or scan output). Prints OK or INVALID per item "
+            "(items without a valid name are shown as #N, counting from 1). Exit code 0: all valid; "
+            "1: some item invalid; 2: FILE unreadable or not JSON."
+        ),
+    )
+    validate.add_argument("file", metavar="FILE", help="JSON file with the item(s); - reads standard input")
+    validate.set_defaults(handler=validate_command)
+
+
+def read_items(text: str) -> list[Any]:
+    """The raw items held by `text`: one item, a list, get-item `{"Item": ..}` or scan `{"Items": [..]}`.
+
+    Entries are returned undecoded (typed or plain), for `validate_items` to judge one by one.
+    """
+    try:
+        # Decimal, as DynamoDB returns numbers, so "0.1" means the same from a file as from the table.
+        data = json.loads(text, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        raise UnreadableItems(f"not valid JSON: {exc}") from None
+    if isinstance(data, Mapping) and isinstance(data.get("Items"), list) and "targetTableName" not in data:
+        data = data["Items"]
+    if isinstance(data, Mapping):
+        data = [data]
+    if not isinstance(data, list):
+        raise UnreadableItems(f"holds a JSON {type(data).__name__}, not a control item or a list of items")
+    return data
+
+
+def _label(raw: object, position: int) -> str:
+    name = raw.get("targetTableName") if isinstance(raw, Mapping) else None
+    return name if isinstance(name, str) and name.strip() else f"#{position}"
+
+
+def _check(raw: object, position: int) -> tuple[str, str | None]:
+    """The report line of one item, and a note for standard error (or None)."""
+    try:
+        plain = from_typed_json(raw) if is_typed_json(raw) else raw  # type: ignore[arg-type]
+    except ValueError as exc:
+        return f"INVALID #{position}: item: {exc}", None
+    try:
+        item = ControlItem.parse(plain)  # type: ignore[arg-type]
+    except InvalidControlItem as exc:
+        return f"INVALID {_label(plain, position)}: {'; '.join(exc.errors)}", None
+    note = None
+    if item.load_mode is LoadMode.APPEND and "load_mode" not in item.model_fields_set:
+        note = (
+            f"note: {item.target_table_name} has no primaryKeys, so it loads append-only "
+            "(every changed row is added, none merged); set primaryKeys to merge on them"
+        )
+    return f"OK {item.target_table_name}", note
+
+
+def validate_items(items: list[Any]) -> tuple[list[str], list[str]]:
+    """One `OK name` / `INVALID name: errors` line per item, and the notes worth a look."""
+    lines: list[str] = []
+    notes: list[str] = []
+    for position, raw in enumerate(items, start=1):
+        line, note = _check(raw, position)
+        lines.append(line)
+        notes.extend([note] if note else [])
+    return lines, notes
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    """`icetide tables validate FILE`."""
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+        items = read_items(text)
+    except (OSError, UnicodeDecodeError, UnreadableItems) as exc:
+        print(f"icetide tables validate: cannot read items from {args.file}: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    lines, notes = validate_items(items)
+    for line in lines:
+        print(line)
+    for note in notes:
+        print(note, file=sys.stderr)
+    return EXIT_INVALID_ITEM if any(line.startswith("INVALID ") for line in lines) else EXIT_OK

@@ -1,0 +1,78 @@
+"""AcquireLock: take the table's lock for this run and fix the run's plan.
+
+Input: ``{"targetTableName", "runId"}``. Output: ``{"plan": RunPlan}``. Raises ControlItemNotFound,
+InvalidControlItem (checked before the lock is taken, so a broken item never holds its table),
+TableLocked (another live run holds the lock; the message names it and since when).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide import locking
+from icetide.adapters.control_table import ControlTable
+from icetide.clock import stored_time, utc_now
+from icetide.control.model import ControlItem
+from icetide.control.plan import build_run_plan
+from icetide.handler_inputs import RunInput, parse_input
+from icetide.observability import MetricUnit, logger, metrics, tracer
+from icetide.settings import Settings, load_settings
+
+
+def _plan(item: ControlItem, run_id: str, settings: Settings) -> dict[str, Any]:
+    return build_run_plan(
+        item,
+        run_id,
+        raw_bucket=settings.require("raw_bucket"),
+        bronze_prefix=settings.bronze_prefix,
+        manifest_prefix=settings.manifest_prefix,
+        glue_database=settings.require("glue_database"),
+        timestamp_column=settings.dms_timestamp_column,
+        stack_instance_arn=settings.replication_instance_arn,
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()
+    run = parse_input(RunInput, event)
+    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
+    table = ControlTable(settings.control_table_name)
+
+    raw = table.get_item(run.target_table_name)
+    if raw is None:
+        raise locking.missing_item(run.target_table_name)
+    item = ControlItem.parse(raw)
+    plan = _plan(item, run.run_id, settings)
+
+    now = utc_now()
+    write = table.take_lock(
+        run.target_table_name,
+        run.run_id,
+        now=stored_time(now),
+        stale_before=locking.stale_before(now, settings.lock_stale_after_seconds),
+    )
+    taken = locking.lock_result(
+        run.target_table_name,
+        run.run_id,
+        written=write.written,
+        before=write.item,
+        stale_after_seconds=settings.lock_stale_after_seconds,
+    )
+    if taken.broken_holder:
+        logger.warning(
+            "broke a stale lock",
+            extra={"brokenHolder": taken.broken_holder, "lockedSince": taken.broken_since},
+        )
+        metrics.add_metric(name="StaleLocksBroken", unit=MetricUnit.Count, value=1)
+
+    # The plan must describe the item as it was when the lock was taken; it differs from the
+    # item read above only if someone wrote to it in between.
+    locked_item = ControlItem.parse(write.item or {})
+    if locked_item != item:
+        plan = _plan(locked_item, run.run_id, settings)
+    return {"plan": plan}

@@ -1,0 +1,72 @@
+"""CommitWatermark: record the run's success: new watermark, statistics, status.
+
+Input: ``{"targetTableName", "runId", "plan", "statistics"?}`` (``statistics``: the output of
+read_task_statistics, optional). Output: ``{"previousWatermark", "watermark", "advanced", "stats"}``.
+Runs only after the Glue job committed to silver. The write is conditional on the watermark the
+run started from (``plan.previousWatermark``), and the watermark never moves backwards.
+Raises ManifestInvalid (missing, malformed or another run's manifest), WatermarkConflict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide import run_state
+from icetide import watermark as wm
+from icetide.adapters import s3
+from icetide.adapters.control_table import ControlTable
+from icetide.clock import stored_time, utc_now
+from icetide.errors import ManifestInvalid
+from icetide.handler_inputs import CommitInput, parse_input
+from icetide.manifest import RunManifest
+from icetide.observability import MetricUnit, logger, metrics, tracer
+from icetide.settings import load_settings
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()
+    run = parse_input(CommitInput, event)
+    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
+    plan = run.plan
+
+    try:
+        manifest = RunManifest.parse_json(s3.read_text(plan.manifest_uri))
+    except s3.ObjectNotFound as missing:
+        raise ManifestInvalid(
+            f"no run manifest at {plan.manifest_uri}: the Glue job did not write one"
+        ) from missing
+    run_state.check_manifest(manifest, run_id=run.run_id, watermark_column=plan.watermark_column)
+    step = run_state.next_watermark(plan.previous_watermark, manifest.new_watermark)
+    stats = run_state.run_stats(manifest, run.statistics.full_load_rows if run.statistics else None)
+
+    write = ControlTable(settings.control_table_name).commit_run(
+        run.target_table_name,
+        previous_forms=run_state.stored_forms(plan.previous_watermark),
+        watermark=wm.to_dynamo(step.watermark),
+        stats=stats,
+        now=stored_time(utc_now()),
+    )
+    run_state.commit_result(
+        run.target_table_name,
+        run.run_id,
+        written=write.written,
+        before=write.item,
+        previous=plan.previous_watermark,
+    )
+
+    if manifest.new_watermark is not None and not step.advanced:
+        logger.info(
+            "watermark kept: the run merged nothing past it", extra={"merged": manifest.new_watermark}
+        )
+    metrics.add_metric(name="RowsRead", unit=MetricUnit.Count, value=manifest.rows_read)
+    return {
+        "previousWatermark": wm.to_json(step.previous),
+        "watermark": wm.to_json(step.watermark),
+        "advanced": step.advanced,
+        "stats": stats,
+    }

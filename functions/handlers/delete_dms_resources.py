@@ -1,0 +1,80 @@
+"""DeleteDmsResources: delete what the run created in DMS, on success and on failure alike.
+
+Input: ``{"targetTableName", "runId", "task"?, "instance"?, "plan"?}``; any part may be absent
+after a failure. Output: ``{"deleted", "alreadyGone", "kept"}`` (ARNs). The task is stopped first
+if it still runs; then its S3 target endpoint; then the instance, only if the run created it (a
+reused instance goes in ``kept``). Parts the input lacks are looked up by the names derived from
+the run id, so a run that failed half-way through creating them leaves nothing behind. Raises
+DmsResourceBusy (retried) while DMS cannot delete something yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide.adapters import dms
+from icetide.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, DeleteOutcome
+from icetide.dms.identifiers import endpoint_identifier, instance_identifier, task_identifier
+from icetide.handler_inputs import CleanupInput, parse_input
+from icetide.observability import logger, metrics, tracer
+from icetide.settings import load_settings
+
+
+def _delete_task(task_arn: str, report: CleanupReport) -> None:
+    task = dms.describe_task_by_arn(task_arn)
+    if task is None:
+        report.add(task_arn, DeleteOutcome.ALREADY_GONE)
+        return
+    if task.get("Status") == BEING_DELETED:
+        report.add(task_arn, DeleteOutcome.DELETED)
+        return
+    if task.get("Status") in MUST_STOP_FIRST:
+        dms.stop_task(task_arn)
+    report.add(task_arn, dms.delete_task(task_arn))
+
+
+def _arn(resource: dict[str, Any] | None, key: str) -> str | None:
+    return resource[key] if resource else None
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()
+    run = parse_input(CleanupInput, event)
+    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
+    report = CleanupReport()
+
+    task_arn = (run.task.replication_task_arn if run.task else None) or _arn(
+        dms.describe_task_by_id(task_identifier(run.run_id)), "ReplicationTaskArn"
+    )
+    if task_arn:
+        _delete_task(task_arn, report)
+
+    endpoint_arn = (run.task.target_endpoint_arn if run.task else None) or _arn(
+        dms.describe_endpoint_by_id(endpoint_identifier(run.run_id)), "EndpointArn"
+    )
+    if endpoint_arn:
+        report.add(endpoint_arn, dms.delete_endpoint(endpoint_arn))
+
+    reused_arn = (
+        run.plan.replication_instance_arn if run.plan else None
+    ) or settings.replication_instance_arn
+    if run.instance and not run.instance.created:
+        report.kept.append(run.instance.replication_instance_arn)
+    elif run.instance:
+        report.add(
+            run.instance.replication_instance_arn, dms.delete_instance(run.instance.replication_instance_arn)
+        )
+    else:
+        own_arn = _arn(dms.describe_instance_by_id(instance_identifier(run.run_id)), "ReplicationInstanceArn")
+        if own_arn:
+            report.add(own_arn, dms.delete_instance(own_arn))
+        elif reused_arn:
+            report.kept.append(reused_arn)
+
+    logger.info("DMS resources cleaned up", extra={"deleted": report.deleted, "busy": report.busy})
+    return report.finish()

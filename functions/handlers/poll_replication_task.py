@@ -1,0 +1,31 @@
+"""PollReplicationTask: one look at the run's task, as running, succeeded or failed.
+
+Input: ``{"targetTableName", "runId", "task"}``. Output: ``{"status", "dmsStatus", "stopReason",
+"tablesErrored", "lastFailureMessage"}``. Exactly one DescribeReplicationTasks per call: the
+state machine owns the waiting (Wait state, bounded loop), so a slow task never holds a Lambda.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide import replication_status
+from icetide.adapters import dms
+from icetide.handler_inputs import TaskInput, parse_input
+from icetide.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    run = parse_input(TaskInput, event)
+    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
+    task_arn = run.task.replication_task_arn
+
+    progress = replication_status.progress(dms.describe_task_by_arn(task_arn), task_arn)
+    if progress["status"] == replication_status.TaskProgress.FAILED:
+        logger.error("replication task failed", extra=progress)
+    return progress

@@ -1,0 +1,33 @@
+"""StartReplicationTask: start the run's full-load task once it is ready.
+
+Input: ``{"targetTableName", "runId", "task"}``. Output: ``{"replicationTaskArn", "status"}``.
+Raises DmsResourceNotReady (retried) while DMS is still creating the task. A task that was
+started already (a retried invocation) is left alone and its status reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide import replication_status
+from icetide.adapters import dms
+from icetide.handler_inputs import TaskInput, parse_input
+from icetide.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    run = parse_input(TaskInput, event)
+    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
+    task_arn = run.task.replication_task_arn
+
+    task = dms.describe_task_by_arn(task_arn)
+    if replication_status.must_start(task, task_arn):
+        task = dms.start_task(task_arn)
+    else:
+        logger.info("replication task was started before", extra={"dmsStatus": (task or {}).get("Status")})
+    return {"replicationTaskArn": task_arn, "status": (task or {}).get("Status")}

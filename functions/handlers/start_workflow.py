@@ -1,0 +1,58 @@
+"""StartWorkflow: on each schedule event, start one table-run execution per active, valid table.
+
+Input: an EventBridge scheduled event (its ``time`` picks the slot) or ``{}`` (now). Output:
+``{"slot", "started", "alreadyStarted", "inactive", "invalid"}`` (docs/contracts.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide import scheduling
+from icetide.adapters import stepfunctions
+from icetide.adapters.control_table import ControlTable
+from icetide.clock import utc_now
+from icetide.dms.identifiers import run_id, schedule_slot
+from icetide.handler_inputs import ScheduleEvent, parse_input
+from icetide.observability import MetricUnit, logger, metrics, tracer
+from icetide.settings import load_settings
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()
+    state_machine_arn = settings.require("state_machine_arn")
+    scheduled_time = parse_input(ScheduleEvent, event).time or utc_now()
+    slot_start = schedule_slot(scheduled_time, settings.schedule_slot_minutes)
+
+    triaged = scheduling.triage(ControlTable(settings.control_table_name).scan_items())
+    for invalid in triaged.invalid:
+        logger.error("invalid control item skipped", extra=invalid)
+
+    summary = scheduling.ScheduleSummary(slot_start=slot_start)
+    for item in triaged.runnable:
+        run = run_id(item.target_table_name, slot_start)
+        execution_input = scheduling.execution_input(item.target_table_name, run, scheduled_time)
+        try:
+            started = stepfunctions.start_execution_once(state_machine_arn, run, execution_input)
+        except Exception as error:  # one table's failed start must not hold back the others
+            logger.exception("could not start run", extra={"runId": run})
+            summary.failed[run] = str(error)
+            continue
+        (summary.started if started else summary.already_started).append(run)
+
+    logger.info(
+        "schedule event handled",
+        extra={
+            "started": summary.started,
+            "alreadyStarted": summary.already_started,
+            "failed": summary.failed,
+        },
+    )
+    metrics.add_metric(name="RunsStarted", unit=MetricUnit.Count, value=len(summary.started))
+    metrics.add_metric(name="InvalidControlItems", unit=MetricUnit.Count, value=len(triaged.invalid))
+    return summary.finish(triaged)

@@ -1,0 +1,158 @@
+"""The DynamoDB control table: reading control items and the run's conditional writes.
+
+Every write that decides something (taking the lock, advancing the watermark) is one conditional
+``UpdateItem``, so two runs can never both win; the adapter reports whether the condition held and
+what the item looked like, and the domain (``icetide.locking``, ``icetide.run_state``) decides what
+that means. Items travel as plain dicts (numbers as Decimal), the form ``ControlItem.parse`` takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from icetide.adapters.clients import client, error_code
+from icetide.control.codec import encode_value, from_typed_json
+
+KEY = "targetTableName"
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+@dataclass(frozen=True)
+class ConditionalWrite:
+    """The outcome of a conditional update.
+
+    ``written`` says whether the condition held. ``item`` is the whole item as it was *before* the
+    update (``ALL_OLD``) in both cases, or None when no item exists under the key.
+    """
+
+    written: bool
+    item: dict[str, Any] | None
+
+
+class ControlTable:
+    """One control table, by name. Cheap to build: the DynamoDB client is shared and lazy."""
+
+    def __init__(self, table_name: str) -> None:
+        self.table_name = table_name
+
+    def scan_items(self) -> Iterator[dict[str, Any]]:
+        """Every control item, page after page (a scan returns at most 1 MB per call)."""
+        paginator = client("dynamodb").get_paginator("scan")
+        for page in paginator.paginate(TableName=self.table_name, ConsistentRead=True):
+            for typed in page.get("Items", []):
+                yield from_typed_json(typed)
+
+    def get_item(self, target_table_name: str) -> dict[str, Any] | None:
+        """The control item of one table (strongly consistent), or None when there is none."""
+        response = client("dynamodb").get_item(
+            TableName=self.table_name, Key=_key(target_table_name), ConsistentRead=True
+        )
+        typed = response.get("Item")
+        return from_typed_json(typed) if typed else None
+
+    def take_lock(
+        self, target_table_name: str, run_id: str, *, now: str, stale_before: str
+    ) -> ConditionalWrite:
+        """Record ``run_id`` as the lock holder and the running run, unless a live lock is held.
+
+        The lock is free when nobody holds it, when this run already holds it (a retried
+        invocation), or when the holder took it before ``stale_before`` (a run that died).
+        """
+        return self._update(
+            target_table_name,
+            update="SET lockHolder = :run, lockTime = :now, lastRunId = :run, "
+            "lastRunStatus = :running, lastRunTime = :now",
+            condition="attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) "
+            "OR lockHolder = :run OR lockTime < :stale_before)",
+            values={":run": run_id, ":now": now, ":running": "RUNNING", ":stale_before": stale_before},
+        )
+
+    def release_lock(self, target_table_name: str, run_id: str) -> ConditionalWrite:
+        """Remove the lock only if ``run_id`` holds it, so a late release never frees another run's lock."""
+        return self._update(
+            target_table_name,
+            update="REMOVE lockHolder, lockTime",
+            condition="lockHolder = :run",
+            values={":run": run_id},
+        )
+
+    def commit_run(
+        self,
+        target_table_name: str,
+        *,
+        previous_forms: Sequence[Any],
+        watermark: Any,
+        stats: Mapping[str, Any],
+        now: str,
+    ) -> ConditionalWrite:
+        """Store the run's watermark and statistics, if the watermark is still the run's starting one.
+
+        ``previous_forms`` lists the values the stored watermark may equal (the same watermark as a
+        number or as text); empty means "the item had no watermark". ``None`` as ``watermark``
+        leaves the attribute as it is. Values must be DynamoDB-storable (numbers as Decimal or int).
+        """
+        values: dict[str, Any] = {":stats": dict(stats), ":succeeded": "SUCCEEDED", ":now": now}
+        assignments = "lastRunStats = :stats, lastRunStatus = :succeeded, lastRunTime = :now"
+        if watermark is not None:
+            assignments += ", watermark = :watermark"
+            values[":watermark"] = watermark
+        if previous_forms:
+            names = [f":previous{index}" for index in range(len(previous_forms))]
+            values.update(zip(names, previous_forms, strict=True))
+            unchanged = f"watermark IN ({', '.join(names)})"
+        else:
+            unchanged = "attribute_not_exists(watermark)"
+        return self._update(
+            target_table_name,
+            update=f"SET {assignments} REMOVE lastRunError, lastFailedState",
+            condition=f"attribute_exists(targetTableName) AND {unchanged}",
+            values=values,
+        )
+
+    def record_failure(
+        self, target_table_name: str, run_id: str, *, failed_state: str, error: str, now: str
+    ) -> ConditionalWrite:
+        """Mark the run failed, unless another run holds the table's lock (its state is not ours)."""
+        return self._update(
+            target_table_name,
+            update="SET lastRunId = :run, lastRunStatus = :failed, lastFailedState = :state, "
+            "lastRunError = :error, lastRunTime = :now",
+            condition="attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) "
+            "OR lockHolder = :run)",
+            values={
+                ":run": run_id,
+                ":failed": "FAILED",
+                ":state": failed_state,
+                ":error": error,
+                ":now": now,
+            },
+        )
+
+    def _update(
+        self, target_table_name: str, *, update: str, condition: str, values: Mapping[str, Any]
+    ) -> ConditionalWrite:
+        try:
+            response = client("dynamodb").update_item(
+                TableName=self.table_name,
+                Key=_key(target_table_name),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues={name: encode_value(value) for name, value in values.items()},
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error_code(error) != _CONDITION_FAILED:
+                raise
+            typed = error.response.get("Item")
+            return ConditionalWrite(written=False, item=from_typed_json(typed) if typed else None)
+        typed = response.get("Attributes")
+        return ConditionalWrite(written=True, item=from_typed_json(typed) if typed else None)
+
+
+def _key(target_table_name: str) -> dict[str, Any]:
+    return {KEY: {"S": target_table_name}}

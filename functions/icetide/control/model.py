@@ -1,0 +1,345 @@
+"""The control item: one DynamoDB item per table, validated by one model.
+
+Items written for the AWS blog post (all values strings, `ouputs3Prefix` misspelt) keep working; the
+attributes icetide added are optional. DynamoDB attribute names are the field aliases, Python names
+are snake_case. `ControlItem.parse` turns every problem into one "attribute: reason" line, so a user
+fixing an item sees all field problems at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from icetide.control.problems import problem_lines
+from icetide.control.values import as_decimal, scalar_text
+from icetide.dms.operators import OPERATOR_NAMES, VALUE_SHAPES, FilterOperator, ValueShape, parse_operator
+from icetide.errors import InvalidControlItem
+
+TARGET_TABLE_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+SOURCE_NAME_MAX_LENGTH = 128
+
+
+class LoadMode(StrEnum):
+    """How a run's rows reach silver: MERGE on the primary keys, or APPEND for key-less tables."""
+
+    MERGE = "merge"
+    APPEND = "append"
+
+
+class RunStatus(StrEnum):
+    """`lastRunStatus` as the handlers write it."""
+
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
+# --- single-attribute rules (pydantic adds the attribute name to each message) ---------------------
+
+
+def _is_unset(value: object) -> bool:
+    # Blog items often carry "" for attributes they do not use; empty means "not set".
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _optional_text(value: object) -> str | None:
+    return None if _is_unset(value) else scalar_text(value).strip()
+
+
+def _target_table_name(value: object) -> str:
+    text = scalar_text(value)
+    if not TARGET_TABLE_NAME_PATTERN.match(text):
+        raise ValueError(
+            f"{text!r} is not a valid table name: start with a letter, then letters, digits or "
+            "underscores, at most 128 characters"
+        )
+    return text
+
+
+def _source_name(value: object) -> str:
+    """A schema or table name DMS can select exactly, as a source filter requires.
+
+    The DMS guide: filters only support tables with exact names, no wildcards; `%` matches any
+    characters and `[ab]` a set of characters. (`_` is also a one-character wildcard in table mappings,
+    but nearly every real table name has one, DMS accepts it and the blog's `mlb_data` uses it.)
+    """
+    text = scalar_text(value)
+    if not text.strip():
+        raise ValueError("must not be blank")
+    if text != text.strip():
+        raise ValueError(f"{text!r} has leading or trailing spaces; DMS matches names exactly")
+    if len(text) > SOURCE_NAME_MAX_LENGTH:
+        raise ValueError(f"is {len(text)} characters long; at most {SOURCE_NAME_MAX_LENGTH} are allowed")
+    if "%" in text:
+        raise ValueError(
+            f"{text!r} contains the % wildcard; DMS source filters only support tables with exact names"
+        )
+    if "[" in text or "]" in text:
+        raise ValueError(
+            f"{text!r} contains [ or ], which DMS reads as a wildcard character set; "
+            "source filters need an exact name"
+        )
+    if any(quote in text for quote in "\"'`"):
+        raise ValueError(f"{text!r} contains a quote; give the name unquoted, as the source stores it")
+    if any(unicodedata.category(character) == "Cc" for character in text):
+        raise ValueError(f"{text!r} contains a control character")
+    return text
+
+
+def _active_flag(value: object) -> str:
+    if value is None:
+        return "Y"
+    text = scalar_text(value).strip().upper()
+    if text not in ("Y", "N"):
+        raise ValueError(f"{value!r} is neither Y nor N")
+    return text
+
+
+def _optional_operator(value: object) -> FilterOperator | None:
+    if _is_unset(value):
+        return None
+    return parse_operator(value)
+
+
+def _primary_keys(value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        names = value.split(",") if value.strip() else []
+    elif isinstance(value, list | tuple | set | frozenset):
+        # A DynamoDB string set (SS) arrives as a set: order carries no meaning for a merge key.
+        names = sorted(value) if isinstance(value, set | frozenset) else list(value)
+    else:
+        raise ValueError(f"must be a list of column names or a comma-separated string, got {value!r}")
+    columns = [scalar_text(name).strip() for name in names]
+    if any(not column for column in columns):
+        raise ValueError(f"{value!r} has an empty column name")
+    duplicates = sorted({column for column in columns if columns.count(column) > 1})
+    if duplicates:
+        raise ValueError(f"lists {', '.join(duplicates)} more than once")
+    return columns
+
+
+def _optional_load_mode(value: object) -> LoadMode | None:
+    text = _optional_text(value)
+    if text is None:
+        return None
+    try:
+        return LoadMode(text.lower())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a load mode; use merge or append") from None
+
+
+def _lookback(value: object) -> Decimal | None:
+    if _is_unset(value):
+        return None
+    number = as_decimal(value)
+    if number is None or number < 0:
+        raise ValueError(f"{value!r} is not a non-negative number (seconds, for timestamp watermarks)")
+    return number
+
+
+def _json_number(value: object) -> int | float:
+    # DynamoDB maps hold numbers as Decimal; DMS wants JSON numbers (ParallelLoadThreads: 0, not "0").
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _task_settings(value: object) -> str | None:
+    if _is_unset(value):
+        return None
+    if isinstance(value, Mapping):
+        # A DynamoDB map is a clear way to write the same thing; keep the attribute's one type.
+        try:
+            return json.dumps(dict(value), default=_json_number)
+        except TypeError as exc:
+            raise ValueError(f"holds a value JSON cannot express ({exc})") from None
+    if not isinstance(value, str):
+        raise ValueError(f"must be a JSON object string, got {type(value).__name__}")
+    try:
+        settings = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not valid JSON ({exc})") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"must be a JSON object, got a JSON {type(settings).__name__}")
+    return value
+
+
+def _instance_arn(value: object) -> str | None:
+    text = _optional_text(value)
+    if text is None:
+        return None
+    parts = text.split(":")
+    if len(parts) < 7 or parts[0] != "arn" or parts[2] != "dms" or parts[5] != "rep":
+        raise ValueError(f"{text!r} is not a replication instance ARN (arn:aws:dms:REGION:ACCOUNT:rep:ID)")
+    return text
+
+
+def _watermark(value: object) -> Decimal | str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    text = scalar_text(value)  # rejects bools, lists, maps
+    return Decimal(text)
+
+
+def _count(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a whole number, got the boolean {value}")
+    return value
+
+
+OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
+Count = Annotated[int | None, BeforeValidator(_count), Field(ge=0)]
+
+
+class RunStats(BaseModel):
+    """`lastRunStats`: what the last successful run did (counts from the run manifest)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    rows_read: Count = Field(None, alias="rowsRead")
+    rows_inserted: Count = Field(None, alias="rowsInserted")
+    rows_updated: Count = Field(None, alias="rowsUpdated")
+    rows_deleted: Count = Field(None, alias="rowsDeleted")
+    rows_unchanged: Count = Field(None, alias="rowsUnchanged")
+    snapshot_id: Annotated[int | None, BeforeValidator(_count)] = Field(None, alias="snapshotId")
+    full_load_rows: Count = Field(None, alias="fullLoadRows")
+
+
+def _default_load_mode(data: dict[str, Any]) -> LoadMode:
+    # Blog items have neither loadMode nor keys: they load append-only, which never drops an update.
+    # An item that lists keys merges on them.
+    return LoadMode.MERGE if data.get("primary_keys") else LoadMode.APPEND
+
+
+class ControlItem(BaseModel):
+    """One table's control item.
+
+    Build it with `ControlItem.parse(raw)`, which raises only InvalidControlItem. (`model_validate`
+    raises pydantic's ValidationError for single-attribute problems and InvalidControlItem for rules
+    that tie attributes together, such as an operator's values.)
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    # Blog attributes.
+    target_table_name: Annotated[str, BeforeValidator(_target_table_name)] = Field(alias="targetTableName")
+    active_flag: Annotated[str, BeforeValidator(_active_flag)] = Field("Y", alias="activeflag")
+    source_schema: Annotated[str, BeforeValidator(_source_name)] = Field(alias="sourceSchema")
+    source_table: Annotated[str, BeforeValidator(_source_name)] = Field(alias="sourceTable")
+    filter_column: OptionalText = Field(None, alias="filtercolumn")
+    filter_operator: Annotated[FilterOperator | None, BeforeValidator(_optional_operator)] = Field(
+        None, alias="filteroperator"
+    )
+    start_value: OptionalText = Field(None, alias="startvalue")
+    end_value: OptionalText = Field(None, alias="endvalue")
+    blog_output_s3_prefix: OptionalText = Field(None, alias="ouputs3Prefix")
+    correct_output_s3_prefix: OptionalText = Field(None, alias="outputS3Prefix")
+    replication_task_settings: Annotated[str | None, BeforeValidator(_task_settings)] = Field(
+        None, alias="replication_task_settings"
+    )
+
+    # Attributes icetide added (all optional). primary_keys precedes load_mode: its default reads it.
+    primary_keys: Annotated[list[str], BeforeValidator(_primary_keys)] = Field(
+        default_factory=list, alias="primaryKeys"
+    )
+    load_mode: Annotated[LoadMode, BeforeValidator(_optional_load_mode)] = Field(
+        default_factory=_default_load_mode, alias="loadMode"
+    )
+    lookback: Annotated[Decimal | None, BeforeValidator(_lookback)] = Field(None, alias="lookback")
+    replication_instance_arn: Annotated[str | None, BeforeValidator(_instance_arn)] = Field(
+        None, alias="replicationInstanceArn"
+    )
+
+    # Run state, written by the handlers.
+    watermark: Annotated[Decimal | str | None, BeforeValidator(_watermark)] = Field(None, alias="watermark")
+    last_run_id: OptionalText = Field(None, alias="lastRunId")
+    last_run_status: RunStatus | None = Field(None, alias="lastRunStatus")
+    last_run_time: OptionalText = Field(None, alias="lastRunTime")
+    last_run_error: OptionalText = Field(None, alias="lastRunError")
+    last_failed_state: OptionalText = Field(None, alias="lastFailedState")
+    last_run_stats: RunStats | None = Field(None, alias="lastRunStats")
+    lock_holder: OptionalText = Field(None, alias="lockHolder")
+    lock_time: OptionalText = Field(None, alias="lockTime")
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> ControlItem:
+        """Validate a plain (not typed-JSON) item; raise InvalidControlItem with one line per problem."""
+        if not isinstance(raw, Mapping):
+            raise InvalidControlItem([f"item: must be a JSON object, not {type(raw).__name__}"])
+        try:
+            return cls.model_validate(dict(raw))
+        except ValidationError as exc:
+            raise InvalidControlItem(problem_lines(exc)) from None
+
+    @model_validator(mode="after")
+    def _check_attributes_together(self) -> ControlItem:
+        # Raised as InvalidControlItem, not ValueError, so pydantic lets it through unchanged and each
+        # cross-attribute problem keeps its own line.
+        problems = self._filter_problems() + self._load_mode_problems()
+        if problems:
+            raise InvalidControlItem(problems)
+        return self
+
+    def _filter_problems(self) -> list[str]:
+        operator = self.filter_operator
+        if operator is None:
+            problems = [] if self.filter_column is None else [
+                f"filteroperator: required when filtercolumn is set; use one of {OPERATOR_NAMES}"
+            ]
+            return problems + [
+                f"{attribute}: has no effect without filteroperator; remove it or set filteroperator"
+                for attribute, value in (("startvalue", self.start_value), ("endvalue", self.end_value))
+                if value is not None
+            ]
+        problems = [] if self.filter_column else [f"filtercolumn: required when filteroperator is {operator}"]
+        shape = VALUE_SHAPES[operator]
+        wanted = {
+            ValueShape.ONE: ("startvalue",),
+            ValueShape.RANGE: ("startvalue", "endvalue"),
+            ValueShape.NONE: (),
+        }[shape]
+        for attribute, value in (("startvalue", self.start_value), ("endvalue", self.end_value)):
+            if attribute in wanted and value is None:
+                problems.append(f"{attribute}: required when filteroperator is {operator}")
+            elif attribute not in wanted and value is not None:
+                takes = " and ".join(wanted) if wanted else "no value"
+                problems.append(f"{attribute}: filteroperator {operator} takes {takes}; remove {attribute}")
+        return problems
+
+    def _load_mode_problems(self) -> list[str]:
+        if self.load_mode is LoadMode.MERGE and not self.primary_keys:
+            return [
+                "primaryKeys: required when loadMode is merge; list the key columns or set loadMode to append"
+            ]
+        return []
+
+    @property
+    def is_active(self) -> bool:
+        """True when the scheduler should start runs for this table (`activeflag` Y, the default)."""
+        return self.active_flag == "Y"
+
+    @property
+    def output_s3_prefix(self) -> str | None:
+        """The extra S3 prefix: `outputS3Prefix` when set, else the blog's `ouputs3Prefix`."""
+        prefix = (self.correct_output_s3_prefix or self.blog_output_s3_prefix or "").strip("/")
+        return prefix or None
+
+    @property
+    def task_settings(self) -> dict[str, Any]:
+        """`replication_task_settings` as a dict ({} when unset)."""
+        if self.replication_task_settings is None:
+            return {}
+        settings: dict[str, Any] = json.loads(self.replication_task_settings)
+        return settings

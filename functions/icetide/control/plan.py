@@ -1,0 +1,79 @@
+"""The run plan: everything one run needs, fixed when the run takes the table's lock.
+
+Computing it once (lower bound, table mapping, task settings, S3 locations) means every later state
+works from the same values, even if someone edits the control item while the run is under way.
+Keys are the camelCase names of docs/contracts.md ("RunPlan").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icetide import watermark
+from icetide.control.model import ControlItem
+from icetide.dms.operators import WATERMARK_BOUNDED
+from icetide.dms.table_mapping import table_mapping_json
+from icetide.dms.task_settings import task_settings_json
+from icetide.errors import InvalidControlItem
+
+
+def _s3_part(name: str, value: str) -> str:
+    part = value.strip().strip("/")
+    if not part:
+        raise ValueError(f"{name} must not be empty")
+    return part
+
+
+def run_lower_bound(item: ControlItem) -> watermark.Watermark | None:
+    """The lower filter value of the next run of `item` (contracts: "Lower bound of a run").
+
+    `gte` and `between` start from the stored watermark minus the lookback, else from `startvalue`;
+    other operators have no lower bound that moves (None).
+    """
+    if item.filter_operator not in WATERMARK_BOUNDED:
+        return None
+    try:
+        return watermark.lower_bound(item.watermark, item.lookback, item.start_value)
+    except ValueError as exc:
+        # A stored watermark the lookback cannot apply to is a fault of the item, not of the run.
+        raise InvalidControlItem([f"watermark: {exc}"]) from None
+
+
+def build_run_plan(
+    item: ControlItem,
+    run_id: str,
+    *,
+    raw_bucket: str,
+    bronze_prefix: str,
+    manifest_prefix: str,
+    glue_database: str,
+    timestamp_column: str,
+    stack_instance_arn: str | None = None,
+) -> dict[str, Any]:
+    """The RunPlan JSON of one run of `item`.
+
+    `replicationInstanceArn` is the item's own instance, else the stack-wide one, else None (the run
+    creates and later deletes an instance of its own).
+    """
+    bucket = _s3_part("raw bucket", raw_bucket)
+    table = item.target_table_name
+    bronze = _s3_part("bronze prefix", bronze_prefix)
+    manifests = _s3_part("manifest prefix", manifest_prefix)
+    return {
+        "targetTableName": table,
+        "runId": run_id,
+        "sourceSchema": item.source_schema,
+        "sourceTable": item.source_table,
+        "silverTable": f"{_s3_part('glue database', glue_database)}.{table.lower()}",
+        "primaryKeys": ",".join(item.primary_keys),
+        "loadMode": item.load_mode.value,
+        # Glue arguments are strings: "no watermark column" travels as "".
+        "watermarkColumn": item.filter_column or "",
+        "previousWatermark": watermark.to_json(item.watermark),
+        "tableMapping": table_mapping_json(item, run_lower_bound(item)),
+        "taskSettings": task_settings_json(item),
+        "replicationInstanceArn": item.replication_instance_arn or stack_instance_arn or None,
+        "bronzeUri": f"s3://{bucket}/{bronze}/{table}/{run_id}/",
+        "manifestUri": f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
+        "timestampColumn": timestamp_column,
+    }

@@ -1,0 +1,1 @@
+"""What icetide asks of AWS DMS, as data: filter operators, table mappings, task settings, identifiers."""

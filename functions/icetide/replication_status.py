@@ -1,0 +1,140 @@
+"""What a DMS replication task's description means for the run.
+
+DMS reports a task with a status, a stop reason and per-task table counts; the state machine only
+needs to know whether to start it, wait, go on, or fail. The rules here read the description
+returned by DescribeReplicationTasks (keys as the API spells them) without calling AWS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from icetide.errors import DmsResourceNotReady, IcetideError
+
+FULL_LOAD_FINISHED = "FULL_LOAD_ONLY_FINISHED"
+# DMS spells stop reasons "Stop Reason FATAL_ERROR"; matching the code word tolerates either form.
+FAILURE_STOP_REASONS = ("FATAL_ERROR", "RECOVERABLE_ERROR")
+# Statuses a task passes through before it can be started.
+NOT_YET_STARTABLE = frozenset({"creating", "modifying", "moving", "testing"})
+# Statuses of a task that was started already: a retried start must not start it again.
+ALREADY_STARTED = frozenset({"starting", "running", "stopping", "stopped", "failed"})
+
+
+class ReplicationTaskMissing(IcetideError):
+    """The run's replication task does not exist (deleted underneath the run). Not retried."""
+
+
+class ReplicationInstanceMissing(IcetideError):
+    """The replication instance a run was told to reuse does not exist. Not retried."""
+
+
+class TaskProgress(StrEnum):
+    """The three answers the state machine's polling loop acts on."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+def reused_instance(instance: Mapping[str, Any] | None, arn: str) -> dict[str, Any]:
+    """The ensure_replication_instance output for an instance the run reuses (and never deletes)."""
+    if instance is None:
+        raise ReplicationInstanceMissing(
+            f"replication instance {arn} (replicationInstanceArn or REPLICATION_INSTANCE_ARN) does not exist"
+        )
+    return {
+        "replicationInstanceArn": arn,
+        "created": False,
+        "status": instance.get("ReplicationInstanceStatus"),
+    }
+
+
+def existing_task(task: Mapping[str, Any] | None, task_arn: str) -> Mapping[str, Any]:
+    """The task's description; ReplicationTaskMissing when DMS has no such task."""
+    if task is None:
+        raise ReplicationTaskMissing(f"replication task {task_arn} does not exist")
+    return task
+
+
+def must_start(task: Mapping[str, Any] | None, task_arn: str) -> bool:
+    """True when the task is ready and must be started; False when it was started before.
+
+    Raises DmsResourceNotReady (retried) while DMS is still preparing the task, and
+    ReplicationTaskMissing when there is no task to start.
+    """
+    status = str(existing_task(task, task_arn).get("Status", ""))
+    if status == "ready":
+        return True
+    if status in ALREADY_STARTED:
+        return False
+    if status in NOT_YET_STARTABLE:
+        raise DmsResourceNotReady(f"replication task {task_arn} is {status}, not ready to start yet")
+    raise ReplicationTaskMissing(f"replication task {task_arn} is {status or 'without status'}; cannot run")
+
+
+def _tables_errored(task: Mapping[str, Any]) -> int:
+    return int((task.get("ReplicationTaskStats") or {}).get("TablesErrored") or 0)
+
+
+def progress(task: Mapping[str, Any] | None, task_arn: str) -> dict[str, Any]:
+    """The poll result: ``status`` (running/succeeded/failed) with the DMS facts behind it.
+
+    Succeeded: stopped because the full load finished, with no errored table. Failed: DMS status
+    ``failed``, a fatal or recoverable-error stop, any errored table, a task stopped for any other
+    reason (a stopped full-load task never resumes by itself, so waiting would only time out), or
+    a task that no longer exists. Anything else is still running.
+    """
+    if task is None:
+        return {
+            "status": TaskProgress.FAILED.value,
+            "dmsStatus": None,
+            "stopReason": None,
+            "tablesErrored": 0,
+            "lastFailureMessage": f"replication task {task_arn} no longer exists",
+        }
+    dms_status = str(task.get("Status", ""))
+    stop_reason = task.get("StopReason") or None
+    errored = _tables_errored(task)
+    failure_message = task.get("LastFailureMessage") or None
+    if (
+        dms_status == "failed"
+        or errored > 0
+        or (stop_reason and any(reason in stop_reason for reason in FAILURE_STOP_REASONS))
+    ):
+        status = TaskProgress.FAILED
+    elif dms_status == "stopped":
+        finished = bool(stop_reason) and FULL_LOAD_FINISHED in str(stop_reason)
+        status = TaskProgress.SUCCEEDED if finished else TaskProgress.FAILED
+        if not finished and failure_message is None:
+            failure_message = f"replication task stopped before the full load finished ({stop_reason})"
+    else:
+        status = TaskProgress.RUNNING
+    return {
+        "status": status.value,
+        "dmsStatus": dms_status,
+        "stopReason": stop_reason,
+        "tablesErrored": errored,
+        "lastFailureMessage": failure_message,
+    }
+
+
+def statistics(task: Mapping[str, Any] | None, tables: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """The run's DMS statistics; ``fullLoadRows`` is None when table statistics are unavailable."""
+    task_stats = (task or {}).get("ReplicationTaskStats") or {}
+    table_rows = [
+        {
+            "schema": table.get("SchemaName"),
+            "table": table.get("TableName"),
+            "fullLoadRows": int(table.get("FullLoadRows") or 0),
+            "state": table.get("TableState"),
+        }
+        for table in tables or ()
+    ]
+    return {
+        "fullLoadRows": None if tables is None else sum(row["fullLoadRows"] for row in table_rows),
+        "tablesLoaded": int(task_stats.get("TablesLoaded") or 0),
+        "tablesErrored": int(task_stats.get("TablesErrored") or 0),
+        "tables": table_rows,
+    }

@@ -1,0 +1,104 @@
+"""Committing a run: which watermark may be stored, and what the run's statistics are.
+
+The watermark only moves forward: the new value is the later of the run's starting watermark and
+the largest value the Glue job merged (a lookback re-reads older rows, so the manifest's value can
+be behind). The write is conditional on the starting watermark, so a watermark that moved during
+the run is reported as a conflict instead of being overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from icetide import watermark as wm
+from icetide.control.values import as_decimal
+from icetide.errors import ManifestInvalid, WatermarkConflict
+from icetide.locking import missing_item
+from icetide.manifest import RunManifest
+
+
+@dataclass(frozen=True)
+class WatermarkStep:
+    """The watermark before and after a run; ``advanced`` when the run moved it forward."""
+
+    previous: wm.Watermark | None
+    watermark: wm.Watermark | None
+    advanced: bool
+
+
+def check_manifest(manifest: RunManifest, *, run_id: str, watermark_column: str | None) -> None:
+    """Refuse a manifest written for another run or another watermark column.
+
+    A manifest left at the URI by a different run (a copy, a misrouted path) would otherwise move
+    this table's watermark to values this run never merged.
+    """
+    if manifest.run_id != run_id:
+        raise ManifestInvalid(f"run manifest belongs to run {manifest.run_id}, not to run {run_id}")
+    if watermark_column and manifest.watermark_column and manifest.watermark_column != watermark_column:
+        raise ManifestInvalid(
+            f"run manifest reports watermark column {manifest.watermark_column}, "
+            f"but run {run_id} filters on {watermark_column}"
+        )
+
+
+def next_watermark(previous: wm.Watermark | None, merged: wm.Watermark | None) -> WatermarkStep:
+    """The watermark after a run that merged values up to ``merged`` (None: an empty batch)."""
+    try:
+        new = wm.later(previous, merged)
+    except ValueError as error:
+        raise ManifestInvalid(f"run manifest newWatermark cannot follow the watermark: {error}") from None
+    advanced = new is not None and (previous is None or wm.compare(new, previous) > 0)
+    return WatermarkStep(previous=previous, watermark=new, advanced=advanced)
+
+
+def run_stats(manifest: RunManifest, full_load_rows: int | None) -> dict[str, int]:
+    """``lastRunStats``: the manifest's row counts, plus the rows DMS unloaded when known."""
+    stats = {
+        "rowsRead": manifest.rows_read,
+        "rowsInserted": manifest.rows_inserted,
+        "rowsUpdated": manifest.rows_updated,
+        "rowsDeleted": manifest.rows_deleted,
+        "rowsUnchanged": manifest.rows_unchanged,
+        "snapshotId": manifest.snapshot_id,
+        "fullLoadRows": full_load_rows,
+    }
+    # Unknown values are left out rather than stored as NULL: absent reads as "not measured".
+    return {name: value for name, value in stats.items() if value is not None}
+
+
+def stored_forms(previous: wm.Watermark | None) -> list[Decimal | str]:
+    """Every form in which the control item may hold the watermark ``previous`` (none for None).
+
+    The plan carries the watermark as JSON, where a decimal too precise for a float travels as
+    text; the item holds it as a number. Both forms are accepted so that such a watermark never
+    reads as changed.
+    """
+    stored = wm.to_dynamo(previous)
+    if stored is None:
+        return []
+    forms: list[Decimal | str] = [stored]
+    number = as_decimal(previous) if isinstance(previous, str) else None
+    if number is not None:
+        forms.append(number)
+    return forms
+
+
+def commit_result(
+    target_table_name: str,
+    run_id: str,
+    *,
+    written: bool,
+    before: Mapping[str, Any] | None,
+    previous: wm.Watermark | None,
+) -> None:
+    """Raise the named error when the conditional watermark write was refused."""
+    if before is None:
+        raise missing_item(target_table_name)
+    if not written:
+        raise WatermarkConflict(
+            f"the watermark of {target_table_name} is {wm.to_json(before.get('watermark'))!r}, but run "
+            f"{run_id} started from {previous!r}: another writer moved it during the run; nothing was stored"
+        )

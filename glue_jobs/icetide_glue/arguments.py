@@ -1,0 +1,180 @@
+"""The Glue job's arguments (docs/contracts.md, "Glue job arguments"), parsed once and validated.
+
+On Glue the entrypoint resolves them with ``getResolvedOptions``; locally the same ``--name value``
+pairs go through argparse. Both paths end in :meth:`JobArguments.from_options`, so a value means
+the same thing wherever the job runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
+
+DEFAULT_TIMESTAMP_COLUMN = "dms_timestamp"
+# The DMS header column a transformation rule can add; used when the bronze files carry it.
+DEFAULT_CHANGE_SEQUENCE_COLUMN = "AR_H_CHANGE_SEQ"
+DEFAULT_CATALOG = "glue_catalog"
+
+REQUIRED_ARGUMENTS = ("target_table", "run_id", "bronze_uri")
+OPTIONAL_ARGUMENTS = (
+    "manifest_uri",
+    "primary_keys",
+    "load_mode",
+    "watermark_column",
+    "timestamp_column",
+    "change_sequence_column",
+    "catalog",
+    "warehouse",
+)
+
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
+_CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Run ids are Step Functions execution names (or hand-picked locally); they end up in snapshot
+# summaries and SQL literals, so keep them to a plain alphabet.
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$")
+
+ResolveOptions = Callable[[list[str], list[str]], Mapping[str, str]]
+
+
+class LoadMode(StrEnum):
+    """How a run lands in silver: merged on the keys, or appended (key-less tables)."""
+
+    MERGE = "merge"
+    APPEND = "append"
+
+
+@dataclass(frozen=True)
+class JobArguments:
+    """One run's arguments, validated: a value that cannot work is rejected before Spark starts."""
+
+    target_table: str
+    run_id: str
+    bronze_uri: str
+    manifest_uri: str | None = None
+    primary_keys: tuple[str, ...] = ()
+    load_mode: LoadMode = LoadMode.MERGE
+    watermark_column: str | None = None
+    timestamp_column: str = DEFAULT_TIMESTAMP_COLUMN
+    change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN
+    catalog: str = DEFAULT_CATALOG
+    warehouse: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _TABLE_NAME.match(self.target_table):
+            raise InvalidJobArguments(
+                f"--target_table {self.target_table!r} must be database.table "
+                "(letters, digits and underscores, not starting with a digit)"
+            )
+        if not _RUN_ID.match(self.run_id):
+            raise InvalidJobArguments(
+                f"--run_id {self.run_id!r} must be 1-255 letters, digits, '_', '.', ':' or '-', "
+                "starting with a letter or digit"
+            )
+        if not self.bronze_uri.strip():
+            raise InvalidJobArguments("--bronze_uri is empty: the job needs the folder of this run's DMS files")
+        if not _CATALOG_NAME.match(self.catalog):
+            raise InvalidJobArguments(f"--catalog {self.catalog!r} is not a valid Spark catalog name")
+        if not self.timestamp_column.strip():
+            raise InvalidJobArguments("--timestamp_column is empty: DMS's TimestampColumnName orders the changes")
+        if len(set(key.lower() for key in self.primary_keys)) != len(self.primary_keys):
+            raise InvalidJobArguments(f"--primary_keys {','.join(self.primary_keys)!r} names a column twice")
+        if self.load_mode is LoadMode.MERGE and not self.primary_keys:
+            raise MissingPrimaryKeys(
+                f"{self.target_table}: --load_mode merge needs --primary_keys; a table without keys "
+                "must be loaded with --load_mode append"
+            )
+
+    @property
+    def database(self) -> str:
+        return self.target_table.split(".", 1)[0]
+
+    @property
+    def table_name(self) -> str:
+        return self.target_table.split(".", 1)[1]
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str | None]) -> JobArguments:
+        """Build from ``{argument name: value}``; absent or blank optional values take defaults."""
+        missing = [name for name in REQUIRED_ARGUMENTS if not (options.get(name) or "").strip()]
+        if missing:
+            raise InvalidJobArguments(f"missing required argument(s): {', '.join('--' + n for n in missing)}")
+
+        def optional(name: str) -> str | None:
+            value = (options.get(name) or "").strip()
+            return value or None
+
+        load_mode_text = optional("load_mode") or LoadMode.MERGE.value
+        try:
+            load_mode = LoadMode(load_mode_text.lower())
+        except ValueError:
+            raise InvalidJobArguments(
+                f"--load_mode {load_mode_text!r} is not one of {', '.join(m.value for m in LoadMode)}"
+            ) from None
+        return cls(
+            target_table=str(options["target_table"]).strip(),
+            run_id=str(options["run_id"]).strip(),
+            bronze_uri=str(options["bronze_uri"]).strip(),
+            manifest_uri=optional("manifest_uri"),
+            primary_keys=split_column_list(optional("primary_keys")),
+            load_mode=load_mode,
+            watermark_column=optional("watermark_column"),
+            timestamp_column=optional("timestamp_column") or DEFAULT_TIMESTAMP_COLUMN,
+            change_sequence_column=optional("change_sequence_column") or DEFAULT_CHANGE_SEQUENCE_COLUMN,
+            catalog=optional("catalog") or DEFAULT_CATALOG,
+            warehouse=optional("warehouse"),
+        )
+
+
+def split_column_list(text: str | None) -> tuple[str, ...]:
+    """``"a, b"`` → ``("a", "b")``; blank entries are dropped (a trailing comma is harmless)."""
+    if not text:
+        return ()
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def command_line_parser() -> argparse.ArgumentParser:
+    """The local twin of Glue's argument resolution: the same ``--name value`` pairs."""
+    parser = argparse.ArgumentParser(
+        prog="bronze_to_silver.py",
+        description="Dedupe one run's DMS files and MERGE them into an Iceberg silver table.",
+    )
+    parser.add_argument("--target_table", required=True, help="silver table as database.table")
+    parser.add_argument("--run_id", required=True, help="the run id (Step Functions execution name)")
+    parser.add_argument("--bronze_uri", required=True, help="folder of this run's DMS parquet files")
+    parser.add_argument("--manifest_uri", help="where to write the run manifest (s3://, file:// or a path)")
+    parser.add_argument("--primary_keys", default="", help="comma-separated key columns (merge mode)")
+    parser.add_argument("--load_mode", default=LoadMode.MERGE.value, help="merge (default) or append")
+    parser.add_argument("--watermark_column", default="", help="column whose largest value is the new watermark")
+    parser.add_argument(
+        "--timestamp_column", default=DEFAULT_TIMESTAMP_COLUMN, help="DMS TimestampColumnName (change time)"
+    )
+    parser.add_argument(
+        "--change_sequence_column",
+        default=DEFAULT_CHANGE_SEQUENCE_COLUMN,
+        help="change sequence column, used when the files carry it",
+    )
+    parser.add_argument("--catalog", default=DEFAULT_CATALOG, help="Spark catalog holding the silver table")
+    parser.add_argument("--warehouse", help="local only: a directory for a file-system (hadoop) catalog")
+    return parser
+
+
+def parse_command_line(argv: Sequence[str]) -> JobArguments:
+    """Parse ``--name value`` pairs (program name excluded) into validated arguments."""
+    namespace = command_line_parser().parse_args(list(argv))
+    return JobArguments.from_options(vars(namespace))
+
+
+def parse_glue_options(argv: Sequence[str], resolve: ResolveOptions) -> JobArguments:
+    """Parse Glue's ``sys.argv`` (program name first) with ``getResolvedOptions``.
+
+    getResolvedOptions fails on any listed name that is absent, so optional names are only asked
+    for when the job run actually carries them.
+    """
+    present = [name for name in OPTIONAL_ARGUMENTS if f"--{name}" in argv]
+    resolved = resolve(list(argv), [*REQUIRED_ARGUMENTS, *present])
+    return JobArguments.from_options(resolved)

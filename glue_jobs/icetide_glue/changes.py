@@ -1,0 +1,134 @@
+"""DataFrame → DataFrame transforms from DMS rows to the changes silver receives.
+
+DMS spells a change with its own columns (``Op``, the TimestampColumnName string, optionally a
+change sequence); these become icetide's metadata columns, and the rest are the source columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructType, TimestampType
+
+from icetide_glue.columns import (
+    CHANGE_SEQ,
+    CHANGE_TS,
+    DMS_OP_COLUMN,
+    FILE_RANK,
+    INSERT,
+    OP,
+    ROW_INDEX,
+    RUN_ID,
+    is_metadata_column,
+)
+from icetide_glue.errors import BronzeSchemaError
+from icetide_glue.sql import quote_identifier
+
+_LATEST = "_icetide_latest"
+
+
+def column(name: str) -> Column:
+    """A column by its exact name, even if the name holds dots or spaces."""
+    return F.col(quote_identifier(name))
+
+
+def find_column(columns: Sequence[str], name: str) -> str | None:
+    """The actual spelling of ``name`` among ``columns`` (Spark resolves names case-insensitively)."""
+    wanted = name.lower()
+    return next((candidate for candidate in columns if candidate.lower() == wanted), None)
+
+
+def require_column(columns: Sequence[str], name: str, role: str) -> str:
+    """Like :func:`find_column`, but a missing column is a :class:`BronzeSchemaError` naming its role."""
+    found = find_column(columns, name)
+    if found is None:
+        listed = ", ".join(c for c in columns if not is_metadata_column(c))
+        raise BronzeSchemaError(f"the {role} {name!r} is not in the bronze files (their columns: {listed})")
+    return found
+
+
+def utc_timestamp(text: Column) -> Column:
+    """A ``yyyy-MM-dd HH:mm:ss[.ffffff]`` string without zone, read as UTC.
+
+    Appending ``Z`` makes the parse independent of the session time zone. An unparseable value
+    becomes null.
+    """
+    return F.concat(F.trim(text), F.lit("Z")).cast(TimestampType())
+
+
+def change_time(dms_timestamp: Column, is_string: bool) -> Column:
+    """DMS's ``yyyy-MM-dd HH:mm:ss.SSSSSS`` string (UTC, without saying so) as a timestamp; a null
+    result is rejected by the batch check."""
+    return utc_timestamp(dms_timestamp) if is_string else dms_timestamp.cast(TimestampType())
+
+
+def normalize_changes(
+    bronze: DataFrame, timestamp_column: str, change_sequence_column: str, run_id: str
+) -> DataFrame:
+    """Replace DMS's Op / timestamp / sequence columns by icetide's metadata columns.
+
+    Full-load rows without an Op (no ``IncludeOpForFullLoad``, or a blank value) are inserts.
+    The file rank and row position read with the bronze files are kept for ordering.
+    """
+    ts_name = require_column(bronze.columns, timestamp_column, "DMS timestamp column (--timestamp_column)")
+    op_name = find_column(bronze.columns, DMS_OP_COLUMN)
+    seq_name = find_column(bronze.columns, change_sequence_column)
+    dms_columns = {name for name in (ts_name, op_name, seq_name) if name is not None}
+    source_columns = [
+        name for name in bronze.columns if name not in dms_columns and not is_metadata_column(name)
+    ]
+    op = F.lit(INSERT)
+    if op_name is not None:
+        op = F.coalesce(F.nullif(F.trim(column(op_name)), F.lit("")), F.lit(INSERT))
+    is_string = isinstance(bronze.schema[ts_name].dataType, StringType)
+    sequence = column(seq_name).cast(StringType()) if seq_name is not None else F.lit(None).cast(StringType())
+    return bronze.select(
+        *[column(name) for name in source_columns],
+        op.alias(OP),
+        change_time(column(ts_name), is_string).alias(CHANGE_TS),
+        sequence.alias(CHANGE_SEQ),
+        F.lit(run_id).alias(RUN_ID),
+        column(FILE_RANK),
+        column(ROW_INDEX),
+    )
+
+
+def source_schema(changes: DataFrame) -> StructType:
+    """The source columns of a batch: everything but icetide's metadata and working columns."""
+    return StructType([field for field in changes.schema.fields if not is_metadata_column(field.name)])
+
+
+def latest_change_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """One change per key: the latest by (change time, change sequence, file, position in file).
+
+    A missing sequence sorts below any sequence, as in the MERGE's order guard.
+    """
+    latest_first = Window.partitionBy(*[column(key) for key in keys]).orderBy(
+        F.col(CHANGE_TS).desc(),
+        F.col(CHANGE_SEQ).desc_nulls_last(),
+        F.col(FILE_RANK).desc(),
+        F.col(ROW_INDEX).desc(),
+    )
+    return (
+        changes.withColumn(_LATEST, F.row_number().over(latest_first))
+        .where(F.col(_LATEST) == 1)
+        .drop(_LATEST)
+    )
+
+
+def align_to_silver(changes: DataFrame, silver: StructType) -> DataFrame:
+    """Shape a batch like the silver table: its columns, names and types, in its order.
+
+    A silver column the source no longer has becomes null; narrower source types (smallint into
+    int, a smaller decimal) are cast up. The Op column is kept for the MERGE conditions.
+    """
+    selected = []
+    for field in silver.fields:
+        name = find_column(changes.columns, field.name)
+        value = column(name) if name is not None else F.lit(None)
+        selected.append(value.cast(field.dataType).alias(field.name))
+    if find_column(silver.fieldNames(), OP) is None:
+        selected.append(F.col(OP))
+    return changes.select(*selected)

@@ -1,0 +1,45 @@
+"""Column names icetide adds to, or reads from, the DMS output.
+
+Silver tables carry a few metadata columns next to the source columns: the change's commit time
+and sequence (so a later run can refuse an older change) and the run that wrote the row. The
+``_icetide_`` prefix is reserved: a source column using it is rejected rather than overwritten.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+
+RESERVED_PREFIX = "_icetide_"
+
+# What DMS writes: the operation (I/U/D) is always called Op.
+DMS_OP_COLUMN = "Op"
+
+# Stored in silver.
+CHANGE_TS = "_icetide_change_ts"
+CHANGE_SEQ = "_icetide_change_seq"
+RUN_ID = "_icetide_run_id"
+# Stored only in append-only tables, where a D row is kept as a fact rather than applied.
+OP = "_icetide_op"
+
+# Working columns of one run, never stored.
+FILE_RANK = "_icetide_file_rank"
+ROW_INDEX = "_icetide_row_index"
+ACTION = "_icetide_action"
+IN_SILVER = "_icetide_in_silver"
+
+MERGE_METADATA = StructType(
+    [
+        StructField(CHANGE_TS, TimestampType()),
+        StructField(CHANGE_SEQ, StringType()),
+        StructField(RUN_ID, StringType()),
+    ]
+)
+APPEND_METADATA = StructType([*MERGE_METADATA.fields, StructField(OP, StringType())])
+
+# Operations as DMS spells them.
+INSERT, UPDATE, DELETE = "I", "U", "D"
+
+
+def is_metadata_column(name: str) -> bool:
+    """True for icetide's own columns (stored or working), whatever the case."""
+    return name.lower().startswith(RESERVED_PREFIX)

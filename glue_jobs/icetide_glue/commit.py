@@ -1,0 +1,55 @@
+"""Commit SQL with custom snapshot-summary properties (the run id), through Iceberg's CommitMetadata.
+
+Spark 3.5 SQL has no way to pass write options to a MERGE; Iceberg's documented route is
+``org.apache.iceberg.spark.CommitMetadata.withCommitProperties(properties, callable, exClass)``,
+which sets the properties for commits made by the calling JVM thread while the callable runs.
+From Python the callable is a py4j callback: PySpark pins each Python thread to one JVM thread,
+so the MERGE issued inside the callback commits on the thread that holds the properties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pyspark.java_gateway import ensure_callback_server_started
+from pyspark.sql import SparkSession
+
+
+class _PythonCallable:
+    """A ``java.util.concurrent.Callable`` implemented in Python.
+
+    The action's own exception is kept here and re-raised in Python, so callers see the original
+    error rather than a py4j wrapper.
+    """
+
+    def __init__(self, action: Callable[[], object]) -> None:
+        self._action = action
+        self.error: BaseException | None = None
+
+    def call(self) -> None:
+        try:
+            self._action()
+        except BaseException as error:  # noqa: BLE001 - handed back to Python, never swallowed
+            self.error = error
+
+    class Java:
+        implements = ["java.util.concurrent.Callable"]
+
+
+def commit_with_properties(
+    spark: SparkSession, properties: Mapping[str, str], action: Callable[[], object]
+) -> None:
+    """Run ``action`` (SQL that commits to an Iceberg table) with ``properties`` in its snapshot summary."""
+    context = spark.sparkContext
+    gateway = context._gateway  # noqa: SLF001 - py4j is PySpark's own bridge; no public handle exists
+    jvm = context._jvm  # noqa: SLF001
+    assert gateway is not None and jvm is not None, "the SparkContext has no JVM gateway"
+    ensure_callback_server_started(gateway)
+    java_properties = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        java_properties.put(key, value)
+    callable_ = _PythonCallable(action)
+    exception_class = jvm.java.lang.Class.forName("java.lang.RuntimeException")
+    jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(java_properties, callable_, exception_class)
+    if callable_.error is not None:
+        raise callable_.error

@@ -1,0 +1,151 @@
+"""One run of the bronze → silver job, the same on Glue, from the command line and from the CLI.
+
+Order of work, chosen so that a failure leaves silver untouched and a rerun changes nothing:
+1. a snapshot already carrying this run id → hand back its manifest (``alreadyCommitted``);
+2. read the run's DMS files; none → an empty manifest;
+3. check the whole batch and the whole schema change before any DDL;
+4. create or evolve the table, then ONE commit (MERGE, or append for key-less tables) that
+   carries the run id and the run's statistics in its snapshot summary;
+5. write the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from icetide_glue.apply import append_changes, classify_changes, merge_changes
+from icetide_glue.arguments import JobArguments, LoadMode
+from icetide_glue.batch import inspect_batch
+from icetide_glue.bronze import read_bronze
+from icetide_glue.changes import (
+    align_to_silver,
+    latest_change_per_key,
+    normalize_changes,
+    require_column,
+    source_schema,
+)
+from icetide_glue.errors import IcetideJobError
+from icetide_glue.manifest import RunManifest, write_manifest
+from icetide_glue.schema_evolution import plan_schema_changes
+from icetide_glue.silver import (
+    SilverTable,
+    create_silver_table,
+    evolve_silver_table,
+    find_committed_run,
+    silver_schema,
+    table_exists,
+)
+from icetide_glue.sql import RUN_ID_PROPERTY, RUN_STATS_PROPERTY
+
+
+def run_job(spark: SparkSession, args: JobArguments) -> dict[str, Any]:
+    """Load one run into silver, write its manifest to ``args.manifest_uri`` (when given) and
+    return the manifest as the contract's JSON object."""
+    table = SilverTable(args.catalog, args.database, args.table_name)
+    manifest = _load_run(spark, args, table)
+    if args.manifest_uri:
+        write_manifest(args.manifest_uri, manifest)
+    return manifest.to_json()
+
+
+def _load_run(spark: SparkSession, args: JobArguments, table: SilverTable) -> RunManifest:
+    exists = table_exists(spark, table)
+    if exists:
+        committed = find_committed_run(spark, table, args.run_id)
+        if committed is not None:
+            return RunManifest.already_committed_run(
+                args.run_id, str(table), committed.snapshot_id, committed.run_stats
+            )
+    bronze = read_bronze(spark, args.bronze_uri)
+    if bronze is None:
+        return RunManifest(args.run_id, str(table), watermark_column=args.watermark_column)
+    changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
+    changes = changes.persist()
+    try:
+        return _land_changes(spark, args, table, exists, changes)
+    finally:
+        changes.unpersist()
+
+
+def _land_changes(
+    spark: SparkSession, args: JobArguments, table: SilverTable, exists: bool, changes: DataFrame
+) -> RunManifest:
+    merging = args.load_mode is LoadMode.MERGE
+    keys = [require_column(changes.columns, k, "primary key column (--primary_keys)") for k in args.primary_keys]
+    keys = keys if merging else []
+    watermark = None
+    if args.watermark_column:
+        watermark = require_column(changes.columns, args.watermark_column, "watermark column (--watermark_column)")
+    summary = inspect_batch(changes, keys, watermark, args.timestamp_column)
+    source = source_schema(changes)
+    if exists:
+        # Raises before any ALTER when one column cannot follow: the table stays as it was.
+        schema_changes = evolve_silver_table(spark, table, plan_schema_changes(silver_schema(spark, table), source))
+    else:
+        schema_changes = create_silver_table(spark, table, source, keys, args.load_mode)
+    manifest = RunManifest(
+        run_id=args.run_id,
+        target_table=str(table),
+        rows_read=summary.rows_read,
+        watermark_column=args.watermark_column,
+        new_watermark=summary.new_watermark,
+        schema_changes=tuple(schema_changes),
+    )
+    silver = silver_schema(spark, table)
+    if merging:
+        return _merge(spark, table, changes, keys, silver, manifest)
+    return _append(spark, table, changes, silver, manifest)
+
+
+def _merge(
+    spark: SparkSession,
+    table: SilverTable,
+    changes: DataFrame,
+    keys: list[str],
+    silver: StructType,
+    manifest: RunManifest,
+) -> RunManifest:
+    latest = align_to_silver(latest_change_per_key(changes, keys), silver)
+    classified = classify_changes(spark, table, latest, keys)
+    try:
+        counts = classified.counts
+        manifest = replace(
+            manifest,
+            rows_inserted=counts.inserted,
+            rows_updated=counts.updated,
+            rows_deleted=counts.deleted,
+            rows_unchanged=counts.unchanged,
+        )
+        if counts.changing == 0:
+            # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
+            return manifest
+        merge_changes(spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest))
+    finally:
+        classified.release()
+    return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+
+
+def _append(
+    spark: SparkSession, table: SilverTable, changes: DataFrame, silver: StructType, manifest: RunManifest
+) -> RunManifest:
+    manifest = replace(manifest, rows_inserted=manifest.rows_read)
+    if manifest.rows_read == 0:
+        return manifest
+    append_changes(table, align_to_silver(changes, silver), _snapshot_properties(manifest))
+    return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+
+
+def _snapshot_properties(manifest: RunManifest) -> dict[str, str]:
+    return {RUN_ID_PROPERTY: manifest.run_id, RUN_STATS_PROPERTY: json.dumps(manifest.run_stats())}
+
+
+def _committed_snapshot_id(spark: SparkSession, table: SilverTable, run_id: str) -> int:
+    committed = find_committed_run(spark, table, run_id)
+    if committed is None:
+        raise IcetideJobError(f"{table}: the commit of run {run_id} is not among the table's snapshots")
+    return committed.snapshot_id

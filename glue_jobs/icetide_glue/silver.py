@@ -1,0 +1,113 @@
+"""The silver table in the Spark catalog: its layout, creation, schema evolution and run history.
+
+Layout (see docs/glue-job.md for the benchmark behind it): Iceberg format v2, bucketed on the first
+key column, merge-on-read for updates, deletes and merges. Bucketing lets a MERGE touch only the
+buckets its keys hash to; merge-on-read writes delete files instead of rewriting whole data files.
+A merge then costs what the change costs, not what the table costs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+
+from icetide_glue.arguments import LoadMode
+from icetide_glue.columns import APPEND_METADATA, MERGE_METADATA
+from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
+from icetide_glue.sql import (
+    add_columns_sql,
+    alter_column_type_sql,
+    committed_snapshot_sql,
+    create_namespace_sql,
+    create_table_sql,
+    qualified_name,
+)
+
+SILVER_BUCKETS = 16
+MERGE_TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+APPEND_TABLE_PROPERTIES = {"format-version": "2"}
+
+
+@dataclass(frozen=True)
+class SilverTable:
+    """A silver table: ``database.name`` in a Spark catalog."""
+
+    catalog: str
+    database: str
+    name: str
+
+    @property
+    def sql_name(self) -> str:
+        return qualified_name(self.catalog, self.database, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.name}"
+
+
+@dataclass(frozen=True)
+class CommittedRun:
+    """A snapshot committed by an earlier attempt of this run, and the statistics it recorded."""
+
+    snapshot_id: int
+    run_stats: dict[str, Any]
+
+
+def table_exists(spark: SparkSession, table: SilverTable) -> bool:
+    return spark.catalog.tableExists(table.sql_name)
+
+
+def silver_schema(spark: SparkSession, table: SilverTable) -> StructType:
+    return spark.table(table.sql_name).schema
+
+
+def create_silver_table(
+    spark: SparkSession, table: SilverTable, source: StructType, keys: Sequence[str], load_mode: LoadMode
+) -> list[str]:
+    """Create the table from a batch's source columns plus icetide's metadata columns.
+
+    Returns the manifest's ``schemaChanges`` lines. Source types go through the same mapping as
+    later additions (smallint stored as int, nothing without a type).
+    """
+    columns = plan_schema_changes(StructType([]), source).additions
+    metadata = APPEND_METADATA if load_mode is LoadMode.APPEND else MERGE_METADATA
+    definitions = [(c.name, c.data_type.simpleString()) for c in columns]
+    definitions += [(f.name, f.dataType.simpleString()) for f in metadata.fields]
+    if load_mode is LoadMode.MERGE:
+        statement = create_table_sql(
+            table.sql_name, definitions, MERGE_TABLE_PROPERTIES, bucket_column=keys[0], buckets=SILVER_BUCKETS
+        )
+    else:
+        statement = create_table_sql(table.sql_name, definitions, APPEND_TABLE_PROPERTIES)
+    spark.sql(create_namespace_sql(table.catalog, table.database))
+    spark.sql(statement)
+    return [f"created table {table} with {len(columns)} source column(s)"]
+
+
+def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPlan) -> list[str]:
+    """Apply a checked plan: widen first, then add (both are metadata-only commits in Iceberg)."""
+    for widening in plan.widenings:
+        spark.sql(alter_column_type_sql(table.sql_name, widening.name, widening.to_type.simpleString()))
+    if plan.additions:
+        spark.sql(
+            add_columns_sql(table.sql_name, [(a.name, a.data_type.simpleString()) for a in plan.additions])
+        )
+    return plan.describe()
+
+
+def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:
+    """The snapshot this run id committed, if an earlier attempt got that far."""
+    row = spark.sql(committed_snapshot_sql(table.sql_name, run_id)).first()
+    if row is None:
+        return None
+    stats = json.loads(row["run_stats"]) if row["run_stats"] else {}
+    return CommittedRun(snapshot_id=int(row["snapshot_id"]), run_stats=stats)

@@ -1,0 +1,62 @@
+"""The one local SparkSession builder: Spark + the Iceberg runtime + a file-system catalog.
+
+Tests, the local stack, the ``icetide job run`` command and the benchmarks all build their session
+here, so the local job runs under one configuration. On AWS the Glue job gets its catalog (Glue Data
+Catalog + S3FileIO) from the job's ``--conf`` and ``--datalake-formats``; locally the same catalog
+name points at a Hadoop catalog on a warehouse directory, which leaves plain Iceberg tables that any
+engine (pyiceberg, DuckDB) can open from their metadata files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from icetide_local.jars import ensure_jars
+
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+DEFAULT_LOCAL_CATALOG = "local"
+# Two cores on a laptop: the default 200 shuffle partitions would turn tiny batches into 200 tasks.
+LOCAL_SHUFFLE_PARTITIONS = 4
+
+
+def hadoop_catalog_conf(catalog: str, warehouse: Path) -> dict[str, str]:
+    """Spark settings that make ``catalog`` an Iceberg Hadoop catalog rooted at ``warehouse``."""
+    prefix = f"spark.sql.catalog.{catalog}"
+    return {
+        prefix: ICEBERG_SPARK_CATALOG,
+        f"{prefix}.type": "hadoop",
+        f"{prefix}.warehouse": str(warehouse.resolve()),
+    }
+
+
+def local_spark_session(
+    warehouse: Path, catalog: str = DEFAULT_LOCAL_CATALOG, app_name: str = "icetide"
+) -> SparkSession:
+    """Build (or reuse) the local session with ``catalog`` on ``warehouse``.
+
+    Spark keeps one session per process: a second call reuses it and only registers the catalog,
+    which is a runtime setting. A catalog name already used with another warehouse keeps its first
+    warehouse (Spark caches loaded catalogs), so give each warehouse its own catalog name.
+    """
+    warehouse.mkdir(parents=True, exist_ok=True)
+    jars = ensure_jars()
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.jars", ",".join(str(jar) for jar in jars))
+        .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
+        .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
+        .config("spark.default.parallelism", "2")
+        # Watermarks and change times are compared in UTC, whatever the laptop's zone.
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for key, value in hadoop_catalog_conf(catalog, warehouse).items():
+        spark.conf.set(key, value)
+    return spark

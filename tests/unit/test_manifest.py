@@ -1,0 +1,79 @@
+"""The run manifest as commit_watermark reads it (contracts: "Run manifest")."""
+
+import json
+from typing import Any
+
+import pytest
+
+from icetide.errors import ManifestInvalid
+from icetide.manifest import RunManifest
+
+CONTRACT_EXAMPLE = """{"runId": "dbo_orders-20261121T0700Z", "targetTable": "icetide_silver.dbo_orders",
+ "rowsRead": 10, "rowsInserted": 4, "rowsUpdated": 5, "rowsDeleted": 1, "rowsUnchanged": 0,
+ "watermarkColumn": "updated_at", "newWatermark": "2026-11-21 06:59:58", "snapshotId": 123456789,
+ "alreadyCommitted": false, "schemaChanges": ["added column note string"]}"""
+
+
+def test_the_contract_example_parses() -> None:
+    manifest = RunManifest.parse_json(CONTRACT_EXAMPLE)
+
+    assert manifest.run_id == "dbo_orders-20261121T0700Z"
+    assert manifest.target_table == "icetide_silver.dbo_orders"
+    assert (manifest.rows_read, manifest.rows_inserted, manifest.rows_updated) == (10, 4, 5)
+    assert (manifest.rows_deleted, manifest.rows_unchanged) == (1, 0)
+    assert manifest.watermark_column == "updated_at"
+    assert manifest.new_watermark == "2026-11-21 06:59:58"
+    assert manifest.snapshot_id == 123456789
+    assert manifest.already_committed is False
+    assert manifest.schema_changes == ["added column note string"]
+
+
+def test_an_empty_batch_has_null_watermark_and_snapshot() -> None:
+    data = {**json.loads(CONTRACT_EXAMPLE), "rowsRead": 0, "newWatermark": None, "snapshotId": None}
+
+    manifest = RunManifest.parse_json(json.dumps(data).encode())
+
+    assert (manifest.new_watermark, manifest.snapshot_id) == (None, None)
+
+
+def test_a_numeric_watermark_stays_a_number() -> None:
+    data = {**json.loads(CONTRACT_EXAMPLE), "newWatermark": 1000}
+
+    assert RunManifest.parse_json(json.dumps(data)).new_watermark == 1000
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"rowsDeleted": -1}, "rowsDeleted: Input should be greater than or equal to 0"),
+        ({"rowsRead": 2.5}, "rowsRead: must be a whole number, got 2.5"),
+        ({"rowsInserted": "4"}, "rowsInserted: must be a whole number, got '4'"),
+        ({"rowsUpdated": True}, "rowsUpdated: must be a whole number, got True"),
+        ({"runId": None}, "runId: Input should be a valid string"),
+        ({"newWatermark": [1]}, "newWatermark: must be a finite number, a string or null, got [1]"),
+    ],
+)
+def test_bad_fields_are_refused_with_the_reason(change: dict[str, Any], reason: str) -> None:
+    data = {**json.loads(CONTRACT_EXAMPLE), **change}
+
+    with pytest.raises(ManifestInvalid) as caught:
+        RunManifest.parse_json(json.dumps(data))
+
+    assert str(caught.value) == f"run manifest is invalid: {reason}"
+
+
+def test_a_missing_count_is_refused() -> None:
+    data = {key: value for key, value in json.loads(CONTRACT_EXAMPLE).items() if key != "rowsRead"}
+
+    with pytest.raises(ManifestInvalid, match="rowsRead: required attribute is missing"):
+        RunManifest.parse_json(json.dumps(data))
+
+
+def test_text_that_is_not_json_is_refused() -> None:
+    with pytest.raises(ManifestInvalid, match="run manifest is not valid JSON: Expecting value"):
+        RunManifest.parse_json("<html>Access Denied</html>")
+
+
+def test_json_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(ManifestInvalid, match="run manifest must be a JSON object, got a JSON list"):
+        RunManifest.parse_json("[]")

@@ -1,0 +1,160 @@
+"""The RunPlan built at lock time (contracts: "RunPlan") and the task settings it embeds."""
+
+import json
+from typing import Any
+
+import pytest
+
+from icetide.control.model import ControlItem
+from icetide.control.plan import build_run_plan
+from icetide.dms.task_settings import task_settings_json
+from icetide.errors import InvalidControlItem
+
+ORDERS = {
+    "targetTableName": "dbo_Orders",
+    "sourceSchema": "dbo",
+    "sourceTable": "orders",
+    "filtercolumn": "updated_at",
+    "filteroperator": "gte",
+    "startvalue": "2000-01-01 00:00:00",
+    "primaryKeys": "order_id",
+    "lookback": 3600,
+    "watermark": "2026-11-21 06:00:00",
+}
+SETTINGS = {
+    "raw_bucket": "raw-bucket",
+    "bronze_prefix": "bronze/",
+    "manifest_prefix": "manifests",
+    "glue_database": "icetide_silver",
+    "timestamp_column": "dms_timestamp",
+}
+
+
+def plan_of(raw: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    return build_run_plan(ControlItem.parse(raw), "dbo_Orders-20261121T0700Z", **{**SETTINGS, **overrides})
+
+
+def test_the_plan_has_the_contract_keys_and_values() -> None:
+    plan = plan_of(ORDERS)
+
+    expected_mapping = {
+        "rules": [
+            {
+                "rule-type": "selection",
+                "rule-id": "1",
+                "rule-name": "1",
+                "object-locator": {"schema-name": "dbo", "table-name": "orders"},
+                "rule-action": "include",
+                "filters": [
+                    {
+                        "filter-type": "source",
+                        "column-name": "updated_at",
+                        # watermark 06:00 minus a lookback of 3600 s
+                        "filter-conditions": [{"filter-operator": "gte", "value": "2026-11-21 05:00:00"}],
+                    }
+                ],
+            }
+        ]
+    }
+    assert json.loads(plan.pop("tableMapping")) == expected_mapping
+    assert json.loads(plan.pop("taskSettings")) == {
+        "FullLoadSettings": {"TargetTablePrepMode": "DO_NOTHING"},
+        "Logging": {"EnableLogging": True},
+    }
+    assert plan == {
+        "targetTableName": "dbo_Orders",
+        "runId": "dbo_Orders-20261121T0700Z",
+        "sourceSchema": "dbo",
+        "sourceTable": "orders",
+        "silverTable": "icetide_silver.dbo_orders",
+        "primaryKeys": "order_id",
+        "loadMode": "merge",
+        "watermarkColumn": "updated_at",
+        "previousWatermark": "2026-11-21 06:00:00",
+        "replicationInstanceArn": None,
+        "bronzeUri": "s3://raw-bucket/bronze/dbo_Orders/dbo_Orders-20261121T0700Z/",
+        "manifestUri": "s3://raw-bucket/manifests/dbo_Orders/dbo_Orders-20261121T0700Z.json",
+        "timestampColumn": "dms_timestamp",
+    }
+
+
+def test_the_first_run_starts_from_startvalue() -> None:
+    raw = {key: value for key, value in ORDERS.items() if key != "watermark"}
+
+    plan = plan_of(raw)
+
+    condition = json.loads(plan["tableMapping"])["rules"][0]["filters"][0]["filter-conditions"][0]
+    assert condition == {"filter-operator": "gte", "value": "2000-01-01 00:00:00"}
+    assert plan["previousWatermark"] is None
+
+
+def test_a_numeric_watermark_travels_as_a_json_number() -> None:
+    from decimal import Decimal
+
+    raw = {**ORDERS, "filtercolumn": "id", "startvalue": "0", "lookback": 10, "watermark": Decimal("590")}
+
+    plan = plan_of(raw)
+
+    assert plan["previousWatermark"] == 590
+    condition = json.loads(plan["tableMapping"])["rules"][0]["filters"][0]["filter-conditions"][0]
+    assert condition == {"filter-operator": "gte", "value": "580"}
+
+
+def test_the_instance_is_the_items_else_the_stacks() -> None:
+    item_arn = "arn:aws:dms:eu-west-1:123456789012:rep:ITEM"
+    stack_arn = "arn:aws:dms:eu-west-1:123456789012:rep:STACK"
+
+    assert (
+        plan_of({**ORDERS, "replicationInstanceArn": item_arn}, stack_instance_arn=stack_arn)[
+            "replicationInstanceArn"
+        ]
+        == item_arn
+    )
+    assert plan_of(ORDERS, stack_instance_arn=stack_arn)["replicationInstanceArn"] == stack_arn
+    assert plan_of(ORDERS, stack_instance_arn="")["replicationInstanceArn"] is None
+
+
+def test_a_key_less_item_plans_an_append_with_empty_glue_arguments() -> None:
+    raw = {"targetTableName": "events", "sourceSchema": "app", "sourceTable": "events"}
+
+    plan = plan_of(raw)
+
+    assert (plan["loadMode"], plan["primaryKeys"], plan["watermarkColumn"]) == ("append", "", "")
+
+
+def test_a_watermark_the_lookback_cannot_apply_to_is_an_invalid_item() -> None:
+    with pytest.raises(InvalidControlItem, match="watermark: watermark 'yesterday' is neither a number"):
+        plan_of({**ORDERS, "watermark": "yesterday"})
+
+
+def test_an_empty_bucket_is_refused() -> None:
+    with pytest.raises(ValueError, match="raw bucket must not be empty"):
+        plan_of(ORDERS, raw_bucket=" ")
+
+
+def test_item_task_settings_are_merged_over_ours(blog_item: dict[str, Any]) -> None:
+    raw = {
+        **blog_item,
+        "replication_task_settings": json.dumps(
+            {
+                "TargetMetadata": {"ParallelLoadThreads": 0},
+                "Logging": {"LogComponents": [{"Id": "SOURCE_UNLOAD"}]},
+            }
+        ),
+    }
+
+    settings = json.loads(task_settings_json(ControlItem.parse(raw)))
+
+    assert settings == {
+        "FullLoadSettings": {"TargetTablePrepMode": "DO_NOTHING"},
+        "Logging": {"EnableLogging": True, "LogComponents": [{"Id": "SOURCE_UNLOAD"}]},
+        "TargetMetadata": {"ParallelLoadThreads": 0},
+    }
+
+
+def test_an_item_may_override_our_defaults(blog_item: dict[str, Any]) -> None:
+    raw = {**blog_item, "replication_task_settings": '{"Logging": {"EnableLogging": false}}'}
+
+    settings = json.loads(task_settings_json(ControlItem.parse(raw)))
+
+    assert settings["Logging"] == {"EnableLogging": False}

@@ -42,3 +42,12 @@ build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3
 
 clean: ## remove build output and local workspaces (keeps .venv and the jar cache)
 	rm -rf .aws-sam .pytest_cache .ruff_cache .mypy_cache build *.egg-info
+
+.PHONY: lint-deploy
+# The tools live in their own venvs: aws-sam-cli pins older boto3/pydantic, checkov pins its own set.
+lint-deploy: venv ## sam validate --lint, cfn-lint and checkov on template.yaml (creates .venv-sam, .venv-checkov)
+	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }
+	@test -x .venv-checkov/bin/checkov || { $(PYTHON) -m venv .venv-checkov && .venv-checkov/bin/pip install --quiet checkov; }
+	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint --template template.yaml
+	$(BIN)/cfn-lint template.yaml
+	.venv-checkov/bin/checkov --file template.yaml --framework cloudformation --skip-download --quiet --compact

@@ -35,7 +35,9 @@ def build_session(args: JobArguments) -> SparkSession:
         # Local only: icetide_local is not deployed to Glue.
         from icetide_local.spark import local_spark_session
 
-        return local_spark_session(Path(args.warehouse), catalog=args.catalog, app_name="icetide-bronze-to-silver")
+        return local_spark_session(
+            Path(args.warehouse), catalog=args.catalog, app_name="icetide-bronze-to-silver"
+        )
     spark = SparkSession.builder.getOrCreate()
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     return spark

@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     validate.add_argument("file", metavar="FILE", help="JSON file with the item(s); - reads standard input")
     validate.set_defaults(handler=validate_command)
+    from icetide_cli import tables_put  # `put` writes to AWS; it lives in its own module
+
+    tables_put.register(commands)
 
 
 def read_items(text: str) -> list[Any]:

@@ -7,11 +7,17 @@ POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, set in the SAM templat
 
 from __future__ import annotations
 
+import warnings
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
+
+# Some handlers (release_lock, poll_replication_task...) have nothing to count on most calls;
+# Powertools would warn about that on every invocation, which only buries real warnings.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 __all__ = ["MetricUnit", "logger", "metrics", "tracer"]

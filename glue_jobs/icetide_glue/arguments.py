@@ -76,11 +76,15 @@ class JobArguments:
                 "starting with a letter or digit"
             )
         if not self.bronze_uri.strip():
-            raise InvalidJobArguments("--bronze_uri is empty: the job needs the folder of this run's DMS files")
+            raise InvalidJobArguments(
+                "--bronze_uri is empty: the job needs the folder of this run's DMS files"
+            )
         if not _CATALOG_NAME.match(self.catalog):
             raise InvalidJobArguments(f"--catalog {self.catalog!r} is not a valid Spark catalog name")
         if not self.timestamp_column.strip():
-            raise InvalidJobArguments("--timestamp_column is empty: DMS's TimestampColumnName orders the changes")
+            raise InvalidJobArguments(
+                "--timestamp_column is empty: DMS's TimestampColumnName orders the changes"
+            )
         if len(set(key.lower() for key in self.primary_keys)) != len(self.primary_keys):
             raise InvalidJobArguments(f"--primary_keys {','.join(self.primary_keys)!r} names a column twice")
         if self.load_mode is LoadMode.MERGE and not self.primary_keys:
@@ -149,7 +153,9 @@ def command_line_parser() -> argparse.ArgumentParser:
     parser.add_argument("--manifest_uri", help="where to write the run manifest (s3://, file:// or a path)")
     parser.add_argument("--primary_keys", default="", help="comma-separated key columns (merge mode)")
     parser.add_argument("--load_mode", default=LoadMode.MERGE.value, help="merge (default) or append")
-    parser.add_argument("--watermark_column", default="", help="column whose largest value is the new watermark")
+    parser.add_argument(
+        "--watermark_column", default="", help="column whose largest value is the new watermark"
+    )
     parser.add_argument(
         "--timestamp_column", default=DEFAULT_TIMESTAMP_COLUMN, help="DMS TimestampColumnName (change time)"
     )

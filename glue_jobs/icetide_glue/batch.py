@@ -59,10 +59,11 @@ def inspect_batch(
 
     problems = []
     if totals["unknown_ops"]:
-        values = [row[0] for row in changes.where(unknown_op).select(OP).distinct().limit(_SAMPLE_SIZE).collect()]
-        problems.append(
-            f"{totals['unknown_ops']} row(s) have an Op other than I, U or D (e.g. {', '.join(map(repr, values))})"
-        )
+        values = [
+            row[0] for row in changes.where(unknown_op).select(OP).distinct().limit(_SAMPLE_SIZE).collect()
+        ]
+        examples = ", ".join(map(repr, values))
+        problems.append(f"{totals['unknown_ops']} row(s) have an Op other than I, U or D (e.g. {examples})")
     if totals["unreadable_times"]:
         problems.append(
             f"{totals['unreadable_times']} row(s) have a {timestamp_column} that is not a "
@@ -73,5 +74,7 @@ def inspect_batch(
     if problems:
         raise InvalidChangeData("the bronze batch cannot be applied: " + "; ".join(problems))
 
-    new_watermark = watermark_json(totals["watermark"], watermark_type) if watermark_type is not None else None
+    new_watermark = (
+        watermark_json(totals["watermark"], watermark_type) if watermark_type is not None else None
+    )
     return BatchSummary(rows_read=int(totals["rows"]), new_watermark=new_watermark)

@@ -26,13 +26,10 @@ def file_rank(file_name: Column) -> Column:
     """A string that sorts bronze files in write order: full-load files by their hexadecimal
     number, then every other file (CDC files, named by time) by name."""
     load_number = F.regexp_extract(file_name, _LOAD_FILE, 1)
-    return (
-        F.when(
-            load_number != "",
-            F.concat(F.lit("0"), F.lpad(F.conv(load_number, 16, 10), _LOAD_NUMBER_DIGITS, "0")),
-        )
-        .otherwise(F.concat(F.lit("1"), file_name))
-    )
+    return F.when(
+        load_number != "",
+        F.concat(F.lit("0"), F.lpad(F.conv(load_number, 16, 10), _LOAD_NUMBER_DIGITS, "0")),
+    ).otherwise(F.concat(F.lit("1"), file_name))
 
 
 def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:

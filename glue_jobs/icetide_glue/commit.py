@@ -10,6 +10,7 @@ so the MERGE issued inside the callback commits on the thread that holds the pro
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
@@ -29,11 +30,11 @@ class _PythonCallable:
     def call(self) -> None:
         try:
             self._action()
-        except BaseException as error:  # noqa: BLE001 - handed back to Python, never swallowed
+        except BaseException as error:  # handed back to Python by commit_with_properties
             self.error = error
 
     class Java:
-        implements = ["java.util.concurrent.Callable"]
+        implements: ClassVar[list[str]] = ["java.util.concurrent.Callable"]
 
 
 def commit_with_properties(
@@ -41,8 +42,8 @@ def commit_with_properties(
 ) -> None:
     """Run ``action`` (SQL that commits to an Iceberg table) with ``properties`` in its snapshot summary."""
     context = spark.sparkContext
-    gateway = context._gateway  # noqa: SLF001 - py4j is PySpark's own bridge; no public handle exists
-    jvm = context._jvm  # noqa: SLF001
+    gateway = context._gateway
+    jvm = context._jvm
     assert gateway is not None and jvm is not None, "the SparkContext has no JVM gateway"
     ensure_callback_server_started(gateway)
     java_properties = jvm.java.util.HashMap()
@@ -50,6 +51,8 @@ def commit_with_properties(
         java_properties.put(key, value)
     callable_ = _PythonCallable(action)
     exception_class = jvm.java.lang.Class.forName("java.lang.RuntimeException")
-    jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(java_properties, callable_, exception_class)
+    jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
+        java_properties, callable_, exception_class
+    )
     if callable_.error is not None:
         raise callable_.error

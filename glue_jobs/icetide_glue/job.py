@@ -76,16 +76,22 @@ def _land_changes(
     spark: SparkSession, args: JobArguments, table: SilverTable, exists: bool, changes: DataFrame
 ) -> RunManifest:
     merging = args.load_mode is LoadMode.MERGE
-    keys = [require_column(changes.columns, k, "primary key column (--primary_keys)") for k in args.primary_keys]
+    keys = [
+        require_column(changes.columns, k, "primary key column (--primary_keys)") for k in args.primary_keys
+    ]
     keys = keys if merging else []
     watermark = None
     if args.watermark_column:
-        watermark = require_column(changes.columns, args.watermark_column, "watermark column (--watermark_column)")
+        watermark = require_column(
+            changes.columns, args.watermark_column, "watermark column (--watermark_column)"
+        )
     summary = inspect_batch(changes, keys, watermark, args.timestamp_column)
     source = source_schema(changes)
     if exists:
         # Raises before any ALTER when one column cannot follow: the table stays as it was.
-        schema_changes = evolve_silver_table(spark, table, plan_schema_changes(silver_schema(spark, table), source))
+        schema_changes = evolve_silver_table(
+            spark, table, plan_schema_changes(silver_schema(spark, table), source)
+        )
     else:
         schema_changes = create_silver_table(spark, table, source, keys, args.load_mode)
     manifest = RunManifest(

@@ -86,7 +86,7 @@ class SchemaPlan:
         return [change.describe() for change in (*self.widenings, *self.additions)]
 
 
-def _widening(silver_type: DataType, source_type: DataType) -> DataType | None | bool:
+def _widening(silver_type: DataType, source_type: DataType) -> DataType | bool | None:
     """None: the source fits the silver type as it is. A type: widen silver to it. False: incompatible."""
     if silver_type == source_type:
         return None

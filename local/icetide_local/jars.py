@@ -98,7 +98,7 @@ def ensure_jars(directory: Path | None = None, progress: TextIO = sys.stderr) ->
     target.mkdir(parents=True, exist_ok=True)
     for number, artifact in enumerate(missing, start=1):
         print(f"fetching {artifact.coordinate} ({number}/{len(missing)}) into {target}", file=progress)
-        result = subprocess.run(  # noqa: S603 - fixed argv, no shell
+        result = subprocess.run(
             maven_copy_command(artifact, target), capture_output=True, text=True, check=False
         )
         if result.returncode != 0 or not (target / artifact.jar_name).is_file():

@@ -111,11 +111,9 @@ class ControlItems:
         boto3.client("dynamodb").put_item(TableName=CONTROL_TABLE, Item=to_typed_json(item))
 
     def get(self, target_table_name: str) -> dict[str, Any] | None:
-        typed = (
-            boto3.client("dynamodb")
-            .get_item(TableName=CONTROL_TABLE, Key={"targetTableName": {"S": target_table_name}}, ConsistentRead=True)
-            .get("Item")
-        )
+        key = {"targetTableName": {"S": target_table_name}}
+        response = boto3.client("dynamodb").get_item(TableName=CONTROL_TABLE, Key=key, ConsistentRead=True)
+        typed = response.get("Item")
         return from_typed_json(typed) if typed else None
 
     def orders(self, **changes: Any) -> dict[str, Any]:
@@ -152,7 +150,8 @@ def state_machine(aws: None) -> str:
 
 @pytest.fixture
 def raw_bucket(aws: None) -> str:
-    boto3.client("s3").create_bucket(Bucket=RAW_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    location = {"LocationConstraint": REGION}
+    boto3.client("s3").create_bucket(Bucket=RAW_BUCKET, CreateBucketConfiguration=location)
     return RAW_BUCKET
 
 

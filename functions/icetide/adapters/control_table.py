@@ -148,10 +148,11 @@ class ControlTable:
         except ClientError as error:
             if error_code(error) != _CONDITION_FAILED:
                 raise
-            typed = error.response.get("Item")
-            return ConditionalWrite(written=False, item=from_typed_json(typed) if typed else None)
-        typed = response.get("Attributes")
-        return ConditionalWrite(written=True, item=from_typed_json(typed) if typed else None)
+            # ReturnValuesOnConditionCheckFailure puts the current item into the error response.
+            current: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            return ConditionalWrite(written=False, item=from_typed_json(current) if current else None)
+        before = response.get("Attributes")
+        return ConditionalWrite(written=True, item=from_typed_json(before) if before else None)
 
 
 def _key(target_table_name: str) -> dict[str, Any]:

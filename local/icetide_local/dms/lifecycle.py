@@ -126,13 +126,13 @@ class DmsLifecycle:
     """How the stand-in's tasks behave; :meth:`install` puts it into moto's DMS backend.
 
     ``full_load_finishes=False`` keeps every task running forever (a load that never ends), and
-    ``instance_describes_until_available`` makes a new replication instance report ``creating`` for
-    that many describes before it is ``available`` (0: available at once, as moto does).
+    ``instance_describes_until_available`` is how many describes a new replication instance stays
+    ``creating`` before it is ``available`` (moto's default is 1; 0 makes it available at once).
     """
 
     mover: DataMover = no_data_movement
     full_load_finishes: bool = True
-    instance_describes_until_available: int = 0
+    instance_describes_until_available: int = 1
     started_runs: list[ReplicationTaskRun] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -172,8 +172,7 @@ class DmsLifecycle:
                     create=True,
                 )
             )
-            if self.instance_describes_until_available:
-                patches.enter_context(_instance_transition(self.instance_describes_until_available))
+            patches.enter_context(_instance_transition(self.instance_describes_until_available))
             yield self
 
 
@@ -349,7 +348,8 @@ def _describe_table_statistics(self: DatabaseMigrationServiceResponse) -> str:
 def _instance_transition(describes: int) -> Iterator[None]:
     # moto's replication instances are a ManagedState: "manual" progression moves them to
     # available after that many describes.
-    state_manager.set_transition(_INSTANCE_MODEL, {"progression": "manual", "times": describes})
+    transition = {"progression": "manual", "times": describes} if describes else {"progression": "immediate"}
+    state_manager.set_transition(_INSTANCE_MODEL, transition)
     try:
         yield
     finally:

@@ -254,7 +254,7 @@ class _FullLoadWriter:
                 pending.append(batch.slice(0, take))
                 pending_rows += take
                 batch = batch.slice(take)
-                if pending_rows == self.max_rows:
+                if pending_rows >= self.max_rows + 1:
                     sequence += 1
                     yield self._write_file(selection, sequence, pending), pending_rows
                     pending, pending_rows = [], 0

@@ -41,9 +41,14 @@ def load_substitutions(path: Path = SUBSTITUTIONS_PATH) -> dict[str, str]:
 
 
 def handler_module(substitution_key: str) -> str:
-    """The handler module a ``<Name>FunctionArn`` key stands for: ``AcquireLockFunctionArn`` -> ``acquire_lock``."""
+    """The handler module a ``<Name>FunctionArn`` key stands for.
+
+    ``AcquireLockFunctionArn`` -> ``acquire_lock``: template.yaml names its functions the same way.
+    """
     if not substitution_key.endswith(FUNCTION_ARN_SUFFIX) or substitution_key == FUNCTION_ARN_SUFFIX:
-        raise SubstitutionError(f"{substitution_key!r} does not name a Lambda function ARN (<Name>FunctionArn)")
+        raise SubstitutionError(
+            f"{substitution_key!r} does not name a Lambda function ARN (<Name>FunctionArn)"
+        )
     name = substitution_key[: -len(FUNCTION_ARN_SUFFIX)]
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 

@@ -1,0 +1,100 @@
+"""Fixes for the two bugs of moto 5.2.5's Step Functions interpreter that the table-run machine hits.
+
+Both are patched here and nowhere else, only while the local stack runs (:func:`patched_moto`),
+together with one speed-up (3.):
+
+1. ``arn:aws:states:::glue:startJobRun.sync`` always fails. moto 5.2.5's
+   ``StateTaskServiceCallback._eval_integration_pattern`` ends with
+   ``callback_endpoint.interrupt_all()``, but Glue supports only ``.sync``, so there is no callback
+   endpoint and the call raises ``AttributeError: 'NoneType' object has no attribute
+   'interrupt_all'``. :func:`_glue_sync_integration_pattern` is the same evaluation for ``.sync``
+   without the endpoint.
+2. ``describe_execution`` of a succeeded execution whose output holds a datetime (a Glue job run's
+   ``StartedOn``, kept when a state stores the whole ``GetJobRun`` result) fails: moto 5.2.5 keeps
+   the output as Python objects and ``json.dumps`` them without a datetime encoder.
+   :func:`_reflect_with_json_output` stores the output as JSON-safe values (datetimes as ISO-8601
+   strings, as AWS returns them).
+3. Not a bug: ``create_state_machine`` validates a definition by parsing it with moto's ANTLR
+   parser (over a second for this definition), and every test's stack creates the same one.
+   :func:`_validate_once` remembers the texts that passed; a failing text is parsed (and refused)
+   every time. Executions still parse their definition themselves.
+
+Re-check both when moto is upgraded; drop a patch once moto fixes the bug.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_glue import (
+    StateTaskServiceGlue,
+)
+from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+
+@contextlib.contextmanager
+def patched_moto() -> Iterator[None]:
+    """Apply the fixes (and the speed-up) for the duration of the block."""
+    reflect = BaseExecutionWorkerCommunication._reflect_execution_status
+    with (
+        mock.patch.object(StateTaskServiceGlue, "_eval_integration_pattern", _glue_sync_integration_pattern),
+        mock.patch.object(
+            BaseExecutionWorkerCommunication, "_reflect_execution_status", _reflect_with_json_output(reflect)
+        ),
+        mock.patch.object(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_once)),
+    ):
+        yield
+
+
+_VALIDATE_DEFINITION = StepFunctionsParserBackend._validate_definition
+
+
+@functools.lru_cache(maxsize=32)
+def _validate_once(definition: str) -> None:
+    # lru_cache does not remember calls that raise, so an invalid definition is always refused.
+    _VALIDATE_DEFINITION(definition)
+
+
+def _glue_sync_integration_pattern(
+    self: StateTaskServiceGlue,
+    env: Any,
+    resource_runtime_part: Any,
+    normalised_parameters: dict[str, Any],
+    state_credentials: Any,
+) -> None:
+    # The stack's top is StartJobRun's output, which the sync resolver pops to learn the run id.
+    self.timeout.eval(env=env)
+    timeout_seconds = env.stack.pop()
+    sync_resolver = self._build_sync_resolver(
+        env=env,
+        resource_runtime_part=resource_runtime_part,
+        normalised_parameters=normalised_parameters,
+        state_credentials=state_credentials,
+    )
+    # Raises (FailureEventException) when the job run ends FAILED, TIMEOUT or ERROR.
+    outcome = self._eval_sync(
+        env=env,
+        sync_resolver=sync_resolver,
+        timeout_seconds=timeout_seconds,
+        callback_endpoint=None,
+        heartbeat_endpoint=None,
+    )
+    env.stack.append(outcome)
+
+
+def _reflect_with_json_output(
+    reflect: Callable[[BaseExecutionWorkerCommunication], None],
+) -> Callable[[BaseExecutionWorkerCommunication], None]:
+    def _reflect_execution_status(self: BaseExecutionWorkerCommunication) -> None:
+        reflect(self)
+        if self.execution.output is not None:
+            self.execution.output = json.loads(to_json_str(self.execution.output))
+
+    return _reflect_execution_status

@@ -1,0 +1,367 @@
+"""The local stack: the real table-run state machine, executed by moto with icetide's handlers.
+
+:class:`LocalTableRunStack` is a context manager. Inside it, ``mock_aws`` runs moto's Step
+Functions interpreter on ``statemachine/table_run.asl.json`` (placeholders filled as SAM would),
+every Lambda task calls our handler in-process (:mod:`icetide_local.harness.lambdas`), DMS tasks
+live through their lifecycle (:mod:`icetide_local.dms.lifecycle`) and the Glue task runs a
+pluggable job runner (:mod:`icetide_local.glue_standin`). The stack provisions what the template
+would: control table, raw bucket, source endpoint, SNS topic (with an SQS queue subscribed so
+tests can read what was published), Glue job, Lambda functions, state machine.
+
+    with LocalTableRunStack(substitutions={"PollSeconds": "0"}) as stack:
+        stack.put_control_item({...})
+        report = stack.run("dbo_orders")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+from moto.sns import models as sns_models
+from moto.sns.exceptions import SNSException
+
+from icetide.adapters.clients import reset_clients
+from icetide.dms.identifiers import run_id as make_run_id
+from icetide_local.dms.lifecycle import DmsLifecycle
+from icetide_local.glue_standin import GlueStandIn, JobRunner, manifest_writer
+from icetide_local.harness.definition import (
+    FUNCTION_ARN_SUFFIX,
+    handler_module,
+    load_substitutions,
+    render_definition,
+)
+from icetide_local.harness.faults import SNS_PUBLISH, FaultPlan
+from icetide_local.harness.lambdas import InProcessLambdas
+from icetide_local.harness.moto_patches import patched_moto
+from icetide_local.harness.report import RunReport, execution_report
+
+# Runs started without a run id get consecutive hourly slots from here, so each is distinct.
+FIRST_SLOT = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
+_FINISHED_POLL_SECONDS = 0.05
+_TRUST_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {
+                    "Service": ["lambda.amazonaws.com", "states.amazonaws.com", "glue.amazonaws.com"]
+                },
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+)
+
+
+class ExecutionStillRunning(TimeoutError):
+    """An execution did not finish within the time the caller allowed."""
+
+
+@dataclass(frozen=True)
+class StackNames:
+    """Names of what the stack provisions; the defaults match nothing in a real account."""
+
+    region: str = "eu-west-1"
+    control_table: str = "icetide-control"
+    raw_bucket: str = "icetide-raw-local"
+    glue_database: str = "icetide_silver"
+    state_machine: str = "icetide-table-run"
+    topic: str = "icetide-runs"
+    notification_queue: str = "icetide-runs-inbox"
+    source_endpoint: str = "icetide-local-source"
+    role: str = "icetide-local"
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One message the state machine published to the run topic."""
+
+    subject: str | None
+    message: Any
+    attributes: dict[str, str]
+
+
+@dataclass(frozen=True)
+class DmsInventory:
+    """The DMS resources that exist right now (the source endpoint is the stack's, not a run's)."""
+
+    tasks: list[str]
+    instances: list[str]
+    target_endpoints: list[str]
+
+
+class LocalTableRunStack:
+    """The table-run state machine and everything it calls, in moto, for one ``with`` block."""
+
+    def __init__(
+        self,
+        *,
+        substitutions: Mapping[str, str] | None = None,
+        glue_runner: JobRunner | None = None,
+        glue_default_arguments: Mapping[str, str] | None = None,
+        dms: DmsLifecycle | None = None,
+        names: StackNames | None = None,
+        source_endpoint_settings: Mapping[str, Any] | None = None,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        """Configure the stack; nothing is created before ``__enter__``.
+
+        ``substitutions`` override the sample values of ``statemachine/substitutions.json`` (waits
+        and bounds; the stack fills the ARNs itself). ``glue_runner`` runs each Glue job run (default:
+        write an empty manifest). ``environment`` adds to or overrides the Lambda functions'
+        environment variables (e.g. ``REPLICATION_INSTANCE_ARN``).
+        """
+        self.names = names or StackNames()
+        self.faults = FaultPlan()
+        self.lambdas = InProcessLambdas(self.faults)
+        self.dms = dms or DmsLifecycle()
+        self.glue = GlueStandIn(glue_runner or manifest_writer())
+        self._substitution_overrides = dict(substitutions or {})
+        self._glue_default_arguments = dict(glue_default_arguments or {})
+        self._source_endpoint_settings = dict(source_endpoint_settings or {"EngineName": "sqlite"})
+        self._environment_overrides = dict(environment or {})
+        self._exit_stack = contextlib.ExitStack()
+        self._clients: dict[str, Any] = {}
+        self._runs_started = 0
+        self.state_machine_arn = ""
+        self.topic_arn = ""
+        self.source_endpoint_arn = ""
+        self.role_arn = ""
+        self.substitutions: dict[str, str] = {}
+        self._queue_url = ""
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalTableRunStack:
+        stack = self._exit_stack
+        try:
+            # Not lambda use_docker=False: moto's "simple" Lambda backend would echo payloads instead
+            # of calling LambdaFunction.invoke, which InProcessLambdas replaces.
+            stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+            stack.enter_context(patched_moto())
+            stack.enter_context(self.lambdas.install())
+            stack.enter_context(self.dms.install())
+            stack.enter_context(self.glue.install())
+            stack.enter_context(_failing_sns_publish(self.faults))
+            # The handlers' boto3 clients are cached per process: build them anew inside this mock.
+            reset_clients()
+            stack.callback(reset_clients)
+            self._provision()
+        except BaseException:
+            stack.close()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._exit_stack.close()
+
+    def client(self, service_name: str) -> Any:
+        """A boto3 client for ``service_name`` in the stack's region (inside the mock), made once."""
+        if service_name not in self._clients:
+            self._clients[service_name] = boto3.client(  # type: ignore[call-overload]
+                service_name, region_name=self.names.region
+            )
+        return self._clients[service_name]
+
+    # -- provisioning (what template.yaml creates in AWS) ------------------------------------------
+
+    def _provision(self) -> None:
+        names = self.names
+        self.role_arn = self.client("iam").create_role(
+            RoleName=names.role, AssumeRolePolicyDocument=_TRUST_POLICY
+        )["Role"]["Arn"]
+        self.client("dynamodb").create_table(
+            TableName=names.control_table,
+            KeySchema=[{"AttributeName": "targetTableName", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "targetTableName", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self.client("s3").create_bucket(
+            Bucket=names.raw_bucket, CreateBucketConfiguration={"LocationConstraint": names.region}
+        )
+        self.source_endpoint_arn = self.client("dms").create_endpoint(
+            EndpointIdentifier=names.source_endpoint, EndpointType="source", **self._source_endpoint_settings
+        )["Endpoint"]["EndpointArn"]
+        self._provision_notifications()
+        values = load_substitutions()
+        values.update(self._substitution_overrides)
+        self.client("glue").create_job(
+            Name=values["GlueJobName"],
+            Role=self.role_arn,
+            Command={
+                "Name": "glueetl",
+                "ScriptLocation": f"s3://{names.raw_bucket}/scripts/bronze_to_silver.py",
+            },
+            DefaultArguments=self._glue_default_arguments,
+            ExecutionProperty={"MaxConcurrentRuns": 50},
+        )
+        values["NotificationTopicArn"] = self.topic_arn
+        for key in [key for key in values if key.endswith(FUNCTION_ARN_SUFFIX)]:
+            values[key] = self._create_function(handler_module(key))
+        self.substitutions = values
+        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
+            name=names.state_machine, definition=render_definition(values), roleArn=self.role_arn
+        )["stateMachineArn"]
+
+    def _provision_notifications(self) -> None:
+        self.topic_arn = self.client("sns").create_topic(Name=self.names.topic)["TopicArn"]
+        sqs = self.client("sqs")
+        self._queue_url = sqs.create_queue(QueueName=self.names.notification_queue)["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=self._queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        self.client("sns").subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=queue_arn)
+
+    def lambda_environment(self) -> dict[str, str]:
+        """The environment variables every function gets (docs/contracts.md, Environment variables)."""
+        names = self.names
+        return {
+            "AWS_DEFAULT_REGION": names.region,
+            "CONTROL_TABLE_NAME": names.control_table,
+            "STATE_MACHINE_ARN": self.state_machine_arn,
+            "RAW_BUCKET": names.raw_bucket,
+            "GLUE_DATABASE": names.glue_database,
+            "SOURCE_ENDPOINT_ARN": self.source_endpoint_arn,
+            "DMS_TARGET_ROLE_ARN": self.role_arn,
+            "POWERTOOLS_SERVICE_NAME": "icetide",
+            "POWERTOOLS_METRICS_NAMESPACE": "icetide",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            **self._environment_overrides,
+        }
+
+    def _create_function(self, module: str) -> str:
+        archive = io.BytesIO()
+        with zipfile.ZipFile(archive, "w") as code:
+            # moto wants a package; the code that runs is the in-process handler module.
+            code.writestr(f"handlers/{module}.py", "")
+        return str(
+            self.client("lambda").create_function(
+                FunctionName=f"icetide-{module.replace('_', '-')}",
+                Runtime="python3.11",
+                Role=self.role_arn,
+                Handler=f"handlers.{module}.handler",
+                Code={"ZipFile": archive.getvalue()},
+                Timeout=300,
+                Environment={"Variables": self.lambda_environment()},
+            )["FunctionArn"]
+        )
+
+    # -- using the stack ---------------------------------------------------------------------------
+
+    def put_control_item(self, item: Mapping[str, Any]) -> None:
+        """Write a control item (strings, ints, lists, maps; as DynamoDB's resource API takes them)."""
+        self._control_table().put_item(Item=dict(item))
+
+    def control_item(self, target_table_name: str) -> dict[str, Any] | None:
+        """The control item as stored now (numbers come back as Decimal), or None."""
+        item = self._control_table().get_item(Key={"targetTableName": target_table_name}, ConsistentRead=True)
+        return item.get("Item")
+
+    def _control_table(self) -> Any:
+        if "control_table" not in self._clients:
+            dynamodb = boto3.resource("dynamodb", region_name=self.names.region)
+            self._clients["control_table"] = dynamodb.Table(self.names.control_table)
+        return self._clients["control_table"]
+
+    def start(self, target_table_name: str, run_id: str | None = None) -> str:
+        """Start one table-run execution, named after the run id as StartWorkflow does; its ARN."""
+        if run_id is None:
+            run_id = make_run_id(target_table_name, FIRST_SLOT + timedelta(hours=self._runs_started))
+        self._runs_started += 1
+        return str(
+            self.client("stepfunctions").start_execution(
+                stateMachineArn=self.state_machine_arn,
+                name=run_id,
+                input=json.dumps({"targetTableName": target_table_name, "runId": run_id}),
+            )["executionArn"]
+        )
+
+    def wait(self, execution_arn: str, timeout_seconds: float = 60) -> RunReport:
+        """Wait until the execution leaves RUNNING; its report."""
+        stepfunctions = self.client("stepfunctions")
+        deadline = time.monotonic() + timeout_seconds
+        while stepfunctions.describe_execution(executionArn=execution_arn)["status"] == "RUNNING":
+            if time.monotonic() > deadline:
+                raise ExecutionStillRunning(
+                    f"{execution_arn} still RUNNING after {timeout_seconds} s:\n"
+                    + execution_report(stepfunctions, execution_arn).render()
+                )
+            time.sleep(_FINISHED_POLL_SECONDS)
+        return execution_report(stepfunctions, execution_arn)
+
+    def run(
+        self, target_table_name: str, run_id: str | None = None, timeout_seconds: float = 60
+    ) -> RunReport:
+        """Start one run of ``target_table_name`` and wait for its end."""
+        return self.wait(self.start(target_table_name, run_id), timeout_seconds)
+
+    def notifications(self) -> list[Notification]:
+        """The messages published to the run topic since the last call (drains the queue)."""
+        sqs = self.client("sqs")
+        received: list[Notification] = []
+        while True:
+            batch = sqs.receive_message(QueueUrl=self._queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return received
+            for message in batch:
+                envelope = json.loads(message["Body"])
+                received.append(
+                    Notification(
+                        subject=envelope.get("Subject"),
+                        message=json.loads(envelope["Message"]),
+                        attributes={
+                            name: attribute["Value"]
+                            for name, attribute in envelope.get("MessageAttributes", {}).items()
+                        },
+                    )
+                )
+                sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+    def dms_inventory(self) -> DmsInventory:
+        """Every DMS task, instance and target endpoint that exists (describes advance task lifecycles)."""
+        dms = self.client("dms")
+        return DmsInventory(
+            tasks=[
+                task["ReplicationTaskArn"] for task in dms.describe_replication_tasks()["ReplicationTasks"]
+            ],
+            instances=[
+                instance["ReplicationInstanceArn"]
+                for instance in dms.describe_replication_instances()["ReplicationInstances"]
+            ],
+            target_endpoints=[
+                endpoint["EndpointArn"]
+                for endpoint in dms.describe_endpoints()["Endpoints"]
+                if str(endpoint["EndpointType"]).lower() == "target"
+            ],
+        )
+
+
+def _failing_sns_publish(faults: FaultPlan) -> Any:
+    """Patch moto's SNS so tests can make it refuse a publish (fault target :data:`SNS_PUBLISH`)."""
+    publish = sns_models.SNSBackend.publish
+
+    def guarded_publish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fault = faults.take(SNS_PUBLISH)
+        if fault is not None:
+            raise SNSException(fault.error_type, fault.message)
+        return publish(self, *args, **kwargs)
+
+    return mock.patch.object(sns_models.SNSBackend, "publish", guarded_publish)

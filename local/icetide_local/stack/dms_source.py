@@ -1,0 +1,82 @@
+"""The DMS stand-in's side of the local stack: the source endpoint, and the data mover behind tasks.
+
+The harness's DMS lifecycle calls a data mover when a task starts running; here that mover is the
+replicator, reading the user's database (a SQLAlchemy URL) and writing DMS's parquet files into the
+run's S3 target folder in moto. The URL, which may hold a password, stays in this process's memory:
+the moto source endpoint records only what DMS would show (engine, server, port, database, user).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from icetide_local.dms import lifecycle
+from icetide_local.dms.replicator import TABLE_ERROR, run_full_load
+
+# SQLAlchemy backend name -> DMS EngineName (sqlite is the stand-in's own: DMS has no SQLite source).
+_DMS_ENGINE_NAMES = {
+    "postgresql": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mariadb",
+    "oracle": "oracle",
+    "mssql": "sqlserver",
+    "sqlite": "sqlite",
+}
+
+
+class SourceUrlInvalid(ValueError):
+    """The source is not a SQLAlchemy database URL."""
+
+
+class SourceTablesFailed(RuntimeError):
+    """Some selected tables could not be loaded; the message has each table's reason.
+
+    DMS reports such a table as "Table error" in its table statistics and the reason in the task
+    log; the stand-in fails the task with the reasons, so they reach the run's recorded failure.
+    """
+
+
+def source_endpoint_settings(source_url: str) -> dict[str, Any]:
+    """The moto source endpoint's CreateEndpoint settings for `source_url` (never the password)."""
+    try:
+        url = make_url(source_url)
+    except ArgumentError as bad:
+        raise SourceUrlInvalid(
+            f"{source_url!r} is not a SQLAlchemy database URL (e.g. sqlite:///shop.db or "
+            "postgresql+psycopg://user:password@host:5432/db)"
+        ) from bad
+    backend = url.get_backend_name()
+    settings: dict[str, Any] = {"EngineName": _DMS_ENGINE_NAMES.get(backend, backend)}
+    optional = {
+        "ServerName": url.host,
+        "Port": url.port,
+        "DatabaseName": url.database,
+        "Username": url.username,
+    }
+    settings.update({name: value for name, value in optional.items() if value})
+    return settings
+
+
+def replicator_mover(source_url: str) -> lifecycle.DataMover:
+    """A data mover that runs the replicator's full load against `source_url`."""
+
+    def move(run: lifecycle.ReplicationTaskRun) -> Sequence[lifecycle.TableStatistics]:
+        result = run_full_load(run.table_mappings, run.target_s3_settings, source_url)
+        errors = [
+            table.error_message or f"{table.schema}.{table.table} failed"
+            for table in result.tables
+            if table.state == TABLE_ERROR
+        ]
+        if errors:
+            raise SourceTablesFailed("; ".join(errors))
+        return [
+            lifecycle.TableStatistics(
+                schema=table.schema, table=table.table, full_load_rows=table.full_load_rows, state=table.state
+            )
+            for table in result.tables
+        ]
+
+    return move

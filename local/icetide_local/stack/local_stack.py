@@ -1,0 +1,214 @@
+"""The local stack: the harness's state machine in moto, with data really moving.
+
+`LocalStack` grows the state-machine harness (`icetide_local.harness.LocalTableRunStack`) into the
+whole application: the DMS stand-in's tasks run the replicator against a real source database, the
+Glue stand-in's job runs are the real Spark job on a local Iceberg warehouse, and a cycle starts
+the way it does in AWS, with an EventBridge scheduled event sent to the real StartWorkflow Lambda.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+from unittest import mock
+
+from icetide.clock import stored_time
+from icetide.control.codec import from_typed_json
+from icetide_local.dms.lifecycle import DmsLifecycle
+from icetide_local.harness import LocalTableRunStack
+from icetide_local.stack.dms_source import replicator_mover, source_endpoint_settings
+from icetide_local.stack.glue_spark import SparkGlueJob
+from icetide_local.stack.report import CycleReport, TableRun
+
+Progress = Callable[[str], None]
+
+# Waits and bounds of the state machine (DefinitionSubstitutions). The DMS stand-in moves a task one
+# status per describe, so polling without waiting finishes a run in a few polls.
+FAST_WAITS = {
+    "PollSeconds": "0",
+    "MaxPollWaitSeconds": "1",
+    "MaxPolls": "50",
+    "InstanceCheckSeconds": "0",
+    "MaxInstanceChecks": "5",
+}
+LOCAL_ENVIRONMENT = {
+    # Local cycles come faster than hourly; one-minute slots keep their run ids apart.
+    "SCHEDULE_SLOT_MINUTES": "1",
+    # Powertools would print a metrics document per invocation; nobody collects them locally.
+    "POWERTOOLS_METRICS_DISABLED": "true",
+}
+START_WORKFLOW = "start_workflow"
+DEFAULT_EXECUTION_TIMEOUT_SECONDS = 1800.0
+
+
+class StartWorkflowFailed(RuntimeError):
+    """The StartWorkflow Lambda returned a function error; no cycle ran (or only part of one)."""
+
+
+def _quiet(_: str) -> None:
+    """The default progress sink: say nothing."""
+
+
+class LocalStack(LocalTableRunStack):
+    """The table-run stack with real data movement, plus the StartWorkflow function that starts cycles.
+
+    ``source_url`` is the source database (SQLAlchemy URL); silver tables go to ``warehouse``.
+    ``handler_log`` receives the handlers' Powertools log lines (default: standard output).
+    """
+
+    def __init__(
+        self,
+        *,
+        source_url: str,
+        warehouse: Path,
+        progress: Progress = _quiet,
+        handler_log: TextIO | None = None,
+        substitutions: Mapping[str, str] | None = None,
+    ) -> None:
+        self.progress = progress
+        self.glue_job = SparkGlueJob(warehouse, progress=progress)
+        super().__init__(
+            substitutions={**FAST_WAITS, **(substitutions or {})},
+            glue_runner=self.glue_job,
+            dms=DmsLifecycle(mover=replicator_mover(source_url)),
+            source_endpoint_settings=source_endpoint_settings(source_url),
+            environment=LOCAL_ENVIRONMENT,
+        )
+        self.start_workflow_function = ""
+        self._handler_log = handler_log
+        self._region_environment = mock.patch.dict(os.environ, {"AWS_DEFAULT_REGION": self.names.region})
+
+    def __enter__(self) -> LocalStack:
+        # The replicator and the Glue job make their own boto3 clients; they need the stack's region
+        # even when the user's shell names none.
+        self._region_environment.start()
+        previous_log = self._redirect_handler_log()
+        try:
+            super().__enter__()
+            self.start_workflow_function = self._create_function(START_WORKFLOW)
+        except BaseException:
+            self._restore(previous_log)
+            raise
+        self._previous_log = previous_log
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            super().__exit__(exc_type, exc, tb)
+        finally:
+            self._restore(self._previous_log)
+
+    def _redirect_handler_log(self) -> TextIO | None:
+        if self._handler_log is None:
+            return None
+        from icetide.observability import logger
+
+        return logger.registered_handler.setStream(self._handler_log)  # type: ignore[attr-defined]
+
+    def _restore(self, previous_log: TextIO | None) -> None:
+        if previous_log is not None:
+            from icetide.observability import logger
+
+            logger.registered_handler.setStream(previous_log)  # type: ignore[attr-defined]
+        self._region_environment.stop()
+
+    # -- control items -------------------------------------------------------------------------------
+
+    def put_typed_items(self, items: list[dict[str, Any]]) -> None:
+        """Write control items given in DynamoDB typed JSON (as a workspace saves them)."""
+        dynamodb = self.client("dynamodb")
+        for item in items:
+            dynamodb.put_item(TableName=self.names.control_table, Item=item)
+
+    def typed_items(self) -> list[dict[str, Any]]:
+        """Every control item, in DynamoDB typed JSON."""
+        pages = self.client("dynamodb").get_paginator("scan").paginate(
+            TableName=self.names.control_table, ConsistentRead=True
+        )
+        return [item for page in pages for item in page["Items"]]
+
+    def plain_items(self) -> dict[str, dict[str, Any]]:
+        """Every control item as plain values, by table name."""
+        plain = (from_typed_json(item) for item in self.typed_items())
+        return {str(item["targetTableName"]): item for item in plain}
+
+    # -- cycles --------------------------------------------------------------------------------------
+
+    def run_cycle(
+        self, scheduled_time: datetime, timeout_seconds: float = DEFAULT_EXECUTION_TIMEOUT_SECONDS
+    ) -> CycleReport:
+        """One schedule event: StartWorkflow starts a run per active table; wait for every run."""
+        before = self.plain_items()
+        summary = self.start_workflow(scheduled_time)
+        names = [*summary["started"], *summary["alreadyStarted"]]
+        self.progress(f"cycle {summary['slot']}: {len(names)} run(s) started: {', '.join(names) or 'none'}")
+        runs = [self._finished_run(name, before, timeout_seconds) for name in names]
+        after = self.plain_items()
+        return CycleReport(
+            slot=summary["slot"],
+            runs=tuple(replace(run, item_after=after.get(run.target_table_name, {})) for run in runs),
+            inactive=tuple(summary["inactive"]),
+            invalid=tuple(summary["invalid"]),
+        )
+
+    def start_workflow(self, scheduled_time: datetime) -> dict[str, Any]:
+        """Invoke StartWorkflow as the hourly EventBridge rule does; its output."""
+        response = self.client("lambda").invoke(
+            FunctionName=self.start_workflow_function,
+            Payload=json.dumps(self._scheduled_event(scheduled_time)).encode(),
+        )
+        payload = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            raise StartWorkflowFailed(
+                f"StartWorkflow failed: {payload.get('errorType')}: {payload.get('errorMessage')}"
+            )
+        return dict(payload)
+
+    def _scheduled_event(self, scheduled_time: datetime) -> dict[str, Any]:
+        account = self.state_machine_arn.split(":")[4]
+        region = self.names.region
+        return {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": account,
+            "time": stored_time(scheduled_time),
+            "region": region,
+            "resources": [f"arn:aws:events:{region}:{account}:rule/icetide-local-schedule"],
+            "detail": {},
+        }
+
+    def _finished_run(
+        self, execution_name: str, before: Mapping[str, dict[str, Any]], timeout_seconds: float
+    ) -> TableRun:
+        """The run's outcome; its item after the run is filled in once every run has finished."""
+        arn = self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name}"
+        report = self.wait(arn, timeout_seconds)
+        described = self.client("stepfunctions").describe_execution(executionArn=arn)
+        table = json.loads(described["input"])["targetTableName"]
+        started, stopped = described["startDate"], described.get("stopDate")
+        seconds = f" in {(stopped - started).total_seconds():.1f} s" if stopped else ""
+        self.progress(f"{table}: {report.status}{seconds}")
+        return TableRun(
+            target_table_name=table,
+            run_id=execution_name,
+            status=report.status,
+            started=started,
+            stopped=stopped,
+            error=report.error,
+            cause=report.cause,
+            item_before=before.get(table, {}),
+            item_after={},
+        )

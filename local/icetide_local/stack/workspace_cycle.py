@@ -1,0 +1,104 @@
+"""One hourly cycle in a workspace: what `icetide local run` (and the demo) does.
+
+moto forgets everything when the process ends, so a cycle is bracketed by the workspace: the control
+items of the tables file are merged with the run state the workspace saved (watermarks, statistics),
+written to a fresh moto control table, run through StartWorkflow and the state machine, and the
+control table is saved back. The silver tables stay in the workspace's warehouse between cycles.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, TextIO
+
+from icetide.clock import utc_now
+from icetide.control.codec import from_typed_json, is_typed_json, to_typed_json
+from icetide.dms.identifiers import schedule_slot
+from icetide_local.stack.local_stack import (
+    DEFAULT_EXECUTION_TIMEOUT_SECONDS,
+    LOCAL_ENVIRONMENT,
+    LocalStack,
+    Progress,
+)
+from icetide_local.stack.report import CycleReport
+from icetide_local.workspace import TypedItem, Workspace, keep_unconfigured, merge_run_state
+
+SLOT_MINUTES = int(LOCAL_ENVIRONMENT["SCHEDULE_SLOT_MINUTES"])
+
+
+@dataclass(frozen=True)
+class LoadableItems:
+    """The tables file's items that can be written to the control table, and why the others cannot.
+
+    Items DynamoDB can store are written even when invalid: StartWorkflow validates them and reports
+    each invalid one, as it would in AWS. Only an item without a usable key cannot be written.
+    """
+
+    typed: list[TypedItem]
+    rejected: list[str]
+
+
+def loadable_items(raw_items: Sequence[Any]) -> LoadableItems:
+    """Sort the tables file's items (plain or typed JSON) into writable typed items and rejections."""
+    typed: list[TypedItem] = []
+    rejected: list[str] = []
+    seen: set[str] = set()
+    for position, raw in enumerate(raw_items, start=1):
+        try:
+            plain = from_typed_json(raw) if is_typed_json(raw) else raw
+            if not isinstance(plain, Mapping):
+                raise ValueError(f"is a JSON {type(plain).__name__}, not an object")
+            name = plain.get("targetTableName")
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError("targetTableName: required (a non-empty string), the control table's key")
+            if name in seen:
+                raise ValueError(f"{name} is listed more than once in the tables file; the first one is used")
+            item = to_typed_json(plain)
+        except ValueError as problem:
+            rejected.append(f"#{position}: invalid control item: {problem}")
+            continue
+        seen.add(name)
+        typed.append(item)
+    return LoadableItems(typed, rejected)
+
+
+def next_slot(now: datetime, last_slot: datetime | None) -> datetime:
+    """The schedule slot of this cycle: now's, or the one after the last cycle's if that is not earlier.
+
+    Run ids are `<table>-<slot>`, and the Glue job treats a run id it has committed as done; two cycles
+    in one slot would make the second a no-op, so each cycle takes a slot of its own.
+    """
+    slot = schedule_slot(now, SLOT_MINUTES)
+    if last_slot is not None and slot <= last_slot:
+        slot = last_slot + timedelta(minutes=SLOT_MINUTES)
+    return slot
+
+
+def run_workspace_cycle(
+    workspace: Workspace,
+    source_url: str,
+    raw_items: Sequence[Any],
+    *,
+    now: datetime | None = None,
+    progress: Progress = lambda _: None,
+    handler_log: TextIO | None = None,
+    timeout_seconds: float = DEFAULT_EXECUTION_TIMEOUT_SECONDS,
+) -> CycleReport:
+    """Run one cycle of the tables in `raw_items` against `source_url`, keeping state in `workspace`."""
+    loadable = loadable_items(raw_items)
+    with workspace.exclusive():
+        saved = workspace.load_control_items()
+        slot = next_slot(now or utc_now(), workspace.load_last_cycle())
+        progress("starting the local stack (moto, DMS stand-in, Step Functions, Spark on first use)")
+        with LocalStack(
+            source_url=source_url, warehouse=workspace.warehouse, progress=progress, handler_log=handler_log
+        ) as stack:
+            stack.put_typed_items(merge_run_state(loadable.typed, saved))
+            try:
+                report = stack.run_cycle(slot, timeout_seconds)
+            finally:
+                # Saved even when the cycle broke off: a run that committed keeps its watermark.
+                workspace.save_control_items(keep_unconfigured(saved, stack.typed_items()))
+                workspace.save_last_cycle(slot)
+    return replace(report, not_loaded=tuple(loadable.rejected))

@@ -1,0 +1,175 @@
+"""template.yaml against the code it deploys: handlers, environment, state machine, Glue job arguments."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from typing import Any
+
+import pytest
+
+from deploy.settings_reads import SETTINGS_FIELDS, settings_read_by
+from deploy.template_model import (
+    REPO_ROOT,
+    SERVERLESS_FUNCTION,
+    function_property,
+    global_environment,
+    own_environment,
+    resources_of_type,
+)
+from icetide_glue.arguments import OPTIONAL_ARGUMENTS, REQUIRED_ARGUMENTS
+
+FUNCTIONS = sorted(resources_of_type(SERVERLESS_FUNCTION))
+ASL_PATH = REPO_ROOT / "statemachine" / "table_run.asl.json"
+SUBSTITUTIONS_PATH = REPO_ROOT / "statemachine" / "substitutions.json"
+# Powertools reads these itself (docs/contracts.md, "Environment variables").
+POWERTOOLS_VARIABLES = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"}
+# Arguments Glue itself interprets ("Using job parameters in AWS Glue jobs", AWS Glue developer
+# guide); the job script never sees them as its own.
+GLUE_SPECIAL_PARAMETERS = {
+    "--job-language", "--datalake-formats", "--conf", "--extra-py-files", "--extra-jars",
+    "--additional-python-modules", "--python-modules-installer-option", "--enable-metrics",
+    "--enable-observability-metrics", "--enable-spark-ui", "--spark-event-logs-path",
+    "--enable-job-insights", "--enable-glue-datacatalog", "--enable-auto-scaling", "--TempDir",
+    "--job-bookmark-option", "--enable-continuous-cloudwatch-log", "--user-jars-first",
+}
+
+
+def _handler_module(function_name: str) -> str:
+    module, _, _ = function_property(function_name, "Handler").rpartition(".")
+    return module
+
+
+@pytest.mark.parametrize("function_name", FUNCTIONS)
+def test_function_handler_resolves_to_a_callable_in_the_one_code_uri(function_name: str) -> None:
+    assert function_property(function_name, "CodeUri") == "functions/"
+    module_name, _, attribute = function_property(function_name, "Handler").rpartition(".")
+    assert module_name.startswith("handlers."), f"{function_name}: handlers live in functions/handlers/"
+
+    handler = getattr(importlib.import_module(module_name), attribute, None)
+
+    assert callable(handler), f"{function_name}: {module_name}.{attribute} is not a callable"
+
+
+def test_every_handler_module_is_deployed_once() -> None:
+    on_disk = {
+        f"handlers.{path.stem}"
+        for path in (REPO_ROOT / "functions" / "handlers").glob("*.py")
+        if not path.stem.startswith("_")
+    }
+    deployed = [_handler_module(name) for name in FUNCTIONS]
+
+    assert sorted(deployed) == sorted(on_disk)
+
+
+@pytest.mark.parametrize("function_name", FUNCTIONS)
+def test_function_sets_every_variable_its_handler_reads(function_name: str) -> None:
+    needed = {field.upper() for field in settings_read_by(_handler_module(function_name))}
+    available = set(global_environment()) | set(own_environment(function_name))
+
+    assert needed - available == set(), f"{function_name} lacks variables its handler reads"
+
+
+@pytest.mark.parametrize("function_name", FUNCTIONS)
+def test_function_sets_no_variable_its_handler_ignores(function_name: str) -> None:
+    needed = {field.upper() for field in settings_read_by(_handler_module(function_name))}
+
+    assert set(own_environment(function_name)) - needed == set()
+
+
+def test_every_variable_the_template_sets_is_a_setting_or_a_powertools_variable() -> None:
+    known = {field.upper() for field in SETTINGS_FIELDS} | POWERTOOLS_VARIABLES
+    set_anywhere = set(global_environment()).union(*(own_environment(name) for name in FUNCTIONS))
+
+    assert set_anywhere - known == set()
+
+
+def _state_machine() -> dict[str, Any]:
+    (machine,) = resources_of_type("AWS::Serverless::StateMachine").values()
+    return dict(machine["Properties"])
+
+
+def test_definition_substitutions_match_the_placeholders_of_the_asl() -> None:
+    machine = _state_machine()
+    assert machine["DefinitionUri"] == "statemachine/table_run.asl.json"
+    placeholders = set(re.findall(r"\$\{([A-Za-z0-9_]+)\}", ASL_PATH.read_text(encoding="utf-8")))
+
+    assert set(machine["DefinitionSubstitutions"]) == placeholders
+
+
+def test_definition_substitutions_use_the_published_keys() -> None:
+    published = json.loads(SUBSTITUTIONS_PATH.read_text(encoding="utf-8"))
+
+    assert set(_state_machine()["DefinitionSubstitutions"]) == set(published)
+
+
+def test_state_machine_may_invoke_exactly_the_functions_it_is_given() -> None:
+    machine = _state_machine()
+    substituted = {
+        value["Fn::GetAtt"][0]
+        for value in machine["DefinitionSubstitutions"].values()
+        if isinstance(value, dict) and "Fn::GetAtt" in value
+    }
+    invocable = {
+        resource["Fn::GetAtt"][0]
+        for policy in machine["Policies"]
+        for statement in policy["Statement"]
+        if statement["Action"] == "lambda:InvokeFunction"
+        for resource in statement["Resource"]
+    }
+
+    assert invocable == substituted
+    # Every run function except StartWorkflow, which starts the executions.
+    assert substituted == set(FUNCTIONS) - {"StartWorkflowFunction"}
+
+
+def _glue_job() -> dict[str, Any]:
+    (job,) = resources_of_type("AWS::Glue::Job").values()
+    return dict(job["Properties"])
+
+
+def _glue_task_arguments() -> dict[str, Any]:
+    states = json.loads(ASL_PATH.read_text(encoding="utf-8"))["States"]
+    (task,) = [s for s in states.values() if str(s.get("Resource", "")).endswith(":glue:startJobRun.sync")]
+    return dict(task.get("Parameters", task.get("Arguments", {}))["Arguments"])
+
+
+def test_glue_default_arguments_are_glue_settings_or_arguments_the_job_parses() -> None:
+    parsed = {f"--{name}" for name in (*REQUIRED_ARGUMENTS, *OPTIONAL_ARGUMENTS)}
+    defaults = set(_glue_job()["DefaultArguments"])
+
+    assert defaults - GLUE_SPECIAL_PARAMETERS - parsed == set()
+    # --warehouse selects a local file-system catalog: on Glue the job must use the Glue catalog.
+    assert "--warehouse" not in defaults
+
+
+def test_state_machine_passes_every_required_glue_argument_and_only_parsed_ones() -> None:
+    parsed = {f"--{name}" for name in (*REQUIRED_ARGUMENTS, *OPTIONAL_ARGUMENTS)}
+    passed = {key.removesuffix(".$") for key in _glue_task_arguments()}
+
+    assert passed <= parsed
+    assert {f"--{name}" for name in REQUIRED_ARGUMENTS} <= passed
+
+
+def test_glue_job_is_glue_5_1_with_iceberg_on_the_glue_catalog_in_the_silver_bucket() -> None:
+    job = _glue_job()
+    arguments = job["DefaultArguments"]
+    conf = arguments["--conf"]["Fn::Sub"]
+    catalog = arguments["--catalog"]
+
+    assert job["GlueVersion"] == "5.1"
+    assert arguments["--datalake-formats"] == "iceberg"
+    assert f"spark.sql.catalog.{catalog}=org.apache.iceberg.spark.SparkCatalog" in conf
+    assert f"spark.sql.catalog.{catalog}.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog" in conf
+    assert f"spark.sql.catalog.{catalog}.warehouse=s3://${{SilverBucket}}/" in conf
+    assert "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions" in conf
+
+
+def test_glue_job_code_comes_from_the_published_layer() -> None:
+    job = _glue_job()
+
+    assert job["Command"]["ScriptLocation"] == {"Fn::GetAtt": ["GlueCode", "ScriptLocation"]}
+    assert job["DefaultArguments"]["--extra-py-files"] == {"Fn::GetAtt": ["GlueCode", "ExtraPyFiles"]}
+    (layer,) = resources_of_type("AWS::Serverless::LayerVersion").values()
+    assert layer["Properties"]["ContentUri"] == "glue_jobs/"

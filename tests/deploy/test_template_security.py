@@ -1,0 +1,209 @@
+"""template.yaml's security posture: least privilege, encryption, TLS, no hard-coded account or Region."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+from typing import Any
+
+import pytest
+
+from deploy.template_model import (
+    SERVERLESS_FUNCTION,
+    TEMPLATE_PATH,
+    function_globals,
+    policy_statements,
+    resources_of_type,
+    template,
+)
+from icetide.bronze_target import resource_tags
+
+# Actions whose only resource type does not fit, scoped by a condition key instead.
+CONDITION_SCOPED_ACTIONS = {"cloudwatch:PutMetricData": "cloudwatch:namespace"}
+
+
+def _iam_reference() -> dict[str, Any]:
+    """cfn-lint's copy of the IAM Service Authorization Reference: actions and their resource types."""
+    text = importlib.resources.files("cfnlint.data.AdditionalSpecs").joinpath("Policies.json").read_text()
+    return dict(json.loads(text))
+
+
+def _resource_types(action: str) -> list[str]:
+    service, _, name = action.lower().partition(":")
+    actions = _iam_reference()[service]["Actions"]
+    assert name in actions, f"{action} is not an IAM action"
+    return list(actions[name].get("Resources", []))
+
+
+def _allow_statements() -> list[Any]:
+    return [s for s in policy_statements() if s.statement["Effect"] == "Allow"]
+
+
+def test_no_allow_statement_uses_a_wildcard_action() -> None:
+    wildcards = [(s.owner, a) for s in _allow_statements() for a in s.actions if "*" in a]
+
+    assert wildcards == []
+
+
+def test_every_allowed_action_exists() -> None:
+    for statement in _allow_statements():
+        for action in statement.actions:
+            _resource_types(action)
+
+
+def test_wildcard_resources_only_for_actions_without_a_resource_type() -> None:
+    offending = []
+    for statement in _allow_statements():
+        # In a key policy "*" means "this key": it cannot name anything else.
+        if statement.document == "key" or "*" not in statement.resources:
+            continue
+        for action in statement.actions:
+            scoping_key = CONDITION_SCOPED_ACTIONS.get(action)
+            if scoping_key and scoping_key in json.dumps(statement.statement.get("Condition", {})):
+                continue
+            if _resource_types(action):
+                offending.append((statement.owner, action))
+
+    assert offending == []
+
+
+def test_dms_writes_are_limited_to_resources_carrying_the_run_tag() -> None:
+    (run_tag, *_) = [key for key in resource_tags("orders", "orders-20261121T0700Z") if key.endswith("run-id")]
+    for statement in _allow_statements():
+        dms_writes = [a for a in statement.actions if re.match(r"dms:(Create|Delete|Start|Stop|AddTags)", a)]
+        if not dms_writes:
+            continue
+        creates = any(a.startswith(("dms:Create", "dms:AddTags")) for a in dms_writes)
+        key = f"aws:RequestTag/{run_tag}" if creates else f"aws:ResourceTag/{run_tag}"
+
+        assert statement.statement.get("Condition") == {"Null": {key: "false"}}, statement.owner
+
+
+def test_template_names_no_account_region_or_partition_literally() -> None:
+    text = TEMPLATE_PATH.read_text(encoding="utf-8")
+
+    assert re.findall(r"arn:aws(?:-[a-z]+)?:", text) == []
+    assert re.findall(r"(?<![0-9{])[0-9]{12}(?![0-9}])", text) == []
+    assert re.findall(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx|cn)-[a-z]+-[0-9]\b", text) == []
+
+
+def _bucket_policies() -> dict[str, dict[str, Any]]:
+    return {p["Properties"]["Bucket"]["Ref"]: p for p in resources_of_type("AWS::S3::BucketPolicy").values()}
+
+
+@pytest.mark.parametrize("bucket_name", sorted(resources_of_type("AWS::S3::Bucket")))
+def test_bucket_is_encrypted_private_and_tls_only(bucket_name: str) -> None:
+    bucket = resources_of_type("AWS::S3::Bucket")[bucket_name]["Properties"]
+    encryption = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    statements = _bucket_policies()[bucket_name]["Properties"]["PolicyDocument"]["Statement"]
+    tls_denials = [
+        s for s in statements
+        if s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert len(tls_denials) == 1
+    assert tls_denials[0]["Resource"] == [
+        {"Fn::GetAtt": [bucket_name, "Arn"]},
+        {"Fn::Sub": f"${{{bucket_name}.Arn}}/*"},
+    ]
+
+
+def test_raw_bucket_archives_then_expires_bronze_files() -> None:
+    rules = resources_of_type("AWS::S3::Bucket")["RawBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    (bronze_rule,) = [rule for rule in rules if "Transitions" in rule]
+
+    assert bronze_rule["Prefix"] == {
+        "Fn::Sub": ["${Prefix}/", {"Prefix": {"Fn::FindInMap": ["RawBucketLayout", "Prefix", "Bronze"]}}]
+    }
+    assert bronze_rule["Transitions"][0]["TransitionInDays"] == {"Ref": "BronzeArchiveAfterDays"}
+    assert bronze_rule["ExpirationInDays"] == {"Ref": "BronzeExpireAfterDays"}
+
+
+def test_control_table_is_on_demand_with_point_in_time_recovery_and_kms() -> None:
+    table = resources_of_type("AWS::DynamoDB::Table")["ControlTable"]["Properties"]
+
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["SSESpecification"]["SSEEnabled"] is True
+    assert table["KeySchema"] == [{"AttributeName": "targetTableName", "KeyType": "HASH"}]
+
+
+def test_dms_source_endpoint_reads_credentials_from_the_secret_over_tls() -> None:
+    endpoint = resources_of_type("AWS::DMS::Endpoint")["DmsSourceEndpoint"]["Properties"]
+    engine_settings = [
+        endpoint[name]["Fn::If"][1]
+        for name in ("OracleSettings", "MicrosoftSqlServerSettings", "PostgreSqlSettings", "MySqlSettings")
+    ]
+    ssl_modes = template()["Parameters"]["DatabaseSslMode"]["AllowedValues"]
+
+    # DMS refuses clear-text connection details next to a secret.
+    assert {"Username", "Password", "ServerName", "Port"} & set(endpoint) == set()
+    for settings in engine_settings:
+        assert settings == {
+            "SecretsManagerSecretId": {"Ref": "DatabaseSecretArn"},
+            "SecretsManagerAccessRoleArn": {"Fn::GetAtt": ["DmsSecretAccessRole", "Arn"]},
+        }
+    assert endpoint["SslMode"] == {"Ref": "DatabaseSslMode"}
+    assert "none" not in ssl_modes
+
+
+def test_dms_account_roles_keep_their_fixed_names_and_are_optional() -> None:
+    roles = resources_of_type("AWS::IAM::Role")
+
+    for logical_id, role_name in (("DmsVpcRole", "dms-vpc-role"), ("DmsCloudWatchLogsRole", "dms-cloudwatch-logs-role")):
+        assert roles[logical_id]["Properties"]["RoleName"] == role_name
+        assert roles[logical_id]["Condition"] == "CreateDmsServiceRoles"
+
+
+def test_checkov_suppressions_each_carry_a_written_reason() -> None:
+    skips = [
+        (name, skip)
+        for name, resource in template()["Resources"].items()
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", [])
+    ]
+
+    assert skips, "the template documents its checkov suppressions"
+    for name, skip in skips:
+        assert re.fullmatch(r"CKV_AWS_[0-9]+", skip["id"]), name
+        assert len(skip.get("comment", "").split()) >= 5, f"{name} {skip['id']}: the reason is missing or too short"
+
+
+def test_functions_are_python_3_11_on_arm64_traced_with_powertools() -> None:
+    function = function_globals()
+
+    assert function["Runtime"] == "python3.11"
+    assert function["Architectures"] == ["arm64"]
+    assert function["Tracing"] == "Active"
+    assert function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == "icetide"
+    for name, resource in resources_of_type(SERVERLESS_FUNCTION).items():
+        assert {"Runtime", "Architectures", "CodeUri"} & set(resource["Properties"]) == set(), name
+
+
+def test_hourly_schedule_starts_the_workflow_and_can_be_switched_off() -> None:
+    events = resources_of_type(SERVERLESS_FUNCTION)["StartWorkflowFunction"]["Properties"]["Events"]
+    (schedule,) = events.values()
+    parameters = template()["Parameters"]
+
+    assert schedule["Type"] == "Schedule"
+    assert schedule["Properties"]["State"] == {"Ref": "ScheduleState"}
+    assert set(parameters["ScheduleState"]["AllowedValues"]) == {"ENABLED", "DISABLED"}
+    assert parameters["ScheduleExpression"]["Default"] == "rate(1 hour)"
+
+
+def test_notifications_are_encrypted_and_failed_executions_raise_an_alarm() -> None:
+    topic = resources_of_type("AWS::SNS::Topic")["NotificationTopic"]["Properties"]
+    (alarm,) = resources_of_type("AWS::CloudWatch::Alarm").values()
+
+    assert topic["KmsMasterKeyId"] == {"Ref": "IcetideKey"}
+    assert alarm["Properties"]["Namespace"] == "AWS/States"
+    assert alarm["Properties"]["MetricName"] == "ExecutionsFailed"
+    assert alarm["Properties"]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": "TableRunStateMachine"}}]
+    assert alarm["Properties"]["AlarmActions"] == [{"Ref": "NotificationTopic"}]

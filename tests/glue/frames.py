@@ -1,0 +1,37 @@
+"""The one DataFrame-equality helper of the Glue tests: schema and rows, order-insensitive."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType, TimestampType
+
+
+def _comparable(value: Any, is_timestamp: bool) -> Any:
+    # PySpark hands timestamps (with zone) to Python as naive local-time datetimes; expectations
+    # are written as UTC-aware datetimes, so bring the actual ones to UTC.
+    if is_timestamp and isinstance(value, datetime) and value.tzinfo is None:
+        return value.astimezone(UTC)
+    return value
+
+
+def _sort_key(row: Sequence[Any]) -> tuple[tuple[bool, str], ...]:
+    return tuple((value is None, repr(value)) for value in row)
+
+
+def assert_frame_equal(actual: DataFrame, expected_rows: Iterable[Sequence[Any]], schema: StructType) -> None:
+    """Assert ``actual`` has ``schema``'s column names and types (nullability ignored) and exactly
+    ``expected_rows`` (tuples in schema order), in any order."""
+    actual_columns = [(f.name, f.dataType) for f in actual.schema.fields]
+    expected_columns = [(f.name, f.dataType) for f in schema.fields]
+    assert actual_columns == expected_columns, f"schema differs:\n  actual   {actual_columns}\n  expected {expected_columns}"
+    timestamps = [isinstance(f.dataType, TimestampType) for f in actual.schema.fields]
+    actual_rows = sorted(
+        (tuple(_comparable(v, ts) for v, ts in zip(row, timestamps, strict=True)) for row in actual.collect()),
+        key=_sort_key,
+    )
+    wanted = sorted((tuple(row) for row in expected_rows), key=_sort_key)
+    assert actual_rows == wanted, f"rows differ:\n  actual   {actual_rows}\n  expected {wanted}"

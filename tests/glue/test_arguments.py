@@ -1,0 +1,91 @@
+"""The job's arguments: the same names and meaning through Glue's resolver and through argparse."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from icetide_glue.arguments import JobArguments, LoadMode, parse_command_line, parse_glue_options
+from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
+
+REQUIRED = ["--target_table", "icetide_silver.dbo_orders", "--run_id", "dbo_orders-20261121T0700Z",
+            "--bronze_uri", "s3://raw/bronze/dbo_orders/dbo_orders-20261121T0700Z/"]
+
+
+def test_command_line_with_only_required_arguments_takes_the_documented_defaults() -> None:
+    args = parse_command_line([*REQUIRED, "--primary_keys", "order_id"])
+    assert args == JobArguments(
+        target_table="icetide_silver.dbo_orders",
+        run_id="dbo_orders-20261121T0700Z",
+        bronze_uri="s3://raw/bronze/dbo_orders/dbo_orders-20261121T0700Z/",
+        manifest_uri=None,
+        primary_keys=("order_id",),
+        load_mode=LoadMode.MERGE,
+        watermark_column=None,
+        timestamp_column="dms_timestamp",
+        change_sequence_column="AR_H_CHANGE_SEQ",
+        catalog="glue_catalog",
+        warehouse=None,
+    )
+    assert (args.database, args.table_name) == ("icetide_silver", "dbo_orders")
+
+
+def test_command_line_reads_every_argument() -> None:
+    args = parse_command_line(
+        [*REQUIRED, "--manifest_uri", "s3://raw/manifests/x.json", "--primary_keys", "tenant, order_id,",
+         "--load_mode", "MERGE", "--watermark_column", "updated_at", "--timestamp_column", "ts",
+         "--change_sequence_column", "seq", "--catalog", "local", "--warehouse", "/tmp/wh"]
+    )
+    assert args.manifest_uri == "s3://raw/manifests/x.json"
+    assert args.primary_keys == ("tenant", "order_id")
+    assert args.load_mode is LoadMode.MERGE
+    assert (args.watermark_column, args.timestamp_column, args.change_sequence_column) == ("updated_at", "ts", "seq")
+    assert (args.catalog, args.warehouse) == ("local", "/tmp/wh")
+
+
+def test_glue_resolver_is_asked_only_for_arguments_the_run_carries() -> None:
+    asked: list[list[str]] = []
+
+    def fake_get_resolved_options(argv: list[str], names: list[str]) -> Mapping[str, str]:
+        # Stands in for awsglue.utils.getResolvedOptions: it fails on any absent name it is given.
+        asked.append(names)
+        pairs = dict(zip(argv[1::2], argv[2::2], strict=True))
+        return {name: pairs[f"--{name}"] for name in names}
+
+    argv = ["bronze_to_silver.py", *REQUIRED, "--load_mode", "append", "--JOB_ID", "j_1"]
+    args = parse_glue_options(argv, fake_get_resolved_options)
+    assert asked == [["target_table", "run_id", "bronze_uri", "load_mode"]]
+    assert args.load_mode is LoadMode.APPEND
+    assert args.primary_keys == ()
+
+
+def test_merge_without_keys_is_refused_with_the_way_out() -> None:
+    with pytest.raises(MissingPrimaryKeys, match="needs --primary_keys; a table without keys must be loaded "
+                       "with --load_mode append"):
+        parse_command_line(REQUIRED)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--load_mode", "upsert"], "--load_mode 'upsert' is not one of merge, append"),
+        (["--primary_keys", "id,ID"], "--primary_keys 'id,ID' names a column twice"),
+        (["--catalog", "my-catalog", "--primary_keys", "id"], "--catalog 'my-catalog' is not a valid"),
+    ],
+)
+def test_bad_values_name_the_argument(extra: list[str], message: str) -> None:
+    with pytest.raises(InvalidJobArguments, match=message):
+        parse_command_line([*REQUIRED, *extra])
+
+
+def test_bad_table_and_run_id_are_refused() -> None:
+    with pytest.raises(InvalidJobArguments, match="--target_table 'orders' must be database.table"):
+        JobArguments.from_options({"target_table": "orders", "run_id": "r", "bronze_uri": "b", "load_mode": "append"})
+    with pytest.raises(InvalidJobArguments, match="--run_id 'run 1' must be"):
+        JobArguments.from_options({"target_table": "d.t", "run_id": "run 1", "bronze_uri": "b", "load_mode": "append"})
+
+
+def test_missing_required_arguments_are_listed() -> None:
+    with pytest.raises(InvalidJobArguments, match="missing required argument\\(s\\): --run_id, --bronze_uri"):
+        JobArguments.from_options({"target_table": "d.t", "run_id": " "})

@@ -1,0 +1,141 @@
+"""The SQL text the job sends to Spark, checked as text (no Spark needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from icetide_glue.sql import (
+    add_columns_sql,
+    alter_column_type_sql,
+    classify_changes_sql,
+    committed_snapshot_sql,
+    create_namespace_sql,
+    create_table_sql,
+    merge_sql,
+    order_guard,
+    qualified_name,
+    quote_identifier,
+    string_literal,
+)
+
+TABLE = "`glue_catalog`.`silver`.`orders`"
+
+GUARD = (
+    "(t.`_icetide_change_ts` IS NULL OR s.`_icetide_change_ts` > t.`_icetide_change_ts` OR "
+    "(s.`_icetide_change_ts` = t.`_icetide_change_ts` AND "
+    "coalesce(s.`_icetide_change_seq`, '') > coalesce(t.`_icetide_change_seq`, '')))"
+)
+
+
+def test_identifiers_are_backtick_quoted_with_backticks_doubled() -> None:
+    assert quote_identifier("order id") == "`order id`"
+    assert quote_identifier("we`ird") == "`we``ird`"
+    assert qualified_name("glue_catalog", "silver", "orders") == TABLE
+
+
+def test_string_literals_escape_quotes_and_backslashes() -> None:
+    assert string_literal("it's") == "'it\\'s'"
+    assert string_literal("a\\b") == "'a\\\\b'"
+
+
+def test_create_table_is_bucketed_iceberg_v2() -> None:
+    statement = create_table_sql(
+        TABLE,
+        [("order_id", "bigint"), ("amount", "decimal(38,4)")],
+        {"format-version": "2", "write.merge.mode": "merge-on-read"},
+        bucket_column="order_id",
+        buckets=16,
+    )
+    assert statement == (
+        "CREATE TABLE `glue_catalog`.`silver`.`orders` (\n"
+        "  `order_id` bigint,\n"
+        "  `amount` decimal(38,4)\n"
+        ")\n"
+        "USING iceberg\n"
+        "PARTITIONED BY (bucket(16, `order_id`))\n"
+        "TBLPROPERTIES ('format-version' = '2', 'write.merge.mode' = 'merge-on-read')"
+    )
+
+
+def test_create_table_without_bucket_column_is_unpartitioned() -> None:
+    statement = create_table_sql(TABLE, [("line", "string")], {"format-version": "2"})
+    assert statement == (
+        "CREATE TABLE `glue_catalog`.`silver`.`orders` (\n"
+        "  `line` string\n"
+        ")\n"
+        "USING iceberg\n"
+        "TBLPROPERTIES ('format-version' = '2')"
+    )
+
+
+def test_create_table_refuses_no_columns_and_no_buckets() -> None:
+    with pytest.raises(ValueError, match="at least one column"):
+        create_table_sql(TABLE, [], {})
+    with pytest.raises(ValueError, match="bucket count for order_id must be positive"):
+        create_table_sql(TABLE, [("order_id", "bigint")], {}, bucket_column="order_id", buckets=0)
+
+
+def test_create_namespace() -> None:
+    assert create_namespace_sql("glue_catalog", "silver") == "CREATE NAMESPACE IF NOT EXISTS `glue_catalog`.`silver`"
+
+
+def test_schema_evolution_statements() -> None:
+    assert add_columns_sql(TABLE, [("note", "string"), ("qty 2", "int")]) == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` ADD COLUMNS (\n  `note` string,\n  `qty 2` int\n)"
+    )
+    assert alter_column_type_sql(TABLE, "qty", "bigint") == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` ALTER COLUMN `qty` TYPE bigint"
+    )
+
+
+def test_order_guard_compares_change_time_then_sequence() -> None:
+    assert order_guard() == GUARD
+
+
+def test_merge_inserts_updates_and_deletes_behind_the_order_guard() -> None:
+    statement = merge_sql(TABLE, "icetide_changes", ["tenant", "order_id"], ["tenant", "order_id", "note"])
+    assert statement == (
+        "MERGE INTO `glue_catalog`.`silver`.`orders` t\n"
+        "USING `icetide_changes` s\n"
+        "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
+        f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} THEN DELETE\n"
+        f"WHEN MATCHED AND s.`_icetide_op` <> 'D' AND {GUARD} THEN UPDATE SET "
+        "t.`tenant` = s.`tenant`, t.`order_id` = s.`order_id`, t.`note` = s.`note`\n"
+        "WHEN NOT MATCHED AND s.`_icetide_op` <> 'D' THEN INSERT (`tenant`, `order_id`, `note`) "
+        "VALUES (s.`tenant`, s.`order_id`, s.`note`)"
+    )
+
+
+def test_merge_needs_keys_and_columns() -> None:
+    with pytest.raises(ValueError, match="at least one key column"):
+        merge_sql(TABLE, "v", [], ["note"])
+    with pytest.raises(ValueError, match="needs the silver column list"):
+        merge_sql(TABLE, "v", ["order_id"], [])
+
+
+def test_classification_labels_each_change_with_the_merge_action() -> None:
+    statement = classify_changes_sql(TABLE, "icetide_changes", ["order_id"])
+    assert statement == (
+        "SELECT s.*, CASE\n"
+        "  WHEN t.`_icetide_in_silver` IS NULL AND s.`_icetide_op` <> 'D' THEN 'insert'\n"
+        "  WHEN t.`_icetide_in_silver` IS NULL THEN 'unchanged'\n"
+        f"  WHEN NOT {GUARD} THEN 'unchanged'\n"
+        "  WHEN s.`_icetide_op` = 'D' THEN 'delete'\n"
+        "  ELSE 'update'\n"
+        "END AS `_icetide_action`\n"
+        "FROM `icetide_changes` s\n"
+        "LEFT JOIN (SELECT `order_id`, `_icetide_change_ts`, `_icetide_change_seq`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders`) t\n"
+        "ON t.`order_id` = s.`order_id`"
+    )
+
+
+def test_committed_snapshot_lookup_only_sees_current_ancestors() -> None:
+    assert committed_snapshot_sql(TABLE, "dbo_orders-20261121T0700Z") == (
+        "SELECT s.snapshot_id, s.summary['icetide.run-stats'] AS run_stats\n"
+        "FROM `glue_catalog`.`silver`.`orders`.`snapshots` s "
+        "JOIN `glue_catalog`.`silver`.`orders`.`history` h ON s.snapshot_id = h.snapshot_id\n"
+        "WHERE h.is_current_ancestor AND s.summary['icetide.run-id'] = 'dbo_orders-20261121T0700Z'\n"
+        "ORDER BY s.committed_at DESC\n"
+        "LIMIT 1"
+    )

@@ -1,0 +1,246 @@
+"""commit_watermark: the run's manifest moves the watermark forward, conditionally, never backwards."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import boto3
+import pytest
+
+import handlers.commit_watermark
+from icetide.errors import ControlItemNotFound, ManifestInvalid, WatermarkConflict
+
+MANIFEST_KEY = "manifests/dbo_orders/dbo_orders-20261121T0700Z.json"
+MANIFEST = {
+    "runId": "dbo_orders-20261121T0700Z",
+    "targetTable": "icetide_silver.dbo_orders",
+    "rowsRead": 10,
+    "rowsInserted": 4,
+    "rowsUpdated": 5,
+    "rowsDeleted": 1,
+    "rowsUnchanged": 0,
+    "watermarkColumn": "updated_at",
+    "newWatermark": "2026-11-21 06:59:58",
+    "snapshotId": 123456789,
+    "alreadyCommitted": False,
+    "schemaChanges": [],
+}
+STATS = {
+    "rowsRead": 10,
+    "rowsInserted": 4,
+    "rowsUpdated": 5,
+    "rowsDeleted": 1,
+    "rowsUnchanged": 0,
+    "snapshotId": 123456789,
+    "fullLoadRows": 10,
+}
+
+
+@pytest.fixture
+def write_manifest(raw_bucket):
+    def write(body: str | dict) -> None:
+        text = body if isinstance(body, str) else json.dumps(body)
+        boto3.client("s3").put_object(Bucket=raw_bucket, Key=MANIFEST_KEY, Body=text.encode())
+
+    return write
+
+
+def _commit(load_event, lambda_context, **plan_changes) -> dict:
+    event = load_event("commit_watermark")
+    event["plan"].update(plan_changes)
+    return handlers.commit_watermark.handler(event, lambda_context)
+
+
+def test_the_watermark_advances_and_the_run_is_recorded(
+    control_items, write_manifest, load_event, lambda_context
+):
+    control_items.orders(lastRunStatus="RUNNING", lastRunError="earlier failure", lastFailedState="Poll")
+    write_manifest(MANIFEST)
+
+    result = _commit(load_event, lambda_context)
+
+    assert result == {
+        "previousWatermark": "2026-11-21 06:00:00",
+        "watermark": "2026-11-21 06:59:58",
+        "advanced": True,
+        "stats": STATS,
+    }
+    item = control_items.get("dbo_orders")
+    assert item["watermark"] == "2026-11-21 06:59:58"
+    assert item["lastRunStats"] == STATS
+    assert item["lastRunStatus"] == "SUCCEEDED"
+    assert "lastRunError" not in item and "lastFailedState" not in item
+    assert item["lastRunTime"].endswith("Z")
+
+
+def test_the_watermark_never_moves_backwards(control_items, write_manifest, load_event, lambda_context):
+    # A lookback re-read rows up to 05:58 only: the stored 06:00 stays.
+    control_items.orders()
+    write_manifest({**MANIFEST, "newWatermark": "2026-11-21 05:58:00"})
+
+    result = _commit(load_event, lambda_context)
+
+    assert (result["watermark"], result["advanced"]) == ("2026-11-21 06:00:00", False)
+    assert control_items.get("dbo_orders")["watermark"] == "2026-11-21 06:00:00"
+
+
+def test_an_empty_batch_keeps_the_watermark(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders()
+    write_manifest(
+        {
+            **MANIFEST,
+            "rowsRead": 0,
+            "rowsInserted": 0,
+            "rowsUpdated": 0,
+            "rowsDeleted": 0,
+            "newWatermark": None,
+            "snapshotId": None,
+        }
+    )
+
+    result = _commit(load_event, lambda_context)
+
+    assert (result["watermark"], result["advanced"]) == ("2026-11-21 06:00:00", False)
+    item = control_items.get("dbo_orders")
+    assert item["watermark"] == "2026-11-21 06:00:00"
+    assert item["lastRunStats"] == {
+        "rowsRead": 0,
+        "rowsInserted": 0,
+        "rowsUpdated": 0,
+        "rowsDeleted": 0,
+        "rowsUnchanged": 0,
+        "fullLoadRows": 10,
+    }
+
+
+def test_the_first_run_sets_the_first_watermark(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders(watermark=None)
+    write_manifest(MANIFEST)
+
+    result = _commit(load_event, lambda_context, previousWatermark=None)
+
+    assert (result["previousWatermark"], result["watermark"], result["advanced"]) == (
+        None,
+        "2026-11-21 06:59:58",
+        True,
+    )
+    assert control_items.get("dbo_orders")["watermark"] == "2026-11-21 06:59:58"
+
+
+def test_a_watermark_moved_during_the_run_is_a_conflict(
+    control_items, write_manifest, load_event, lambda_context
+):
+    control_items.orders(watermark="2026-11-21 06:30:00", lastRunStatus="RUNNING")
+    write_manifest(MANIFEST)
+
+    with pytest.raises(WatermarkConflict) as raised:
+        _commit(load_event, lambda_context)
+
+    assert "is '2026-11-21 06:30:00'" in str(raised.value)
+    assert "started from '2026-11-21 06:00:00'" in str(raised.value)
+    item = control_items.get("dbo_orders")
+    assert (item["watermark"], item["lastRunStatus"]) == ("2026-11-21 06:30:00", "RUNNING")
+    assert "lastRunStats" not in item
+
+
+def test_a_watermark_appearing_during_a_first_run_is_a_conflict(
+    control_items, write_manifest, load_event, lambda_context
+):
+    control_items.orders(watermark="2026-11-21 06:30:00")
+    write_manifest(MANIFEST)
+
+    with pytest.raises(WatermarkConflict):
+        _commit(load_event, lambda_context, previousWatermark=None)
+
+    assert control_items.get("dbo_orders")["watermark"] == "2026-11-21 06:30:00"
+
+
+def test_numeric_watermarks_stay_numbers(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders(filtercolumn="order_id", startvalue=0, watermark=41)
+    write_manifest({**MANIFEST, "watermarkColumn": "order_id", "newWatermark": 57})
+
+    result = _commit(load_event, lambda_context, watermarkColumn="order_id", previousWatermark=41)
+
+    assert (result["previousWatermark"], result["watermark"], result["advanced"]) == (41, 57, True)
+    assert control_items.get("dbo_orders")["watermark"] == Decimal(57)
+
+
+def test_a_decimal_too_precise_for_json_numbers_is_no_conflict(
+    control_items, write_manifest, load_event, lambda_context
+):
+    # Stored as a DynamoDB number; the plan carried it as text (a float would lose digits).
+    control_items.orders(filtercolumn="amount", startvalue=0, watermark=Decimal("12345678901234.123456789"))
+    write_manifest({**MANIFEST, "watermarkColumn": "amount", "newWatermark": "12345678901234.223456789"})
+
+    result = _commit(
+        load_event, lambda_context, watermarkColumn="amount", previousWatermark="12345678901234.123456789"
+    )
+
+    assert result["advanced"] is True
+    assert control_items.get("dbo_orders")["watermark"] == "12345678901234.223456789"
+
+
+def test_a_malformed_manifest_is_invalid(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders()
+    write_manifest('{"runId": "dbo_orders-20261121T0700Z", "rowsRead": ')
+
+    with pytest.raises(ManifestInvalid, match="not valid JSON"):
+        _commit(load_event, lambda_context)
+
+    assert control_items.get("dbo_orders")["watermark"] == "2026-11-21 06:00:00"
+
+
+def test_a_manifest_breaking_the_model_is_invalid(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders()
+    write_manifest({**MANIFEST, "rowsRead": -1})
+
+    with pytest.raises(ManifestInvalid, match="rowsRead"):
+        _commit(load_event, lambda_context)
+
+
+def test_a_missing_manifest_is_invalid(control_items, raw_bucket, load_event, lambda_context):
+    control_items.orders()
+
+    with pytest.raises(ManifestInvalid, match=f"no run manifest at s3://{raw_bucket}/{MANIFEST_KEY}"):
+        _commit(load_event, lambda_context)
+
+
+def test_another_runs_manifest_is_refused(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders()
+    write_manifest({**MANIFEST, "runId": "dbo_orders-20261121T0600Z"})
+
+    with pytest.raises(ManifestInvalid, match="belongs to run dbo_orders-20261121T0600Z"):
+        _commit(load_event, lambda_context)
+
+
+def test_a_watermark_of_another_kind_is_refused(control_items, write_manifest, load_event, lambda_context):
+    control_items.orders()
+    write_manifest({**MANIFEST, "newWatermark": 1700000000})
+
+    with pytest.raises(ManifestInvalid, match="cannot compare"):
+        _commit(load_event, lambda_context)
+
+    assert control_items.get("dbo_orders")["watermark"] == "2026-11-21 06:00:00"
+
+
+def test_a_deleted_item_is_not_recreated(control_items, write_manifest, load_event, lambda_context):
+    write_manifest(MANIFEST)
+
+    with pytest.raises(ControlItemNotFound):
+        _commit(load_event, lambda_context)
+
+    assert control_items.get("dbo_orders") is None
+
+
+def test_without_dms_statistics_the_stats_leave_full_load_rows_out(
+    control_items, write_manifest, load_event, lambda_context
+):
+    control_items.orders()
+    write_manifest(MANIFEST)
+    event = load_event("commit_watermark")
+    del event["statistics"]
+
+    result = handlers.commit_watermark.handler(event, lambda_context)
+
+    assert result["stats"] == {name: value for name, value in STATS.items() if name != "fullLoadRows"}

@@ -1,0 +1,163 @@
+"""start_workflow: one execution per active, valid table and schedule slot; a repeat starts nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+
+import handlers.start_workflow
+from icetide.handler_inputs import InvalidHandlerInput
+from icetide.scheduling import ExecutionStartFailed
+from icetide.settings import SettingsInvalid
+
+STATE_MACHINE_ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:icetide-table-run"
+
+
+def _executions() -> dict[str, dict]:
+    """Name -> input of every execution moto recorded for the state machine."""
+    stepfunctions = boto3.client("stepfunctions")
+    listed = stepfunctions.list_executions(stateMachineArn=STATE_MACHINE_ARN)["executions"]
+    return {
+        execution["name"]: json.loads(
+            stepfunctions.describe_execution(executionArn=execution["executionArn"])["input"]
+        )
+        for execution in listed
+    }
+
+
+def _minimal_item(name: str, **extra: object) -> dict:
+    return {"targetTableName": name, "sourceSchema": "dbo", "sourceTable": name, **extra}
+
+
+def test_starts_one_execution_per_active_table_named_after_the_slot(
+    control_items, state_machine, load_event, lambda_context
+):
+    control_items.orders()
+    control_items.put(_minimal_item("dbo_customers"))
+    control_items.put(_minimal_item("dbo_archive", activeflag="N"))
+    event = load_event("start_workflow")
+    event["time"] = "2026-11-21T07:14:59Z"  # a late event still belongs to the 07:00 slot
+
+    result = handlers.start_workflow.handler(event, lambda_context)
+
+    assert result == {
+        "slot": "20261121T0700Z",
+        "started": ["dbo_customers-20261121T0700Z", "dbo_orders-20261121T0700Z"],
+        "alreadyStarted": [],
+        "inactive": ["dbo_archive"],
+        "invalid": [],
+    }
+    assert _executions() == {
+        "dbo_customers-20261121T0700Z": {
+            "targetTableName": "dbo_customers",
+            "runId": "dbo_customers-20261121T0700Z",
+            "scheduledTime": "2026-11-21T07:14:59Z",
+        },
+        "dbo_orders-20261121T0700Z": {
+            "targetTableName": "dbo_orders",
+            "runId": "dbo_orders-20261121T0700Z",
+            "scheduledTime": "2026-11-21T07:14:59Z",
+        },
+    }
+
+
+def test_a_repeated_schedule_event_starts_nothing(control_items, state_machine, load_event, lambda_context):
+    control_items.orders()
+    event = load_event("start_workflow")
+
+    first = handlers.start_workflow.handler(event, lambda_context)
+    repeat = handlers.start_workflow.handler(event, lambda_context)
+
+    assert first["started"] == ["dbo_orders-20261121T0700Z"]
+    assert repeat["started"] == []
+    assert repeat["alreadyStarted"] == ["dbo_orders-20261121T0700Z"]
+    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+
+
+def test_the_next_slot_starts_a_new_run(control_items, state_machine, load_event, lambda_context):
+    control_items.orders()
+    event = load_event("start_workflow")
+    handlers.start_workflow.handler(event, lambda_context)
+    event["time"] = "2026-11-21T08:00:00Z"
+
+    result = handlers.start_workflow.handler(event, lambda_context)
+
+    assert result["slot"] == "20261121T0800Z"
+    assert result["started"] == ["dbo_orders-20261121T0800Z"]
+    assert sorted(_executions()) == ["dbo_orders-20261121T0700Z", "dbo_orders-20261121T0800Z"]
+
+
+def test_invalid_items_are_reported_while_valid_ones_start(
+    control_items, state_machine, load_event, lambda_context
+):
+    control_items.orders()
+    control_items.put(_minimal_item("dbo_lines", filteroperator="greater"))
+    control_items.put({"targetTableName": "dbo_no_source", "sourceSchema": "dbo"})
+
+    result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    assert result["started"] == ["dbo_orders-20261121T0700Z"]
+    assert [entry["targetTableName"] for entry in result["invalid"]] == ["dbo_lines", "dbo_no_source"]
+    lines_errors, no_source_errors = (entry["errors"] for entry in result["invalid"])
+    assert len(lines_errors) == 1 and lines_errors[0].startswith("filteroperator:")
+    assert no_source_errors == ["sourceTable: required attribute is missing"]
+    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+
+
+def test_every_page_of_the_control_table_is_read(control_items, state_machine, load_event, lambda_context):
+    # Four items of ~350 KB exceed the 1 MB a scan call returns, so the scan needs several pages.
+    names = [f"dbo_big_{index}" for index in range(4)]
+    for name in names:
+        control_items.put(_minimal_item(name, padding="x" * 350_000))
+    pages = list(boto3.client("dynamodb").get_paginator("scan").paginate(TableName="icetide-control"))
+    assert len(pages) > 1
+
+    result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    assert result["started"] == [f"{name}-20261121T0700Z" for name in names]
+
+
+def test_a_manual_invoke_without_time_uses_the_current_slot(control_items, state_machine, lambda_context):
+    control_items.orders()
+    before = datetime.now(UTC)
+
+    result = handlers.start_workflow.handler({}, lambda_context)
+
+    after = datetime.now(UTC)
+    # The slot of "now": the hour the call ran in (two candidates if it straddled an hour).
+    candidates = {moment.strftime("%Y%m%dT%H00Z") for moment in (before, after)}
+    assert result["slot"] in candidates
+    assert result["started"] == [f"dbo_orders-{result['slot']}"]
+    scheduled = datetime.fromisoformat(_executions()[result["started"][0]]["scheduledTime"])
+    assert before - timedelta(seconds=1) <= scheduled <= after
+
+
+def test_a_failed_start_names_the_run_after_trying_every_table(
+    control_items, load_event, lambda_context, monkeypatch
+):
+    control_items.orders()
+    control_items.put(_minimal_item("dbo_customers"))
+    # No state machine exists at this ARN: Step Functions refuses every start.
+    monkeypatch.setenv("STATE_MACHINE_ARN", "arn:aws:states:eu-west-1:123456789012:stateMachine:missing")
+
+    with pytest.raises(ExecutionStartFailed) as raised:
+        handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    message = str(raised.value)
+    assert "could not start 2 run(s)" in message
+    assert "dbo_customers-20261121T0700Z" in message and "dbo_orders-20261121T0700Z" in message
+
+
+def test_a_missing_state_machine_setting_is_named(control_items, load_event, lambda_context, monkeypatch):
+    monkeypatch.delenv("STATE_MACHINE_ARN")
+
+    with pytest.raises(SettingsInvalid, match="STATE_MACHINE_ARN is not set"):
+        handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+
+def test_an_event_time_that_is_not_a_time_is_refused(control_items, state_machine, lambda_context):
+    with pytest.raises(InvalidHandlerInput, match="time"):
+        handlers.start_workflow.handler({"time": "every hour"}, lambda_context)

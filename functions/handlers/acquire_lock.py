@@ -17,7 +17,7 @@ from icetide.clock import stored_time, utc_now
 from icetide.control.model import ControlItem
 from icetide.control.plan import build_run_plan
 from icetide.handler_inputs import RunInput, parse_input
-from icetide.observability import MetricUnit, logger, metrics, tracer
+from icetide.observability import RUN_ID, MetricUnit, logger, metrics, tracer
 from icetide.settings import Settings, load_settings
 
 
@@ -34,13 +34,12 @@ def _plan(item: ControlItem, run_id: str, settings: Settings) -> dict[str, Any]:
     )
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=RUN_ID)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(RunInput, event)
-    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
     table = ControlTable(settings.control_table_name)
 
     raw = table.get_item(run.target_table_name)

@@ -18,7 +18,7 @@ from icetide.adapters import dms
 from icetide.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, DeleteOutcome
 from icetide.dms.identifiers import endpoint_identifier, instance_identifier, task_identifier
 from icetide.handler_inputs import CleanupInput, parse_input
-from icetide.observability import logger, metrics, tracer
+from icetide.observability import RUN_ID, logger, metrics, tracer
 from icetide.settings import load_settings
 
 
@@ -39,13 +39,12 @@ def _arn(resource: dict[str, Any] | None, key: str) -> str | None:
     return resource[key] if resource else None
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=RUN_ID)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(CleanupInput, event)
-    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
     report = CleanupReport()
 
     task_arn = (run.task.replication_task_arn if run.task else None) or _arn(

@@ -18,17 +18,16 @@ from icetide.adapters import dms
 from icetide.bronze_target import resource_tags
 from icetide.dms.identifiers import instance_identifier
 from icetide.handler_inputs import PlanInput, parse_input
-from icetide.observability import logger, metrics, tracer
+from icetide.observability import RUN_ID, logger, metrics, tracer
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=RUN_ID)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(PlanInput, event)
-    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
 
     reused_arn = run.plan.replication_instance_arn or settings.replication_instance_arn
     if reused_arn:

@@ -14,15 +14,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from icetide import replication_status
 from icetide.adapters import dms
 from icetide.handler_inputs import TaskInput, parse_input
-from icetide.observability import logger, metrics, tracer
+from icetide.observability import RUN_ID, logger, metrics, tracer
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=RUN_ID)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = parse_input(TaskInput, event)
-    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
     task_arn = run.task.replication_task_arn
 
     progress = replication_status.progress(dms.describe_task_by_arn(task_arn), task_arn)

@@ -12,17 +12,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters.control_table import ControlTable
 from icetide.handler_inputs import RunInput, parse_input
-from icetide.observability import logger, metrics, tracer
+from icetide.observability import RUN_ID, logger, metrics, tracer
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context
+@logger.inject_lambda_context(correlation_id_path=RUN_ID)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(RunInput, event)
-    logger.append_keys(targetTableName=run.target_table_name, runId=run.run_id)
     write = ControlTable(settings.control_table_name).release_lock(run.target_table_name, run.run_id)
     if not write.written:
         holder = (write.item or {}).get("lockHolder")

@@ -12,6 +12,10 @@ import warnings
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+# Where the run id sits in every per-run handler event: inject_lambda_context makes it the
+# correlation id of each log line, so one run's lines can be found across all its functions.
+RUN_ID = "runId"
+
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
@@ -20,4 +24,4 @@ metrics = Metrics()
 # Powertools would warn about that on every invocation, which only buries real warnings.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
-__all__ = ["MetricUnit", "logger", "metrics", "tracer"]
+__all__ = ["RUN_ID", "MetricUnit", "logger", "metrics", "tracer"]

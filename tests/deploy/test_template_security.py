@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import re
+from functools import cache
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from icetide.bronze_target import resource_tags
 CONDITION_SCOPED_ACTIONS = {"cloudwatch:PutMetricData": "cloudwatch:namespace"}
 
 
+@cache
 def _iam_reference() -> dict[str, Any]:
     """cfn-lint's copy of the IAM Service Authorization Reference: actions and their resource types."""
     text = importlib.resources.files("cfnlint.data.AdditionalSpecs").joinpath("Policies.json").read_text()

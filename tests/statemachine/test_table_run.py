@@ -14,7 +14,7 @@ import pytest
 
 from icetide_local.dms.lifecycle import TABLE_ERROR, DmsLifecycle, ReplicationTaskRun, TableStatistics
 from icetide_local.glue_standin import failing_job
-from icetide_local.harness import SNS_PUBLISH, Fault, LocalTableRunStack
+from icetide_local.harness import SNS_PUBLISH, Fault, LocalTableRunStack, RunReport
 from statemachine.orders import (
     FULL_LOAD_ROWS,
     NEW_WATERMARK,
@@ -93,6 +93,13 @@ def _item(stack: LocalTableRunStack) -> dict[str, Any]:
     return item
 
 
+def _assert_failed(report: RunReport, failed_state: str, error: str) -> None:
+    """The execution failed with the state machine's one error name and a cause naming state and error."""
+    assert report.status == "FAILED", report.render()
+    assert report.error == "TableRunFailed"
+    assert (report.cause or "").startswith(f"{failed_state} failed with {error}: "), report.cause
+
+
 def _handlers_called(stack: LocalTableRunStack, handler: str) -> list[str | None]:
     """The error type of each call of ``handler`` (None: it succeeded)."""
     return [call.error_type for call in stack.lambdas.invocations if call.handler == handler]
@@ -161,8 +168,7 @@ def test_a_failed_state_is_cleaned_up_recorded_notified_and_unlocked(
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED", report.render()
-    assert report.error == error
+    _assert_failed(report, failed_state, error)
     assert f"{failed_state} failed" in report.states_entered
     inventory = stack.dms_inventory()
     assert inventory.tasks == []
@@ -244,8 +250,7 @@ def test_polls_are_bounded_and_a_task_that_never_finishes_is_stopped_and_deleted
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED", report.render()
-    assert report.error == "ReplicationTaskTimedOut"
+    _assert_failed(report, "Poll replication task", "ReplicationTaskTimedOut")
     assert report.entered("Poll replication task") == 3
     assert _wait_lengths(stack, report.execution_arn) == [1, 2, 2]  # grows by 1 s, never past 2 s
     inventory = stack.dms_inventory()
@@ -292,8 +297,7 @@ def test_a_failed_replication_task_fails_the_run_with_its_reason(
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED", report.render()
-    assert report.error == "ReplicationTaskFailed"
+    _assert_failed(report, "Poll replication task", "ReplicationTaskFailed")
     assert cause in (report.cause or "")
     assert report.entered("Run Glue job") == 0
     inventory = stack.dms_inventory()
@@ -313,8 +317,7 @@ def test_an_instance_that_never_becomes_available_fails_the_run_after_the_bound(
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED", report.render()
-    assert report.error == "ReplicationInstanceNotAvailable"
+    _assert_failed(report, "Ensure replication instance", "ReplicationInstanceNotAvailable")
     assert report.entered("Ensure replication instance") == 3  # the first check and 2 more
     assert stack.dms_inventory().instances == []
     assert _item(stack)["lastFailedState"] == "Ensure replication instance"
@@ -332,7 +335,7 @@ def test_when_cleanup_cannot_delete_the_failure_is_still_recorded_notified_and_u
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED"
+    _assert_failed(report, "Commit watermark", "InjectedFailure")
     assert report.entered("Delete DMS resources after failure") == 1
     inventory = stack.dms_inventory()
     assert len(inventory.tasks) == 1  # left for a person: the failure message says so
@@ -350,8 +353,7 @@ def test_when_recording_fails_the_run_is_still_cleaned_up_notified_and_unlocked(
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED"
-    assert report.error == "InjectedFailure"
+    _assert_failed(report, "Commit watermark", "InjectedFailure")
     assert stack.dms_inventory().tasks == []
     item = _item(stack)
     assert "lastFailedState" not in item
@@ -365,7 +367,7 @@ def test_when_notifying_fails_the_run_is_still_recorded_and_unlocked(stack: Loca
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED"
+    _assert_failed(report, "Commit watermark", "InjectedFailure")
     assert report.entered("Notify failure") == 1
     assert stack.notifications() == []
     item = _item(stack)
@@ -381,8 +383,7 @@ def test_when_unlocking_fails_the_run_still_ends_failed_with_its_first_error(
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED"
-    assert report.error == "InjectedFailure"
+    _assert_failed(report, "Commit watermark", "InjectedFailure")
     assert report.states_entered[-2:] == ("Release table lock after failure", "Run failed")
     item = _item(stack)
     assert item["lastFailedState"] == "Commit watermark"

@@ -69,7 +69,11 @@ class TableSelection:
 
 @dataclass(frozen=True)
 class TableStatistics:
-    """What DMS reports for one table after a full load."""
+    """What DMS reports for one table after a full load (``describe_table_statistics``' fields).
+
+    ``error_message`` is what DMS would put in the task's ``LastFailureMessage``; ``files`` are the
+    URIs of the LOAD files written.
+    """
 
     schema: str
     table: str
@@ -79,24 +83,6 @@ class TableStatistics:
     files: tuple[str, ...] = ()
     started_at: dt.datetime | None = None
     finished_at: dt.datetime | None = None
-
-    def as_dms(self) -> dict[str, Any]:
-        """The entry ``describe_table_statistics`` would return for this table (full load only)."""
-        return {
-            "SchemaName": self.schema,
-            "TableName": self.table,
-            "Inserts": 0,
-            "Deletes": 0,
-            "Updates": 0,
-            "Ddls": 0,
-            "FullLoadRows": self.full_load_rows,
-            "FullLoadCondtnlChkFailedRows": 0,
-            "FullLoadErrorRows": 0,
-            "FullLoadStartTime": self.started_at,
-            "FullLoadEndTime": self.finished_at,
-            "LastUpdateTime": self.finished_at,
-            "TableState": self.state,
-        }
 
 
 @dataclass(frozen=True)
@@ -190,6 +176,7 @@ def _load_table(
                 files.append(uri)
                 rows += file_rows
     except (SourceTableError, SQLAlchemyError, pa.ArrowException) as error:
+        # Files written before the error stay, as DMS leaves them; the task is then reported failed.
         state, error_message = TABLE_ERROR, _table_error_message(selection, error)
     return TableStatistics(
         schema=selection.schema,
@@ -254,7 +241,7 @@ class _FullLoadWriter:
                 pending.append(batch.slice(0, take))
                 pending_rows += take
                 batch = batch.slice(take)
-                if pending_rows >= self.max_rows + 1:
+                if pending_rows == self.max_rows:
                     sequence += 1
                     yield self._write_file(selection, sequence, pending), pending_rows
                     pending, pending_rows = [], 0

@@ -1,0 +1,60 @@
+"""The deployment tools run clean: `make lint-deploy` (sam validate --lint, cfn-lint, checkov) and `sam build`.
+
+The tools live in their own virtual environments (.venv-sam, .venv-checkov), which `make
+lint-deploy` creates when they are missing, so these tests need no preparation on a fresh clone,
+only PyPI (as `make test` itself does). `sam build` runs without a container: it needs the
+runtime's Python (python3.11) on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from deploy.template_model import REPO_ROOT, SERVERLESS_FUNCTION, function_property, resources_of_type
+
+SAM = REPO_ROOT / ".venv-sam" / "bin" / "sam"
+# pydantic-core's compiled module for Linux on Graviton: present only in an arm64 build.
+ARM64_PYDANTIC_CORE = "pydantic_core/_pydantic_core.cpython-311-aarch64-linux-gnu.so"
+TOOL_ENVIRONMENT = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
+
+
+@pytest.fixture(scope="module")
+def lint_deploy() -> subprocess.CompletedProcess[str]:
+    # -o: use .venv as it is; the test suite already runs inside it.
+    return subprocess.run(
+        ["make", "--no-print-directory", "-o", ".venv/.installed", "lint-deploy"],
+        cwd=REPO_ROOT, capture_output=True, text=True, env=TOOL_ENVIRONMENT, check=False, timeout=1200,
+    )
+
+
+def test_lint_deploy_finds_nothing(lint_deploy: subprocess.CompletedProcess[str]) -> None:
+    output = lint_deploy.stdout + lint_deploy.stderr
+
+    assert lint_deploy.returncode == 0, output
+    assert "template.yaml is a valid SAM Template" in output
+    assert "Failed checks: 0" in output
+
+
+def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
+    lint_deploy: subprocess.CompletedProcess[str], tmp_path: Path
+) -> None:
+    assert SAM.exists(), "make lint-deploy creates .venv-sam"
+    build_dir = tmp_path / "build"
+
+    result = subprocess.run(
+        [str(SAM), "build", "--template-file", "template.yaml", "--build-dir", str(build_dir)],
+        cwd=REPO_ROOT, capture_output=True, text=True, env=TOOL_ENVIRONMENT, check=False, timeout=1200,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in resources_of_type(SERVERLESS_FUNCTION):
+        module = function_property(name, "Handler").rpartition(".")[0]
+        assert (build_dir / name / f"{module.replace('.', '/')}.py").is_file(), name
+        assert (build_dir / name / ARM64_PYDANTIC_CORE).is_file(), f"{name} is not built for arm64"
+    layer = build_dir / "GlueCodeLayer" / "python"
+    assert (layer / "bronze_to_silver.py").is_file()
+    assert (layer / "icetide_glue" / "__init__.py").is_file()

@@ -1,0 +1,53 @@
+"""The sample events in events/ (used by `sam local invoke -e`) match the handlers' input contracts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from icetide import handler_inputs
+
+EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
+INPUT_OF_HANDLER = {
+    "start_workflow": handler_inputs.ScheduleEvent,
+    "acquire_lock": handler_inputs.RunInput,
+    "release_lock": handler_inputs.RunInput,
+    "ensure_replication_instance": handler_inputs.PlanInput,
+    "create_replication_task": handler_inputs.CreateTaskInput,
+    "start_replication_task": handler_inputs.TaskInput,
+    "poll_replication_task": handler_inputs.TaskInput,
+    "read_task_statistics": handler_inputs.TaskInput,
+    "commit_watermark": handler_inputs.CommitInput,
+    "delete_dms_resources": handler_inputs.CleanupInput,
+    "record_failure": handler_inputs.FailureInput,
+}
+
+
+def test_there_is_one_sample_event_per_handler():
+    handlers_dir = Path(__file__).resolve().parents[2] / "functions" / "handlers"
+    handlers = {path.stem for path in handlers_dir.glob("*.py") if path.stem != "__init__"}
+    assert {path.stem for path in EVENTS_DIR.glob("*.json")} == handlers == set(INPUT_OF_HANDLER)
+
+
+@pytest.mark.parametrize("name", sorted(INPUT_OF_HANDLER))
+def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
+    parsed = handler_inputs.parse_input(INPUT_OF_HANDLER[name], load_event(name))
+
+    if name == "start_workflow":
+        assert parsed.time == datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
+    else:
+        assert (parsed.target_table_name, parsed.run_id) == ("dbo_orders", "dbo_orders-20261121T0700Z")
+
+
+def test_an_event_missing_its_parts_is_refused_naming_them(load_event):
+    event = load_event("create_replication_task")
+    del event["instance"]
+    event["plan"]["bronzeUri"] = "bronze/dbo_orders"
+
+    with pytest.raises(handler_inputs.InvalidHandlerInput) as raised:
+        handler_inputs.parse_input(handler_inputs.CreateTaskInput, event)
+
+    assert "plan.bronzeUri" in str(raised.value)
+    assert "instance: required attribute is missing" in str(raised.value)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 COMMAND_GROUPS: list[str] = [
     "icetide_cli.tables",
     "icetide_cli.job",
+    "icetide_cli.local",
 ]
 
 

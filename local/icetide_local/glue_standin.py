@@ -73,7 +73,7 @@ class StandInJobRun(glue_models.FakeJobRun):
         ).start()
 
     # moto's ManagedState would move the run to SUCCEEDED on the first describe.
-    @property  # type: ignore[override]
+    @property
     def status(self) -> str:
         return self._state
 

@@ -10,6 +10,7 @@ Layout::
     DIR/state/control-table.json   control items in DynamoDB typed JSON, as `aws dynamodb scan` gives them
     DIR/state/last-cycle.json      the schedule slot of the last cycle (run ids stay unique)
     DIR/warehouse/                 the Iceberg warehouse (silver tables)
+    DIR/logs/handlers.log          the Lambda handlers' log lines (Powertools JSON)
     DIR/.lock                      held while a cycle runs, so two runs never share a workspace
 """
 from __future__ import annotations
@@ -64,9 +65,25 @@ class Workspace:
         if root.exists() and not root.is_dir():
             raise WorkspaceError(f"workspace {root} exists and is not a directory")
         workspace = cls(root.resolve())
-        for path in (workspace.state_dir, workspace.warehouse):
+        for path in (workspace.state_dir, workspace.warehouse, workspace.handler_log_file.parent):
             path.mkdir(parents=True, exist_ok=True)
         return workspace
+
+    @classmethod
+    def existing(cls, directory: str | os.PathLike[str]) -> Workspace:
+        """The workspace at `directory`, which an earlier run must have created."""
+        workspace = cls(Path(directory).resolve())
+        if not workspace.state_dir.is_dir():
+            raise WorkspaceError(
+                f"{workspace.root} is not an icetide workspace (no state/ directory): "
+                "run `icetide local run --workspace DIR ...` first"
+            )
+        return workspace
+
+    @property
+    def is_new(self) -> bool:
+        """True while no cycle has saved state or written silver tables here."""
+        return not self.control_table_file.exists() and not any(self.warehouse.iterdir())
 
     @property
     def state_dir(self) -> Path:
@@ -83,6 +100,10 @@ class Workspace:
     @property
     def last_cycle_file(self) -> Path:
         return self.state_dir / "last-cycle.json"
+
+    @property
+    def handler_log_file(self) -> Path:
+        return self.root / "logs" / "handlers.log"
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:

@@ -14,8 +14,24 @@ import yaml
 
 # Every short-form intrinsic function and condition function CloudFormation accepts in YAML.
 _FUNCTION_TAGS = (
-    "And", "Base64", "Cidr", "Equals", "FindInMap", "GetAZs", "GetAtt", "If", "ImportValue", "Join",
-    "Length", "Not", "Or", "Select", "Split", "Sub", "ToJsonString", "Transform",
+    "And",
+    "Base64",
+    "Cidr",
+    "Equals",
+    "FindInMap",
+    "GetAZs",
+    "GetAtt",
+    "If",
+    "ImportValue",
+    "Join",
+    "Length",
+    "Not",
+    "Or",
+    "Select",
+    "Split",
+    "Sub",
+    "ToJsonString",
+    "Transform",
 )
 
 
@@ -28,7 +44,7 @@ def _node_value(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         return loader.construct_scalar(node)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return loader.construct_mapping(node, deep=True)
 
 
 def _function(name: str) -> Any:

@@ -85,7 +85,9 @@ def _fields_read(tree: ast.Module) -> set[str]:
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id in holders
         ):
-            read.update(arg.value for arg in node.args if isinstance(arg, ast.Constant))
+            read.update(
+                arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            )
     if any(_calls_load_settings(node) for node in ast.walk(tree) if isinstance(node, ast.Call)):
         read |= REQUIRED_FIELDS
     return read

@@ -95,6 +95,8 @@ def policy_statements() -> Iterator[PolicyStatement]:
             continue
         for document_kind, document in documents:
             if not isinstance(document, dict):
-                raise TypeError(f"{name}: policy {document!r} is not an inline document; the tests cannot check it")
+                raise TypeError(
+                    f"{name}: policy {document!r} is not an inline document; the tests cannot check it"
+                )
             for statement in _statements(document):
                 yield PolicyStatement(name, document_kind, statement)

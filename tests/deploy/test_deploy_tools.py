@@ -1,4 +1,4 @@
-"""The deployment tools run clean: `make lint-deploy` (sam validate --lint, cfn-lint, checkov) and `sam build`.
+"""The deployment tools run clean: `make lint-deploy` (sam validate, cfn-lint, checkov) and `sam build`.
 
 The tools live in their own virtual environments (.venv-sam, .venv-checkov), which `make
 lint-deploy` creates when they are missing, so these tests need no preparation on a fresh clone,
@@ -22,21 +22,33 @@ ARM64_PYDANTIC_CORE = "pydantic_core/_pydantic_core.cpython-311-aarch64-linux-gn
 TOOL_ENVIRONMENT = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
 
 
-@pytest.fixture(scope="module")
-def lint_deploy() -> subprocess.CompletedProcess[str]:
-    # -o: use .venv as it is; the test suite already runs inside it.
+def run_tool(*command: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
+    """Run a deployment tool from the repository root; its output is kept for the assertion message."""
     return subprocess.run(
-        ["make", "--no-print-directory", "-o", ".venv/.installed", "lint-deploy"],
-        cwd=REPO_ROOT, capture_output=True, text=True, env=TOOL_ENVIRONMENT, check=False, timeout=1200,
+        list(command),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=TOOL_ENVIRONMENT,
+        check=False,
+        timeout=timeout,
     )
 
 
-def test_lint_deploy_finds_nothing(lint_deploy: subprocess.CompletedProcess[str]) -> None:
-    output = lint_deploy.stdout + lint_deploy.stderr
+def output(result: subprocess.CompletedProcess[str]) -> str:
+    return result.stdout + result.stderr
 
-    assert lint_deploy.returncode == 0, output
-    assert "template.yaml is a valid SAM Template" in output
-    assert "Failed checks: 0" in output
+
+@pytest.fixture(scope="module")
+def lint_deploy() -> subprocess.CompletedProcess[str]:
+    # -o: use .venv as it is; the test suite already runs inside it.
+    return run_tool("make", "--no-print-directory", "-o", ".venv/.installed", "lint-deploy")
+
+
+def test_lint_deploy_finds_nothing(lint_deploy: subprocess.CompletedProcess[str]) -> None:
+    assert lint_deploy.returncode == 0, output(lint_deploy)
+    assert "template.yaml is a valid SAM Template" in output(lint_deploy)
+    assert "Failed checks: 0" in output(lint_deploy)
 
 
 def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
@@ -45,12 +57,9 @@ def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
     assert SAM.exists(), "make lint-deploy creates .venv-sam"
     build_dir = tmp_path / "build"
 
-    result = subprocess.run(
-        [str(SAM), "build", "--template-file", "template.yaml", "--build-dir", str(build_dir)],
-        cwd=REPO_ROOT, capture_output=True, text=True, env=TOOL_ENVIRONMENT, check=False, timeout=1200,
-    )
+    result = run_tool(str(SAM), "build", "--template-file", "template.yaml", "--build-dir", str(build_dir))
 
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0, output(result)
     for name in resources_of_type(SERVERLESS_FUNCTION):
         module = function_property(name, "Handler").rpartition(".")[0]
         assert (build_dir / name / f"{module.replace('.', '/')}.py").is_file(), name
@@ -58,3 +67,14 @@ def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
     layer = build_dir / "GlueCodeLayer" / "python"
     assert (layer / "bronze_to_silver.py").is_file()
     assert (layer / "icetide_glue" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("environment", ["default", "prod"])
+def test_sam_reads_each_samconfig_environment(
+    lint_deploy: subprocess.CompletedProcess[str], environment: str
+) -> None:
+    # The environment's validate section turns --lint on: SAM parsed the file and linted the template.
+    result = run_tool(str(SAM), "validate", "--config-env", environment, timeout=300)
+
+    assert result.returncode == 0, output(result)
+    assert "template.yaml is a valid SAM Template" in output(result)

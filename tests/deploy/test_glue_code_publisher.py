@@ -38,7 +38,9 @@ def publisher() -> types.ModuleType:
     return module
 
 
-def layer_zip(files: dict[str, bytes], date: tuple[int, ...] = (2026, 11, 21, 7, 0, 0)) -> bytes:
+def layer_zip(
+    files: dict[str, bytes], date: tuple[int, int, int, int, int, int] = (2026, 11, 21, 7, 0, 0)
+) -> bytes:
     """A layer zip as `sam build` makes it for a python3.x layer (sources under python/)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -82,16 +84,23 @@ def test_the_same_code_gives_the_same_package_bytes(publisher: types.ModuleType)
 
 @pytest.mark.parametrize(
     ("missing", "named"),
-    [("python/bronze_to_silver.py", "python/bronze_to_silver.py"), ("python/icetide_glue/__init__.py", "__init__.py")],
+    [
+        ("python/bronze_to_silver.py", "python/bronze_to_silver.py"),
+        ("python/icetide_glue/__init__.py", "__init__.py"),
+    ],
 )
-def test_a_layer_without_the_glue_code_is_refused(publisher: types.ModuleType, missing: str, named: str) -> None:
+def test_a_layer_without_the_glue_code_is_refused(
+    publisher: types.ModuleType, missing: str, named: str
+) -> None:
     incomplete = {name: content for name, content in GLUE_LAYER.items() if name != missing}
 
     with pytest.raises(publisher.GlueCodeMissing, match=re.escape(named)):
         publisher.glue_artifacts(layer_zip(incomplete))
 
 
-def test_the_real_glue_package_imports_from_the_published_zip(publisher: types.ModuleType, tmp_path: Path) -> None:
+def test_the_real_glue_package_imports_from_the_published_zip(
+    publisher: types.ModuleType, tmp_path: Path
+) -> None:
     # What `sam build` puts in the layer: glue_jobs/ copied under python/.
     glue_jobs = REPO_ROOT / "glue_jobs"
     sources = {
@@ -104,9 +113,17 @@ def test_the_real_glue_package_imports_from_the_published_zip(publisher: types.M
 
     # Glue puts --extra-py-files zips on the PYTHONPATH: import from the zip alone, outside the repo.
     result = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(extra_py_files)!r}); "
-         "import icetide_glue.arguments as a; print(a.__file__)"],
-        capture_output=True, text=True, cwd=tmp_path, check=False,
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(extra_py_files)!r}); "
+            "import icetide_glue.arguments as a; print(a.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
     )
 
     assert result.returncode == 0, result.stderr
@@ -119,8 +136,12 @@ class Responses:
     def __init__(self) -> None:
         self.answers: list[dict[str, Any]] = []
 
-    def __call__(self, event: dict[str, Any], status: str, physical_id: str, data: dict[str, Any], reason: str) -> None:
-        self.answers.append({"Status": status, "PhysicalResourceId": physical_id, "Data": data, "Reason": reason})
+    def __call__(
+        self, event: dict[str, Any], status: str, physical_id: str, data: dict[str, Any], reason: str
+    ) -> None:
+        self.answers.append(
+            {"Status": status, "PhysicalResourceId": physical_id, "Data": data, "Reason": reason}
+        )
 
     @property
     def last(self) -> dict[str, Any]:
@@ -130,7 +151,7 @@ class Responses:
 @pytest.fixture
 def s3() -> Iterator[Any]:
     with mock_aws():
-        client = boto3.client("s3")
+        client: Any = boto3.client("s3")
         client.create_bucket(
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": os.environ["AWS_DEFAULT_REGION"]}
         )
@@ -138,13 +159,13 @@ def s3() -> Iterator[Any]:
 
 
 @pytest.fixture
-def invoke(publisher: types.ModuleType, s3: Any) -> Callable[..., Responses]:
+def invoke(publisher: types.ModuleType, s3: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Responses]:
     """Run the handler as CloudFormation would, with the layer download and the answer stubbed."""
     responses = Responses()
-    publisher.respond = responses
+    monkeypatch.setattr(publisher, "respond", responses)
 
     def run(request_type: str, layer: bytes = b"", physical_id: str | None = None) -> Responses:
-        publisher.download_layer = lambda arn: layer
+        monkeypatch.setattr(publisher, "download_layer", lambda arn: layer)
         event = {
             "RequestType": request_type,
             "ResourceProperties": {
@@ -152,7 +173,9 @@ def invoke(publisher: types.ModuleType, s3: Any) -> Callable[..., Responses]:
                 "Bucket": BUCKET,
                 "Prefix": "glue",
             },
-            "StackId": "stack", "RequestId": "request", "LogicalResourceId": "GlueCode",
+            "StackId": "stack",
+            "RequestId": "request",
+            "LogicalResourceId": "GlueCode",
             "ResponseURL": "https://cloudformation-response.invalid/",
         }
         if physical_id is not None:
@@ -223,7 +246,7 @@ def test_respond_puts_the_answer_cloudformation_expects(publisher: types.ModuleT
     received: list[tuple[str, dict[str, Any]]] = []
 
     class ResponseUrl(http.server.BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:  # noqa: N802 - the name http.server calls
+        def do_PUT(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             received.append((self.command, json.loads(body)))
             self.send_response(200)
@@ -236,7 +259,9 @@ def test_respond_puts_the_answer_cloudformation_expects(publisher: types.ModuleT
     thread = threading.Thread(target=server.handle_request)
     thread.start()
     event = {
-        "StackId": "arn:stack", "RequestId": "r-1", "LogicalResourceId": "GlueCode",
+        "StackId": "arn:stack",
+        "RequestId": "r-1",
+        "LogicalResourceId": "GlueCode",
         "ResponseURL": f"http://127.0.0.1:{server.server_port}/answer",
     }
     publisher.respond(event, "SUCCESS", "s3://b/glue/abc/", {"ScriptLocation": "s3://b/glue/abc/s.py"}, "")
@@ -247,8 +272,12 @@ def test_respond_puts_the_answer_cloudformation_expects(publisher: types.ModuleT
         (
             "PUT",
             {
-                "Status": "SUCCESS", "Reason": "see the function's log", "PhysicalResourceId": "s3://b/glue/abc/",
-                "StackId": "arn:stack", "RequestId": "r-1", "LogicalResourceId": "GlueCode",
+                "Status": "SUCCESS",
+                "Reason": "see the function's log",
+                "PhysicalResourceId": "s3://b/glue/abc/",
+                "StackId": "arn:stack",
+                "RequestId": "r-1",
+                "LogicalResourceId": "GlueCode",
                 "Data": {"ScriptLocation": "s3://b/glue/abc/s.py"},
             },
         )

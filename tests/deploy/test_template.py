@@ -28,11 +28,24 @@ POWERTOOLS_VARIABLES = {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE
 # Arguments Glue itself interprets ("Using job parameters in AWS Glue jobs", AWS Glue developer
 # guide); the job script never sees them as its own.
 GLUE_SPECIAL_PARAMETERS = {
-    "--job-language", "--datalake-formats", "--conf", "--extra-py-files", "--extra-jars",
-    "--additional-python-modules", "--python-modules-installer-option", "--enable-metrics",
-    "--enable-observability-metrics", "--enable-spark-ui", "--spark-event-logs-path",
-    "--enable-job-insights", "--enable-glue-datacatalog", "--enable-auto-scaling", "--TempDir",
-    "--job-bookmark-option", "--enable-continuous-cloudwatch-log", "--user-jars-first",
+    "--job-language",
+    "--datalake-formats",
+    "--conf",
+    "--extra-py-files",
+    "--extra-jars",
+    "--additional-python-modules",
+    "--python-modules-installer-option",
+    "--enable-metrics",
+    "--enable-observability-metrics",
+    "--enable-spark-ui",
+    "--spark-event-logs-path",
+    "--enable-job-insights",
+    "--enable-glue-datacatalog",
+    "--enable-auto-scaling",
+    "--TempDir",
+    "--job-bookmark-option",
+    "--enable-continuous-cloudwatch-log",
+    "--user-jars-first",
 }
 
 
@@ -102,6 +115,20 @@ def test_definition_substitutions_use_the_published_keys() -> None:
     published = json.loads(SUBSTITUTIONS_PATH.read_text(encoding="utf-8"))
 
     assert set(_state_machine()["DefinitionSubstitutions"]) == set(published)
+
+
+def test_each_function_substitution_names_the_function_of_its_handler() -> None:
+    # "<Name>FunctionArn" belongs to handlers.<name> (docs/contracts.md, "State machine").
+    wiring = {
+        key.removesuffix("FunctionArn"): value["Fn::GetAtt"]
+        for key, value in _state_machine()["DefinitionSubstitutions"].items()
+        if key.endswith("FunctionArn")
+    }
+
+    for name, (function_name, attribute) in wiring.items():
+        module = _handler_module(function_name).removeprefix("handlers.")
+        assert "".join(part.title() for part in module.split("_")) == name, function_name
+        assert attribute == "Arn"
 
 
 def test_state_machine_may_invoke_exactly_the_functions_it_is_given() -> None:

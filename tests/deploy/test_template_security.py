@@ -71,7 +71,9 @@ def test_wildcard_resources_only_for_actions_without_a_resource_type() -> None:
 
 
 def test_dms_writes_are_limited_to_resources_carrying_the_run_tag() -> None:
-    (run_tag, *_) = [key for key in resource_tags("orders", "orders-20261121T0700Z") if key.endswith("run-id")]
+    (run_tag, *_) = [
+        key for key in resource_tags("orders", "orders-20261121T0700Z") if key.endswith("run-id")
+    ]
     for statement in _allow_statements():
         dms_writes = [a for a in statement.actions if re.match(r"dms:(Create|Delete|Start|Stop|AddTags)", a)]
         if not dms_writes:
@@ -100,7 +102,8 @@ def test_bucket_is_encrypted_private_and_tls_only(bucket_name: str) -> None:
     encryption = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
     statements = _bucket_policies()[bucket_name]["Properties"]["PolicyDocument"]["Statement"]
     tls_denials = [
-        s for s in statements
+        s
+        for s in statements
         if s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     ]
 
@@ -134,7 +137,7 @@ def test_control_table_is_on_demand_with_point_in_time_recovery_and_kms() -> Non
 
     assert table["BillingMode"] == "PAY_PER_REQUEST"
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
-    assert table["SSESpecification"]["SSEEnabled"] is True
+    assert table["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
     assert table["KeySchema"] == [{"AttributeName": "targetTableName", "KeyType": "HASH"}]
 
 
@@ -160,7 +163,10 @@ def test_dms_source_endpoint_reads_credentials_from_the_secret_over_tls() -> Non
 def test_dms_account_roles_keep_their_fixed_names_and_are_optional() -> None:
     roles = resources_of_type("AWS::IAM::Role")
 
-    for logical_id, role_name in (("DmsVpcRole", "dms-vpc-role"), ("DmsCloudWatchLogsRole", "dms-cloudwatch-logs-role")):
+    for logical_id, role_name in (
+        ("DmsVpcRole", "dms-vpc-role"),
+        ("DmsCloudWatchLogsRole", "dms-cloudwatch-logs-role"),
+    ):
         assert roles[logical_id]["Properties"]["RoleName"] == role_name
         assert roles[logical_id]["Condition"] == "CreateDmsServiceRoles"
 
@@ -175,7 +181,9 @@ def test_checkov_suppressions_each_carry_a_written_reason() -> None:
     assert skips, "the template documents its checkov suppressions"
     for name, skip in skips:
         assert re.fullmatch(r"CKV_AWS_[0-9]+", skip["id"]), name
-        assert len(skip.get("comment", "").split()) >= 5, f"{name} {skip['id']}: the reason is missing or too short"
+        assert len(skip.get("comment", "").split()) >= 5, (
+            f"{name} {skip['id']}: the reason is missing or too short"
+        )
 
 
 def test_functions_are_python_3_11_on_arm64_traced_with_powertools() -> None:
@@ -207,5 +215,7 @@ def test_notifications_are_encrypted_and_failed_executions_raise_an_alarm() -> N
     assert topic["KmsMasterKeyId"] == {"Ref": "IcetideKey"}
     assert alarm["Properties"]["Namespace"] == "AWS/States"
     assert alarm["Properties"]["MetricName"] == "ExecutionsFailed"
-    assert alarm["Properties"]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": "TableRunStateMachine"}}]
+    assert alarm["Properties"]["Dimensions"] == [
+        {"Name": "StateMachineArn", "Value": {"Ref": "TableRunStateMachine"}}
+    ]
     assert alarm["Properties"]["AlarmActions"] == [{"Ref": "NotificationTopic"}]

@@ -25,8 +25,9 @@ FULL_LOAD = pa.schema([
     ("amount", pa.decimal128(10, 2)),
     ("updated_at", pa.timestamp("us", tz="UTC")),
 ])
-CDC = pa.schema([("Op", pa.string()), *[FULL_LOAD.field(i) for i in range(2)],
-                 ("AR_H_CHANGE_SEQ", pa.string()), *[FULL_LOAD.field(i) for i in range(2, 5)]])
+# DMS puts Op first; the change sequence header column comes from a transformation rule.
+CDC = pa.schema([("Op", pa.string()), ("dms_timestamp", pa.string()), ("AR_H_CHANGE_SEQ", pa.string()),
+                 *[FULL_LOAD.field(i) for i in range(1, 5)]])
 SILVER = StructType([
     StructField("id", IntegerType()),
     StructField("name", StringType()),

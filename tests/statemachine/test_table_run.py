@@ -74,7 +74,7 @@ TASK_FAILURES = [
     pytest.param("Run Glue job", GLUE_JOB, "States.TaskFailed", id="glue-job"),
     pytest.param("Commit watermark", "commit_watermark", "InjectedFailure", id="commit"),
     pytest.param("Delete DMS resources", "delete_dms_resources", "InjectedFailure", id="delete"),
-    pytest.param("Notify success", SNS_PUBLISH, "SNS.InjectedFailureException", id="notify"),
+    pytest.param("Notify success", SNS_PUBLISH, "SNS.InvalidParameterException", id="notify"),
     pytest.param("Release table lock", "release_lock", "InjectedFailure", id="release-lock"),
 ]
 # States after the watermark commit: the data is in silver, so the watermark rightly stays moved.
@@ -82,8 +82,10 @@ AFTER_COMMIT = {"Delete DMS resources", "Notify success", "Release table lock"}
 
 
 def _make_fail(stack: LocalTableRunStack, target: str) -> None:
-    if target != GLUE_JOB:
-        # Once, with an error no Retry matches: the state fails; later calls (cleanup) succeed.
+    # Once, with an error no Retry matches: the state fails; later calls (cleanup) succeed.
+    if target == SNS_PUBLISH:
+        stack.faults.inject(target, Fault("InvalidParameter", INJECTED, times=1))  # an AWS error code
+    elif target != GLUE_JOB:
         stack.faults.inject(target, Fault("InjectedFailure", INJECTED, times=1))
 
 
@@ -363,7 +365,7 @@ def test_when_recording_fails_the_run_is_still_cleaned_up_notified_and_unlocked(
 
 def test_when_notifying_fails_the_run_is_still_recorded_and_unlocked(stack: LocalTableRunStack) -> None:
     _make_fail(stack, "commit_watermark")
-    stack.faults.inject(SNS_PUBLISH, Fault("InternalError", INJECTED, times=None))
+    stack.faults.inject(SNS_PUBLISH, Fault("InvalidParameter", INJECTED, times=None))
 
     report = stack.run(TABLE)
 

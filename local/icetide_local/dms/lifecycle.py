@@ -154,14 +154,10 @@ class DmsLifecycle:
                 )
             )
             patches.enter_context(
-                mock.patch.object(
-                    backend_class, "describe_replication_tasks", _advancing_describe(backend_class)
-                )
+                mock.patch.object(backend_class, "describe_replication_tasks", _advancing_describe())
             )
             patches.enter_context(
-                mock.patch.object(
-                    backend_class, "delete_replication_instance", _guarded_instance_delete(backend_class)
-                )
+                mock.patch.object(backend_class, "delete_replication_instance", _guarded_instance_delete())
             )
             # moto has no such action: create=True adds it to the response class's dispatch.
             patches.enter_context(
@@ -181,7 +177,9 @@ class LifecycleTask(dms_models.FakeReplicationTask):
 
     def __init__(self, *, lifecycle: DmsLifecycle, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _parse_table_mappings(self.table_mappings)  # DMS refuses a bad mapping at creation
+        # DMS refuses a bad mapping or bad settings when the task is created, not when it runs.
+        _parse_table_mappings(self.table_mappings)
+        _parse_task_settings(self.replication_task_settings)
         self.lifecycle = lifecycle
         self.account_id = kwargs["account_id"]
         self.stop_reason: str | None = None
@@ -196,8 +194,11 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             )
         self.status = "starting"
         self.start_date = utcnow()
+        # A restarted task loads again: nothing of the previous attempt carries over.
         self.stop_reason = None
         self.last_failure_message = None
+        self.table_statistics = []
+        self._mover_error = None
         return self
 
     def stop(self) -> LifecycleTask:
@@ -262,7 +263,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             task_identifier=self.id,
             migration_type=self.migration_type,
             table_mappings=_parse_table_mappings(self.table_mappings),
-            task_settings=json.loads(self.replication_task_settings or "{}"),
+            task_settings=_parse_task_settings(self.replication_task_settings),
             source_endpoint=source.to_dict() if source else {},
             target_s3_settings=(target.s3_settings or {}) if target else {},
         )
@@ -293,8 +294,20 @@ def _parse_table_mappings(text: str | None) -> dict[str, Any]:
     return mappings
 
 
-def _advancing_describe(backend_class: type) -> Callable[..., Any]:
-    original = backend_class.describe_replication_tasks
+def _parse_task_settings(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}  # DMS's defaults apply
+    try:
+        settings = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidParameterValueException(f"Invalid task settings: not JSON ({error})") from None
+    if not isinstance(settings, dict):
+        raise InvalidParameterValueException("Invalid task settings: expected a JSON object")
+    return settings
+
+
+def _advancing_describe() -> Callable[..., Any]:
+    original = dms_models.DatabaseMigrationServiceBackend.describe_replication_tasks
 
     def describe_replication_tasks(self: Any, filters: list[dict[str, Any]], max_records: int) -> Any:
         tasks = original(self, filters, max_records)
@@ -306,8 +319,8 @@ def _advancing_describe(backend_class: type) -> Callable[..., Any]:
     return describe_replication_tasks
 
 
-def _guarded_instance_delete(backend_class: type) -> Callable[..., Any]:
-    original = backend_class.delete_replication_instance
+def _guarded_instance_delete() -> Callable[..., Any]:
+    original = dms_models.DatabaseMigrationServiceBackend.delete_replication_instance
 
     def delete_replication_instance(self: Any, replication_instance_arn: str) -> Any:
         attached = [

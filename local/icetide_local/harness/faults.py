@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+from moto.sns import models as sns_models
+from moto.sns.exceptions import SNSException
 
 SNS_PUBLISH = "sns:publish"
 
@@ -63,3 +68,16 @@ class FaultPlan:
                 self._remaining[target] = remaining - 1
             self.fired.append((target, fault))
             return fault
+
+
+def failing_sns_publish(faults: FaultPlan) -> Any:
+    """A patch of moto's SNS (a context manager) that makes it refuse a publish when told to."""
+    publish = sns_models.SNSBackend.publish
+
+    def guarded_publish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fault = faults.take(SNS_PUBLISH)
+        if fault is not None:
+            raise SNSException(fault.error_type, fault.message)
+        return publish(self, *args, **kwargs)
+
+    return mock.patch.object(sns_models.SNSBackend, "publish", guarded_publish)

@@ -60,9 +60,11 @@ class InProcessLambdas:
 
     faults: FaultPlan
     invocations: list[LambdaInvocation] = field(default_factory=list)
-    # Handlers read their configuration from os.environ, which is process-wide: invocations from
-    # concurrent executions take turns so each sees its own function's variables.
+    # Handlers read their configuration from os.environ, which is process-wide: invocations take
+    # turns so each sees its own function's variables.
     _environment_lock: threading.RLock = field(default_factory=threading.RLock)
+    # The values the variables had before the first invocation set them, restored at the end.
+    _saved_environment: dict[str, str | None] = field(default_factory=dict)
 
     @contextlib.contextmanager
     def install(self) -> Iterator[InProcessLambdas]:
@@ -71,8 +73,11 @@ class InProcessLambdas:
         def invoke(function: LambdaFunction, body: Any, request_headers: Any, response_headers: Any) -> bytes:
             return dispatcher.invoke(function, body, response_headers)
 
-        with mock.patch.object(LambdaFunction, "invoke", invoke):
-            yield self
+        try:
+            with mock.patch.object(LambdaFunction, "invoke", invoke):
+                yield self
+        finally:
+            self._restore_environment()
 
     def invoke(self, function: LambdaFunction, body: Any, response_headers: dict[str, str]) -> bytes:
         """Run ``function``'s handler on the JSON ``body``; return the response payload."""
@@ -110,17 +115,22 @@ class InProcessLambdas:
 
     @contextlib.contextmanager
     def _environment(self, variables: Mapping[str, str]) -> Iterator[None]:
+        # Variables stay set between invocations, only their values change: other threads (boto3,
+        # Spark) copy os.environ at any moment, and a key removed mid-copy raises KeyError there.
         with self._environment_lock:
-            saved = {name: os.environ.get(name) for name in variables}
+            for name in variables:
+                self._saved_environment.setdefault(name, os.environ.get(name))
             os.environ.update(variables)
-            try:
-                yield
-            finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
+            yield
+
+    def _restore_environment(self) -> None:
+        with self._environment_lock:
+            for name, value in self._saved_environment.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            self._saved_environment.clear()
 
 
 def _function_error(

@@ -25,12 +25,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
-from unittest import mock
 
 import boto3
 from moto import mock_aws
-from moto.sns import models as sns_models
-from moto.sns.exceptions import SNSException
 
 from icetide.adapters.clients import reset_clients
 from icetide.dms.identifiers import run_id as make_run_id
@@ -42,7 +39,7 @@ from icetide_local.harness.definition import (
     load_substitutions,
     render_definition,
 )
-from icetide_local.harness.faults import SNS_PUBLISH, FaultPlan
+from icetide_local.harness.faults import FaultPlan, failing_sns_publish
 from icetide_local.harness.lambdas import InProcessLambdas
 from icetide_local.harness.moto_patches import patched_moto
 from icetide_local.harness.report import RunReport, execution_report
@@ -155,7 +152,7 @@ class LocalTableRunStack:
             stack.enter_context(self.lambdas.install())
             stack.enter_context(self.dms.install())
             stack.enter_context(self.glue.install())
-            stack.enter_context(_failing_sns_publish(self.faults))
+            stack.enter_context(failing_sns_publish(self.faults))
             # The handlers' boto3 clients are cached per process: build them anew inside this mock.
             reset_clients()
             stack.callback(reset_clients)
@@ -352,16 +349,3 @@ class LocalTableRunStack:
                 if str(endpoint["EndpointType"]).lower() == "target"
             ],
         )
-
-
-def _failing_sns_publish(faults: FaultPlan) -> Any:
-    """Patch moto's SNS so tests can make it refuse a publish (fault target :data:`SNS_PUBLISH`)."""
-    publish = sns_models.SNSBackend.publish
-
-    def guarded_publish(self: Any, *args: Any, **kwargs: Any) -> Any:
-        fault = faults.take(SNS_PUBLISH)
-        if fault is not None:
-            raise SNSException(fault.error_type, fault.message)
-        return publish(self, *args, **kwargs)
-
-    return mock.patch.object(sns_models.SNSBackend, "publish", guarded_publish)

@@ -82,7 +82,14 @@ class LocalStack(LocalTableRunStack):
         )
         self.start_workflow_function = ""
         self._handler_log = handler_log
-        self._region_environment = mock.patch.dict(os.environ, {"AWS_DEFAULT_REGION": self.names.region})
+        self._region_environment = mock.patch.dict(
+            os.environ,
+            # Local Spark listens on loopback only (and stops warning about the host's address).
+            {
+                "AWS_DEFAULT_REGION": self.names.region,
+                "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+            },
+        )
 
     def __enter__(self) -> LocalStack:
         # The replicator and the Glue job make their own boto3 clients; they need the stack's region
@@ -92,6 +99,11 @@ class LocalStack(LocalTableRunStack):
         try:
             super().__enter__()
             self.start_workflow_function = self._create_function(START_WORKFLOW)
+            # The harness sets each function's variables around its invocation and removes them after.
+            # Other threads (Spark starting its JVM, botocore) copy os.environ meanwhile, and a key
+            # vanishing mid-copy raises KeyError there. Set for the stack's whole life, the variables
+            # only ever change value; the patch above removes them again at exit.
+            os.environ.update(self.lambda_environment())
         except BaseException:
             self._restore(previous_log)
             raise

@@ -78,3 +78,42 @@ class CycleReport:
             for entry in self.invalid
         ]
         return lines + list(self.not_loaded)
+
+
+HEADER = ("table", "status", "read", "inserted", "updated", "deleted", "watermark before -> after", "seconds")
+STAT_NAMES = ("rowsRead", "rowsInserted", "rowsUpdated", "rowsDeleted")
+
+
+def render_cycle(report: CycleReport) -> list[str]:
+    """Readable lines for one cycle: a row per table run, then what did not run and why."""
+    lines = [f"cycle {report.slot}"]
+    rows = [HEADER]
+    for run in report.runs:
+        stats = run.stats
+        duration = run.duration_seconds
+        rows.append((
+            run.target_table_name,
+            run.status,
+            *(_count(stats.get(name)) for name in STAT_NAMES),
+            f"{_value(run.watermark_before)} -> {_value(run.watermark_after)}",
+            "-" if duration is None else f"{duration:.1f}",
+        ))
+    lines += format_rows(rows) if report.runs else ["  no table ran"]
+    lines += [f"  inactive (activeflag N): {name}" for name in report.inactive]
+    lines += [f"  FAILED {failure}" for failure in report.failures()]
+    return lines
+
+
+def format_rows(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as left-aligned columns, indented by two spaces."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _value(value: Any) -> str:
+    return "(none)" if value is None else str(value)

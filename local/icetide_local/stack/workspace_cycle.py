@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TextIO
+from typing import Any
 
 from icetide.clock import utc_now
 from icetide.control.codec import from_typed_json, is_typed_json, to_typed_json
@@ -82,12 +82,14 @@ def run_workspace_cycle(
     *,
     now: datetime | None = None,
     progress: Progress = lambda _: None,
-    handler_log: TextIO | None = None,
     timeout_seconds: float = DEFAULT_EXECUTION_TIMEOUT_SECONDS,
 ) -> CycleReport:
-    """Run one cycle of the tables in `raw_items` against `source_url`, keeping state in `workspace`."""
+    """Run one cycle of the tables in `raw_items` against `source_url`, keeping state in `workspace`.
+
+    The handlers' log lines are appended to the workspace's handler log, not mixed into the output.
+    """
     loadable = loadable_items(raw_items)
-    with workspace.exclusive():
+    with workspace.exclusive(), workspace.handler_log_file.open("a", encoding="utf-8") as handler_log:
         saved = workspace.load_control_items()
         slot = next_slot(now or utc_now(), workspace.load_last_cycle())
         progress("starting the local stack (moto, DMS stand-in, Step Functions, Spark on first use)")

@@ -1,0 +1,141 @@
+"""Bad input through `icetide local run`: each gives a clear message, the good tables still load,
+and nothing already in silver is lost (nor any watermark moved by a failed run)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from decimal import Decimal
+
+import pytest
+import sqlalchemy as sa
+
+from e2e.helpers import assert_silver_matches_source, silver_by_key
+
+pytestmark = pytest.mark.spark
+
+ORDERS_ITEM = {
+    "targetTableName": "shop_orders",
+    "sourceSchema": "main",
+    "sourceTable": "orders",
+    "filtercolumn": "id",
+    "filteroperator": "gte",
+    "startvalue": 0,
+    "primaryKeys": "id",
+}
+PRICES_ITEM = {**ORDERS_ITEM, "targetTableName": "shop_prices", "sourceTable": "prices"}
+
+
+@pytest.fixture
+def shop(tmp_path):
+    """A SQLite source with orders and prices (a decimal column), loaded once into a workspace."""
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    engine = sa.create_engine(url)
+    metadata = sa.MetaData()
+    orders = sa.Table(
+        "orders", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("item", sa.String(20))
+    )
+    prices = sa.Table(
+        "prices", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("price", sa.Numeric(10, 2))
+    )
+    metadata.create_all(engine)
+    with engine.begin() as connection:
+        connection.execute(orders.insert(), [{"id": 1, "item": "tea"}, {"id": 2, "item": "cake"}])
+        connection.execute(prices.insert(), [{"id": 1, "price": Decimal("2.50")}, {"id": 2, "price": Decimal("4.75")}])
+    yield url, engine, orders, prices
+    engine.dispose()
+
+
+def _state(workspace) -> dict[str, dict]:
+    items = json.loads((workspace / "state" / "control-table.json").read_text())
+    return {item["targetTableName"]["S"]: item for item in items}
+
+
+def _first_cycle(icetide, write_tables, workspace, url):
+    result = icetide(
+        "local", "run", "--workspace", workspace, "--source", url, "--tables", write_tables([ORDERS_ITEM, PRICES_ITEM])
+    )
+    assert result.exit_code == 0, result.text
+
+
+def test_a_bad_item_and_a_missing_table_fail_alone(shop, tmp_path, write_tables, icetide):
+    url, engine, orders, prices = shop
+    workspace = tmp_path / "ws"
+    _first_cycle(icetide, write_tables, workspace, url)
+    with engine.begin() as connection:
+        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
+    bad_operator = {**ORDERS_ITEM, "targetTableName": "shop_bad", "filteroperator": "gt"}
+    missing = {**ORDERS_ITEM, "targetTableName": "shop_missing", "sourceTable": "no_such_table"}
+
+    result = icetide(
+        "local", "run", "--workspace", workspace, "--source", url,
+        "--tables", write_tables([ORDERS_ITEM, bad_operator, missing, PRICES_ITEM]),
+    )  # fmt: skip
+
+    assert result.exit_code == 1
+    assert "FAILED shop_bad: invalid control item: filteroperator: 'gt' is not" in result.out
+    missing_line = next(line for line in result.out.splitlines() if line.startswith("  FAILED shop_missing:"))
+    assert "main.no_such_table" in missing_line
+    assert "does not exist" in missing_line
+    assert "shop_orders" not in "".join(line for line in result.out.splitlines() if "FAILED" in line)
+    assert_silver_matches_source(workspace, "shop_orders", engine, orders)
+    assert_silver_matches_source(workspace, "shop_prices", engine, prices)
+    assert _state(workspace)["shop_orders"]["watermark"] == {"N": "3"}
+
+
+def test_an_unreachable_database_fails_every_table_and_changes_nothing(shop, tmp_path, write_tables, icetide):
+    url, engine, orders, prices = shop
+    workspace = tmp_path / "ws"
+    _first_cycle(icetide, write_tables, workspace, url)
+    state_before = _state(workspace)
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable = f"postgresql+psycopg://icetide:pa55word-not-shown@127.0.0.1:{port}/shop"
+
+    result = icetide(
+        "local", "run", "--workspace", workspace, "--source", unreachable,
+        "--tables", write_tables([ORDERS_ITEM, PRICES_ITEM]),
+    )  # fmt: skip
+
+    assert result.exit_code == 1
+    failed = [line for line in result.out.splitlines() if line.startswith("  FAILED ")]
+    assert [line.split(":")[0] for line in failed] == ["  FAILED shop_orders", "  FAILED shop_prices"]
+    assert all(f"cannot connect to the source postgresql+psycopg://icetide:***@127.0.0.1:{port}/shop" in line
+               for line in failed)  # fmt: skip
+    assert "pa55word-not-shown" not in result.text
+    assert "pa55word-not-shown" not in (workspace / "logs" / "handlers.log").read_text()
+    assert_silver_matches_source(workspace, "shop_orders", engine, orders)
+    assert_silver_matches_source(workspace, "shop_prices", engine, prices)
+    state_after = _state(workspace)
+    for table in ("shop_orders", "shop_prices"):
+        assert state_after[table]["watermark"] == state_before[table]["watermark"]
+        assert state_after[table]["lastRunStatus"] == {"S": "FAILED"}
+        assert state_after[table]["lastFailedState"] == {"S": "Poll replication task"}
+
+
+def test_an_incompatible_type_change_fails_that_table_and_keeps_its_silver(shop, tmp_path, write_tables, icetide):
+    url, engine, orders, prices = shop
+    workspace = tmp_path / "ws"
+    _first_cycle(icetide, write_tables, workspace, url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("DROP TABLE prices"))
+        connection.execute(sa.text("CREATE TABLE prices (id INTEGER PRIMARY KEY, price VARCHAR(20))"))
+        connection.execute(sa.text("INSERT INTO prices VALUES (1, 'ask the baker'), (2, '4.75')"))
+        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
+
+    result = icetide(
+        "local", "run", "--workspace", workspace, "--source", url,
+        "--tables", write_tables([ORDERS_ITEM, PRICES_ITEM]),
+    )  # fmt: skip
+
+    assert result.exit_code == 1
+    failure = next(line for line in result.out.splitlines() if line.startswith("  FAILED shop_prices:"))
+    assert failure.startswith("  FAILED shop_prices: Run Glue job:")
+    assert "price" in failure and "decimal(10,2)" in failure.lower() and "string" in failure.lower()
+    assert silver_by_key(workspace, "shop_prices", ["id", "price"], "id") == {
+        1: (1, Decimal("2.50")),
+        2: (2, Decimal("4.75")),
+    }
+    assert _state(workspace)["shop_prices"]["watermark"] == {"N": "2"}
+    assert_silver_matches_source(workspace, "shop_orders", engine, orders)

@@ -1,0 +1,165 @@
+"""The ASL file itself: valid, fully substituted, and shaped as docs/state-machine.md says."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+
+from icetide_local.harness.definition import (
+    DEFINITION_PATH,
+    SUBSTITUTIONS_PATH,
+    handler_module,
+    load_substitutions,
+    placeholders,
+)
+
+TRANSIENT_LAMBDA_ERRORS = {
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+}
+# The cleanup path's Task states: each one's Catch goes on to the next cleanup step.
+CLEANUP_TASKS = {
+    "Delete DMS resources after failure",
+    "Record failure",
+    "Notify failure",
+    "Release table lock after failure",
+}
+SETTINGS = {"PollSeconds", "MaxPollWaitSeconds", "MaxPolls", "InstanceCheckSeconds", "MaxInstanceChecks"}
+
+
+@pytest.fixture(scope="module")
+def states() -> dict[str, dict[str, Any]]:
+    definition = json.loads(DEFINITION_PATH.read_text())
+    result: dict[str, dict[str, Any]] = definition["States"]
+    return result
+
+
+def _tasks(states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: state for name, state in states.items() if state["Type"] == "Task"}
+
+
+def test_every_placeholder_is_a_substitution_key_and_every_key_is_used() -> None:
+    in_definition = placeholders(DEFINITION_PATH.read_text())
+    in_substitutions = set(json.loads(SUBSTITUTIONS_PATH.read_text()))
+
+    assert in_definition - in_substitutions == set(), "placeholders without a DefinitionSubstitutions key"
+    assert in_substitutions - in_definition == set(), "DefinitionSubstitutions keys the ASL never uses"
+
+
+def test_asl_validator_accepts_the_definition() -> None:
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx is not installed (CI and the dev machine have it)")
+    result = subprocess.run(
+        [npx, "--yes", "asl-validator@4", "--json-path", str(DEFINITION_PATH)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is valid" in result.stdout
+
+
+def test_the_machine_uses_jsonpath_only(states: dict[str, dict[str, Any]]) -> None:
+    definition = json.loads(DEFINITION_PATH.read_text())
+
+    assert definition["QueryLanguage"] == "JSONPath"
+    jsonata_only = {"QueryLanguage", "Arguments", "Output", "Assign"}
+    assert {
+        name: sorted(jsonata_only & set(state)) for name, state in states.items() if jsonata_only & set(state)
+    } == {}
+
+
+def test_every_task_has_a_timeout_and_a_catch_for_every_error(states: dict[str, dict[str, Any]]) -> None:
+    for name, task in _tasks(states).items():
+        assert isinstance(task.get("TimeoutSeconds"), int) and task["TimeoutSeconds"] > 0, name
+        assert any(catcher["ErrorEquals"] == ["States.ALL"] for catcher in task.get("Catch", [])), name
+
+
+def test_every_lambda_task_retries_transient_lambda_errors_with_backoff(
+    states: dict[str, dict[str, Any]],
+) -> None:
+    lambda_tasks = {
+        name: task for name, task in _tasks(states).items() if task["Resource"].endswith("FunctionArn}")
+    }
+    assert len(lambda_tasks) == 12
+    for name, task in lambda_tasks.items():
+        [retrier] = [r for r in task["Retry"] if set(r["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS]
+        assert retrier["BackoffRate"] > 1, name
+        assert retrier["MaxAttempts"] >= 2, name
+
+
+def test_dms_waits_are_retried_where_dms_makes_callers_wait(states: dict[str, dict[str, Any]]) -> None:
+    def retried(name: str) -> set[str]:
+        return {error for retrier in states[name]["Retry"] for error in retrier["ErrorEquals"]}
+
+    assert "DmsResourceNotReady" in retried("Start replication task")
+    assert "DmsResourceBusy" in retried("Delete DMS resources")
+    assert "DmsResourceBusy" in retried("Delete DMS resources after failure")
+
+
+def test_each_main_path_failure_names_its_own_state(states: dict[str, dict[str, Any]]) -> None:
+    main_tasks = set(_tasks(states)) - CLEANUP_TASKS
+    for name in main_tasks:
+        [catch_all] = [c for c in states[name]["Catch"] if c["ErrorEquals"] == ["States.ALL"]]
+        note = states[catch_all["Next"]]
+        assert note["Type"] == "Pass", name
+        assert note["Parameters"]["state"] == name
+        assert note["ResultPath"] == "$.failure"
+        assert note["Next"] == "Delete DMS resources after failure"
+
+
+def test_cleanup_steps_go_on_whatever_fails(states: dict[str, dict[str, Any]]) -> None:
+    for name in CLEANUP_TASKS:
+        [catcher] = states[name]["Catch"]
+        assert catcher["ErrorEquals"] == ["States.ALL"]
+        assert catcher["Next"] == states[name]["Next"], name
+
+
+def test_a_locked_table_goes_straight_to_a_fail_state(states: dict[str, dict[str, Any]]) -> None:
+    first_catcher = states["Acquire table lock"]["Catch"][0]
+
+    assert first_catcher["ErrorEquals"] == ["TableLocked"]
+    assert states[first_catcher["Next"]]["Type"] == "Fail"
+
+
+def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str, Any]]) -> None:
+    glue = states["Run Glue job"]
+
+    assert glue["Resource"] == "arn:aws:states:::glue:startJobRun.sync"
+    assert set(glue["Parameters"]["Arguments"]) == {
+        "--target_table.$",
+        "--run_id.$",
+        "--bronze_uri.$",
+        "--manifest_uri.$",
+        "--primary_keys.$",
+        "--load_mode.$",
+        "--watermark_column.$",
+        "--timestamp_column.$",
+    }
+
+
+def test_sample_waits_and_bounds_are_positive_whole_numbers() -> None:
+    samples = load_substitutions()
+
+    assert {key: samples[key].isdigit() and int(samples[key]) > 0 for key in SETTINGS} == dict.fromkeys(
+        SETTINGS, True
+    )
+
+
+def test_every_function_arn_key_names_an_existing_handler_module() -> None:
+    function_keys = [key for key in load_substitutions() if key.endswith("FunctionArn")]
+
+    missing = [
+        key for key in function_keys if importlib.util.find_spec(f"handlers.{handler_module(key)}") is None
+    ]
+    assert missing == []
+    assert len(function_keys) == 10

@@ -23,6 +23,8 @@ ORDERS_ITEM = {
     "startvalue": 0,
     "primaryKeys": "id",
 }
+PRICE = sa.Numeric(10, 2)
+PRICES = [{"id": 1, "price": Decimal("2.50")}, {"id": 2, "price": Decimal("4.75")}]
 PRICES_ITEM = {**ORDERS_ITEM, "targetTableName": "shop_prices", "sourceTable": "prices"}
 
 
@@ -32,16 +34,12 @@ def shop(tmp_path):
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     engine = sa.create_engine(url)
     metadata = sa.MetaData()
-    orders = sa.Table(
-        "orders", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("item", sa.String(20))
-    )
-    prices = sa.Table(
-        "prices", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("price", sa.Numeric(10, 2))
-    )
+    orders = sa.Table("orders", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("item", sa.Text))
+    prices = sa.Table("prices", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("price", PRICE))
     metadata.create_all(engine)
     with engine.begin() as connection:
         connection.execute(orders.insert(), [{"id": 1, "item": "tea"}, {"id": 2, "item": "cake"}])
-        connection.execute(prices.insert(), [{"id": 1, "price": Decimal("2.50")}, {"id": 2, "price": Decimal("4.75")}])
+        connection.execute(prices.insert(), PRICES)
     yield url, engine, orders, prices
     engine.dispose()
 
@@ -52,9 +50,8 @@ def _state(workspace) -> dict[str, dict]:
 
 
 def _first_cycle(icetide, write_tables, workspace, url):
-    result = icetide(
-        "local", "run", "--workspace", workspace, "--source", url, "--tables", write_tables([ORDERS_ITEM, PRICES_ITEM])
-    )
+    tables_file = write_tables([ORDERS_ITEM, PRICES_ITEM])
+    result = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
     assert result.exit_code == 0, result.text
 
 
@@ -114,8 +111,10 @@ def test_an_unreachable_database_fails_every_table_and_changes_nothing(shop, tmp
         assert state_after[table]["lastFailedState"] == {"S": "Poll replication task"}
 
 
-def test_an_incompatible_type_change_fails_that_table_and_keeps_its_silver(shop, tmp_path, write_tables, icetide):
-    url, engine, orders, prices = shop
+def test_an_incompatible_type_change_fails_that_table_and_keeps_its_silver(
+    shop, tmp_path, write_tables, icetide
+):
+    url, engine, orders, _ = shop
     workspace = tmp_path / "ws"
     _first_cycle(icetide, write_tables, workspace, url)
     with engine.begin() as connection:

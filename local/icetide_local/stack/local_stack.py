@@ -8,6 +8,7 @@ the way it does in AWS, with an EventBridge scheduled event sent to the real Sta
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 from collections.abc import Callable, Mapping
@@ -124,15 +125,11 @@ class LocalStack(LocalTableRunStack):
     def _redirect_handler_log(self) -> TextIO | None:
         if self._handler_log is None:
             return None
-        from icetide.observability import logger
-
-        return logger.registered_handler.setStream(self._handler_log)  # type: ignore[attr-defined]
+        return _swap_stream(self._handler_log)
 
     def _restore(self, previous_log: TextIO | None) -> None:
         if previous_log is not None:
-            from icetide.observability import logger
-
-            logger.registered_handler.setStream(previous_log)  # type: ignore[attr-defined]
+            _swap_stream(previous_log)
         self._region_environment.stop()
 
     # -- control items -------------------------------------------------------------------------------
@@ -224,3 +221,22 @@ class LocalStack(LocalTableRunStack):
             item_before=before.get(table, {}),
             item_after={},
         )
+
+
+def _swap_stream(stream: TextIO) -> TextIO:
+    """Point the handlers' Powertools log handler at `stream`; the stream it had.
+
+    Not ``setStream``: that flushes the old stream first, which fails when it is a stream someone
+    has closed since (pytest's captured stdout of an earlier test, for one).
+    """
+    from icetide.observability import logger  # the handlers' one logger
+
+    handler = logger.registered_handler
+    if not isinstance(handler, logging.StreamHandler):
+        raise TypeError(f"the Powertools logger writes through a {type(handler).__name__}, not a stream")
+    handler.acquire()
+    try:
+        previous, handler.stream = handler.stream, stream
+    finally:
+        handler.release()
+    return previous

@@ -23,7 +23,7 @@ ORDERS_ITEM = {
     "startvalue": 0,
     "primaryKeys": "id",
 }
-PRICE = sa.Numeric(10, 2)
+PRICE, TEXT = sa.Numeric(10, 2), sa.String(20)
 PRICES = [{"id": 1, "price": Decimal("2.50")}, {"id": 2, "price": Decimal("4.75")}]
 PRICES_ITEM = {**ORDERS_ITEM, "targetTableName": "shop_prices", "sourceTable": "prices"}
 
@@ -34,14 +34,18 @@ def shop(tmp_path):
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     engine = sa.create_engine(url)
     metadata = sa.MetaData()
-    orders = sa.Table("orders", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("item", sa.Text))
-    prices = sa.Table("prices", metadata, sa.Column("id", sa.Integer, primary_key=True), sa.Column("price", PRICE))
+    orders = sa.Table("orders", metadata, _key(), sa.Column("item", TEXT))
+    prices = sa.Table("prices", metadata, _key(), sa.Column("price", PRICE))
     metadata.create_all(engine)
     with engine.begin() as connection:
         connection.execute(orders.insert(), [{"id": 1, "item": "tea"}, {"id": 2, "item": "cake"}])
         connection.execute(prices.insert(), PRICES)
     yield url, engine, orders, prices
     engine.dispose()
+
+
+def _key() -> sa.Column:
+    return sa.Column("id", sa.Integer, primary_key=True)
 
 
 def _state(workspace) -> dict[str, dict]:

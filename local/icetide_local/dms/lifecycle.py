@@ -285,25 +285,24 @@ class LifecycleTask(dms_models.FakeReplicationTask):
 
 
 def _parse_table_mappings(text: str | None) -> dict[str, Any]:
-    try:
-        mappings = json.loads(text or "")
-    except json.JSONDecodeError as error:
-        raise InvalidParameterValueException(f"Invalid table mappings: not JSON ({error})") from None
-    if not isinstance(mappings, dict) or not isinstance(mappings.get("rules"), list):
+    mappings = _json_object(text or "", "table mappings")
+    if not isinstance(mappings.get("rules"), list):
         raise InvalidParameterValueException("Invalid table mappings: expected an object with a 'rules' list")
     return mappings
 
 
 def _parse_task_settings(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}  # DMS's defaults apply
+    return _json_object(text, "task settings") if text else {}  # none given: DMS's defaults apply
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
     try:
-        settings = json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidParameterValueException(f"Invalid task settings: not JSON ({error})") from None
-    if not isinstance(settings, dict):
-        raise InvalidParameterValueException("Invalid task settings: expected a JSON object")
-    return settings
+        raise InvalidParameterValueException(f"Invalid {what}: not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise InvalidParameterValueException(f"Invalid {what}: expected a JSON object")
+    return document
 
 
 def _advancing_describe() -> Callable[..., Any]:

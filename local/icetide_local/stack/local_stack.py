@@ -83,6 +83,8 @@ class LocalStack(LocalTableRunStack):
         )
         self.start_workflow_function = ""
         self._handler_log = handler_log
+        self._interpreter_log = logging.getLogger("moto.stepfunctions.parser")
+        self._interpreter_log_level = self._interpreter_log.level
         self._region_environment = mock.patch.dict(
             os.environ,
             # Local Spark listens on loopback only (and stops warning about the host's address).
@@ -96,6 +98,9 @@ class LocalStack(LocalTableRunStack):
         # The replicator and the Glue job make their own boto3 clients; they need the stack's region
         # even when the user's shell names none.
         self._region_environment.start()
+        # moto's Step Functions interpreter logs every failed state as a repr of its internals; the
+        # failure reaches the user through the control item and the cycle report instead.
+        self._interpreter_log.setLevel(logging.CRITICAL)
         previous_log = self._redirect_handler_log()
         try:
             super().__enter__()
@@ -130,6 +135,7 @@ class LocalStack(LocalTableRunStack):
     def _restore(self, previous_log: TextIO | None) -> None:
         if previous_log is not None:
             _swap_stream(previous_log)
+        self._interpreter_log.setLevel(self._interpreter_log_level)
         self._region_environment.stop()
 
     # -- control items -------------------------------------------------------------------------------

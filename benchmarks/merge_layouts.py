@@ -8,11 +8,13 @@ applied with the job's own MERGE text (icetide_glue.sql.merge_sql, order guard i
   bucketed copy-on-write        (bucket(16, id))
   bucketed merge-on-read        (bucket(16, id); what icetide_glue.silver creates)
 
-For each: the median MERGE time, the bytes the MERGE wrote, the data files it rewrote, and the
+Two base tables: keys written in key order (file statistics alone can skip files), and keys
+scattered over every file (random keys such as UUIDs, or updates all over an old table). For
+each: the median MERGE time, the bytes the MERGE wrote, the files it wrote and rewrote, and the
 time of a full scan after the merges (merge-on-read moves cost to readers until compaction).
 Ratios are relative to the layout icetide uses. Run:
 
-    .venv/bin/python benchmarks/merge_layouts.py [--rows 1000000] [--changes 50] [--rounds 3]
+    .venv/bin/python benchmarks/merge_layouts.py [--rows 1000000] [--changes 20] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ LAYOUTS = (
     Layout("bucketed merge-on-read", True, MERGE_TABLE_PROPERTIES),
 )
 CHOSEN = LAYOUTS[-1].name
+SCENARIOS = {False: "keys written in key order", True: "keys scattered over every file"}
 
 
 @dataclass
@@ -112,15 +115,16 @@ def change_batch(spark: SparkSession, rows: int, changes: int, round_number: int
 
 
 def last_snapshot_summary(spark: SparkSession, table: str) -> dict[str, str]:
-    row = spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
+    # table is a name built by qualified_name, not input.
+    row = spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()  # noqa: S608
     assert row is not None
     return dict(row["summary"])
 
 
 def measure(
-    spark: SparkSession, layout: Layout, index: int, rows: int, changes: int, rounds: int
+    spark: SparkSession, layout: Layout, name: str, scattered: bool, rows: int, changes: int, rounds: int
 ) -> Measurement:
-    table = qualified_name(CATALOG, DATABASE, f"layout_{index}")
+    table = qualified_name(CATALOG, DATABASE, name)
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(
         create_table_sql(
@@ -132,10 +136,8 @@ def measure(
         )
     )
     base = base_rows(spark, rows)
-    # Same number of base files everywhere: by bucket when bucketed, by range otherwise.
-    base = (
-        base.repartition(BASE_FILES, "id") if layout.bucketed else base.repartitionByRange(BASE_FILES, "id")
-    )
+    # The same number of base files everywhere (bucketed tables get one per bucket from Iceberg).
+    base = base.repartition(BASE_FILES) if scattered else base.repartitionByRange(BASE_FILES, "id")
     # Adaptive execution would coalesce the tiny shuffle partitions into a few files.
     spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     base.writeTo(table).append()
@@ -186,22 +188,30 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows in the base table")
-    parser.add_argument("--changes", type=int, default=50, help="changed keys per merge")
+    parser.add_argument("--changes", type=int, default=20, help="changed keys per merge")
     parser.add_argument("--rounds", type=int, default=3, help="merges per layout (the median is shown)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="icetide-bench-") as warehouse:
         spark = local_spark_session(Path(warehouse), catalog=CATALOG, app_name="icetide-bench-merge-layouts")
         # A first, untimed pass warms the JVM so the first layout is not charged for it.
-        measure(spark, LAYOUTS[0], 99, 10_000, 10, 1)
-        results = {}
-        for index, layout in enumerate(LAYOUTS):
-            print(f"measuring {layout.name} ...", flush=True)
-            results[layout.name] = measure(spark, layout, index, args.rows, args.changes, args.rounds)
-        print(
-            f"\n{args.rows} rows in {BASE_FILES} files; {args.changes} changed keys per merge; "
-            f"median of {args.rounds} merges; ratios relative to {CHOSEN!r}"
-        )
-        report(results)
+        measure(spark, LAYOUTS[0], "warm_up", False, 10_000, 10, 1)
+        tables = {}
+        for scattered in (False, True):
+            results = {}
+            for index, layout in enumerate(LAYOUTS):
+                print(f"measuring {layout.name}, {SCENARIOS[scattered]} ...", flush=True)
+                name = f"layout_{index}_{'scattered' if scattered else 'ordered'}"
+                results[layout.name] = measure(
+                    spark, layout, name, scattered, args.rows, args.changes, args.rounds
+                )
+            tables[scattered] = results
+        for scattered, results in tables.items():
+            print(
+                f"\n{SCENARIOS[scattered]}: {args.rows} rows in {BASE_FILES} files; "
+                f"{args.changes} changed keys per merge; median of {args.rounds} merges; "
+                f"ratios relative to {CHOSEN!r}"
+            )
+            report(results)
         spark.stop()
 
 

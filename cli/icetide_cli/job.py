@@ -27,7 +27,7 @@ EXIT_OK = 0
 EXIT_JOB_FAILED = 1
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `job` group and its `run` command."""
     group = subparsers.add_parser(
         "job", help="run the bronze-to-silver Spark job locally", description="The Glue job, run locally."

@@ -10,11 +10,11 @@ import argparse
 import json
 import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from icetide.control.codec import from_typed_json
-from icetide_cli.tables import UnreadableItems, read_items
+from icetide_cli.tables import UnreadableItems
+from icetide_cli.tables_put import read_items_file
 from icetide_local.stack.dms_source import SourceUrlInvalid, source_endpoint_settings
 from icetide_local.stack.local_stack import StartWorkflowFailed
 from icetide_local.stack.report import STAT_NAMES, format_rows, render_cycle
@@ -25,7 +25,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `local` group and its commands."""
     group = subparsers.add_parser(
         "local",
@@ -115,12 +115,12 @@ def run_command(args: argparse.Namespace) -> int:
     """`icetide local run`."""
     try:
         source_endpoint_settings(args.source)
-        items = read_items(Path(args.tables).read_text(encoding="utf-8"))
+        items = read_items_file(args.tables)
     except SourceUrlInvalid as exc:
         print(f"icetide local run: --source: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (OSError, UnicodeDecodeError, UnreadableItems) as exc:
-        print(f"icetide local run: cannot read control items from {args.tables}: {exc}", file=sys.stderr)
+    except UnreadableItems as exc:
+        print(f"icetide local run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not items:
         print(f"icetide local run: {args.tables} holds no control item", file=sys.stderr)

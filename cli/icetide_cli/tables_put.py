@@ -42,7 +42,7 @@ class ControlTableNotFound(Exception):
     """The stack or its ControlTableName output cannot be found."""
 
 
-def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(commands: argparse._SubParsersAction) -> None:
     """Add `put` to the `tables` group's commands."""
     put = commands.add_parser(
         "put",
@@ -70,10 +70,9 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 def put_command(args: argparse.Namespace) -> int:
     """`icetide tables put FILE (--table-name NAME | --stack-name NAME)`."""
     try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-        items = read_items(text)
-    except (OSError, UnicodeDecodeError, UnreadableItems) as exc:
-        print(f"icetide tables put: cannot read items from {args.file}: {exc}", file=sys.stderr)
+        items = read_items_file(args.file)
+    except UnreadableItems as exc:
+        print(f"icetide tables put: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
     lines, notes = validate_items(items)
     for note in notes:
@@ -95,6 +94,18 @@ def put_command(args: argparse.Namespace) -> int:
         print(f"icetide tables put: {_aws_reason(exc)}", file=sys.stderr)
         return EXIT_AWS_ERROR
     return EXIT_OK
+
+
+def read_items_file(path: str) -> list[Any]:
+    """The raw items of a tables file (`-`: standard input), in any format `tables validate` reads.
+
+    Raises UnreadableItems naming the file and the reason (`tables put` and `local run` share it).
+    """
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        return read_items(text)
+    except (OSError, UnicodeDecodeError, UnreadableItems) as exc:
+        raise UnreadableItems(f"cannot read control items from {path}: {exc}") from exc
 
 
 def control_table_of_stack(stack_name: str) -> str:

@@ -29,8 +29,8 @@ from pyspark.sql.types import (
 from icetide_glue.errors import BronzeSchemaError, IncompatibleSchemaChange
 
 # Iceberg's integer types are int and long; smaller source integers are stored as int.
-_INTEGER_WIDTH = {ByteType: 1, ShortType: 2, IntegerType: 3, LongType: 4}
-_FLOAT_WIDTH = {FloatType: 1, DoubleType: 2}
+_INTEGER_WIDTH: dict[type[DataType], int] = {ByteType: 1, ShortType: 2, IntegerType: 3, LongType: 4}
+_FLOAT_WIDTH: dict[type[DataType], int] = {FloatType: 1, DoubleType: 2}
 
 
 def storable_type(data_type: DataType) -> DataType:
@@ -83,7 +83,7 @@ class SchemaPlan:
 
     def describe(self) -> list[str]:
         """The manifest's ``schemaChanges`` lines."""
-        return [change.describe() for change in (*self.widenings, *self.additions)]
+        return [w.describe() for w in self.widenings] + [a.describe() for a in self.additions]
 
 
 def _widening(silver_type: DataType, source_type: DataType) -> DataType | bool | None:

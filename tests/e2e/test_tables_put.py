@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import boto3
 import pytest
 from moto import mock_aws
 
-TABLE = "icetide-control"
-ORDERS = {
-    "targetTableName": "dbo_orders",
-    "sourceSchema": "dbo",
-    "sourceTable": "orders",
-    "filtercolumn": "updated_at",
+from deploy.cfn_yaml import load_template
+
+STACK = "icetide"
+INVOICES = {
+    "targetTableName": "erp_invoices",
+    "sourceSchema": "erp",
+    "sourceTable": "invoices",
+    "filtercolumn": "invoice_no",
     "filteroperator": "gte",
-    "startvalue": "2026-01-01 00:00:00",
-    "primaryKeys": "order_id",
-    "lookback": 300,
+    "startvalue": 1000,
+    "primaryKeys": ["invoice_no"],
+    "lookback": 50,
 }
 # The blog post's item, in DynamoDB typed JSON (as `aws dynamodb scan` prints it).
 MLB_TYPED = {
@@ -32,19 +35,22 @@ MLB_TYPED = {
     "endvalue": {"N": "500"},
     "ouputs3Prefix": {"S": "mlb"},
 }
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
 
 @pytest.fixture
 def control_table():
+    """The deployed template's control table and ControlTableName output, as stack `icetide` in moto."""
+    template = load_template(TEMPLATE)
+    deployed = {
+        "Resources": {"ControlTable": template["Resources"]["ControlTable"]},
+        "Outputs": {"ControlTableName": template["Outputs"]["ControlTableName"]},
+    }
     with mock_aws():
-        dynamodb = boto3.client("dynamodb")
-        dynamodb.create_table(
-            TableName=TABLE,
-            KeySchema=[{"AttributeName": "targetTableName", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "targetTableName", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        yield boto3.resource("dynamodb").Table(TABLE)
+        cloudformation = boto3.client("cloudformation")
+        cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(deployed))
+        outputs = cloudformation.describe_stacks(StackName=STACK)["Stacks"][0]["Outputs"]
+        yield boto3.resource("dynamodb").Table(outputs[0]["OutputValue"])
 
 
 def _stored(table, name):
@@ -52,29 +58,21 @@ def _stored(table, name):
 
 
 def test_put_writes_plain_and_typed_items_and_prints_a_line_each(control_table, write_tables, icetide):
-    result = icetide("tables", "put", write_tables([ORDERS, MLB_TYPED]), "--table-name", TABLE)
+    result = icetide("tables", "put", write_tables([INVOICES, MLB_TYPED]), "--stack-name", STACK)
 
     assert result.exit_code == 0, result.text
-    assert result.out.splitlines() == ["PUT dbo_orders: created", "PUT mlb_data: created"]
-    assert _stored(control_table, "dbo_orders") == {
-        "targetTableName": "dbo_orders",
-        "sourceSchema": "dbo",
-        "sourceTable": "orders",
-        "filtercolumn": "updated_at",
-        "filteroperator": "gte",
-        "startvalue": "2026-01-01 00:00:00",
-        "primaryKeys": "order_id",
-        "lookback": Decimal("300"),
-    }
+    assert result.out.splitlines() == ["PUT erp_invoices: created", "PUT mlb_data: created"]
+    expected = {**INVOICES, "startvalue": Decimal(1000), "lookback": Decimal(50)}  # DynamoDB numbers
+    assert _stored(control_table, "erp_invoices") == expected
     mlb = _stored(control_table, "mlb_data")
     assert mlb["endvalue"] == Decimal("500")
     assert mlb["ouputs3Prefix"] == "mlb"
 
 
 def test_one_invalid_item_means_nothing_is_written(control_table, write_tables, icetide):
-    bad = {**ORDERS, "targetTableName": "dbo_bad", "filteroperator": "gt"}
+    bad = {**INVOICES, "targetTableName": "dbo_bad", "filteroperator": "gt"}
 
-    result = icetide("tables", "put", write_tables([ORDERS, bad]), "--table-name", TABLE)
+    result = icetide("tables", "put", write_tables([INVOICES, bad]), "--stack-name", STACK)
 
     assert result.exit_code == 1
     assert "INVALID dbo_bad: filteroperator" in result.out
@@ -84,50 +82,42 @@ def test_one_invalid_item_means_nothing_is_written(control_table, write_tables, 
 
 def test_put_replaces_configuration_but_keeps_run_state_and_lock(control_table, write_tables, icetide):
     run_state = {
-        "watermark": "2026-03-01 10:00:00",
-        "lastRunId": "dbo_orders-20260301T1000Z",
+        "watermark": 1450,
+        "lastRunId": "erp_invoices-20260301T1000Z",
         "lastRunStatus": "SUCCEEDED",
         "lastRunStats": {"rowsRead": 7},
-        "lockHolder": "dbo_orders-20260301T1100Z",
+        "lockHolder": "erp_invoices-20260301T1100Z",
         "lockTime": "2026-03-01T11:00:05Z",
     }
-    control_table.put_item(Item={**ORDERS, "lookback": 300, "outputS3Prefix": "old", **run_state})
-    changed = {key: value for key, value in ORDERS.items() if key != "lookback"} | {
-        "startvalue": "2026-02-01 00:00:00",
-        "watermark": "1999-01-01 00:00:00",  # run state from a file is ignored, never written
+    control_table.put_item(Item={**INVOICES, "lookback": 300, "outputS3Prefix": "old", **run_state})
+    changed = {key: value for key, value in INVOICES.items() if key != "lookback"} | {
+        "startvalue": 2000,
+        "watermark": 1,  # run state from a file is ignored, never written
     }
 
-    result = icetide("tables", "put", write_tables([changed]), "--table-name", TABLE)
+    result = icetide("tables", "put", write_tables([changed]), "--stack-name", STACK)
 
     assert result.exit_code == 0, result.text
     assert result.out.splitlines() == [
-        "PUT dbo_orders: updated (run state kept); removed lookback, outputS3Prefix; "
+        "PUT erp_invoices: updated (run state kept); removed lookback, outputS3Prefix; "
         "ignored run-state attribute(s) watermark (written by the runs only)"
     ]
-    stored = _stored(control_table, "dbo_orders")
-    assert stored["startvalue"] == "2026-02-01 00:00:00"
+    stored = _stored(control_table, "erp_invoices")
+    assert stored["startvalue"] == Decimal(2000)
     assert "lookback" not in stored and "outputS3Prefix" not in stored
     kept = {name: stored[name] for name in run_state}
-    assert kept == {**run_state, "lastRunStats": {"rowsRead": Decimal(7)}}
+    assert kept == {**run_state, "watermark": Decimal(1450), "lastRunStats": {"rowsRead": Decimal(7)}}
 
 
-def test_stack_name_picks_the_table_from_the_stack_output(control_table, write_tables, icetide):
-    template = {
-        "Resources": {
-            "Topic": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "icetide-runs"}},
-        },
-        "Outputs": {"ControlTableName": {"Value": TABLE}},
-    }
-    boto3.client("cloudformation").create_stack(StackName="icetide", TemplateBody=json.dumps(template))
-
-    result = icetide("tables", "put", write_tables([ORDERS]), "--stack-name", "icetide")
+def test_table_name_names_the_table_directly(control_table, write_tables, icetide):
+    result = icetide("tables", "put", write_tables([INVOICES]), "--table-name", control_table.name)
 
     assert result.exit_code == 0, result.text
-    assert _stored(control_table, "dbo_orders")["sourceTable"] == "orders"
+    assert _stored(control_table, "erp_invoices")["sourceTable"] == "invoices"
 
 
 def test_unknown_stack_and_missing_table_are_named(control_table, write_tables, icetide):
-    tables_file = write_tables([ORDERS])
+    tables_file = write_tables([INVOICES])
 
     no_stack = icetide("tables", "put", tables_file, "--stack-name", "nope")
     no_table = icetide("tables", "put", tables_file, "--table-name", "not-there")
@@ -142,14 +132,14 @@ def test_stack_without_the_output_is_refused(control_table, write_tables, icetid
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "t"}}}}
     boto3.client("cloudformation").create_stack(StackName="other", TemplateBody=json.dumps(template))
 
-    result = icetide("tables", "put", write_tables([ORDERS]), "--stack-name", "other")
+    result = icetide("tables", "put", write_tables([INVOICES]), "--stack-name", "other")
 
     assert result.exit_code == 3
     assert "stack 'other' has no ControlTableName output" in result.err
 
 
 def test_table_or_stack_is_required(write_tables, icetide):
-    result = icetide("tables", "put", write_tables([ORDERS]))
+    result = icetide("tables", "put", write_tables([INVOICES]))
 
     assert result.exit_code == 2
     assert "one of the arguments --table-name --stack-name is required" in result.err

@@ -6,6 +6,7 @@ session and the warehouse without sharing state.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from glue.names import CATALOG, SILVER_DATABASE
-from icetide_glue.arguments import JobArguments, LoadMode
-from icetide_glue.job import run_job
+from glue.silver_tables import CATALOG, load_into_silver
 
 LoadRun = Callable[..., dict[str, Any]]
 
@@ -36,27 +35,5 @@ def spark(warehouse: Path) -> Iterator[SparkSession]:
 
 @pytest.fixture
 def load_run(spark: SparkSession) -> LoadRun:
-    """Run the job on a bronze folder into ``silver.<table>`` of the test warehouse."""
-
-    def load(
-        table: str,
-        run_id: str,
-        bronze: Path,
-        keys: tuple[str, ...] = ("id",),
-        load_mode: LoadMode = LoadMode.MERGE,
-        watermark_column: str | None = None,
-        manifest_uri: str | None = None,
-    ) -> dict[str, Any]:
-        arguments = JobArguments(
-            target_table=f"{SILVER_DATABASE}.{table}",
-            run_id=run_id,
-            bronze_uri=str(bronze),
-            primary_keys=keys,
-            load_mode=load_mode,
-            watermark_column=watermark_column,
-            manifest_uri=manifest_uri,
-            catalog=CATALOG,
-        )
-        return run_job(spark, arguments)
-
-    return load
+    """``load_run(table, run_id, bronze, keys=..., ...)``: the job into the test warehouse."""
+    return functools.partial(load_into_silver, spark)

@@ -18,8 +18,9 @@ def write_dms_file(folder: Path, file_name: str, schema: pa.Schema, rows: Sequen
     """Write ``rows`` (tuples in schema order) to ``folder/schema/table/file_name`` like DMS would."""
     target = folder / "dbo" / "source_table"
     target.mkdir(parents=True, exist_ok=True)
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in schema]
-    table = pa.table({field.name: pa.array(values, field.type) for field, values in zip(schema, columns, strict=True)})
+    table = pa.table(
+        {field.name: pa.array([row[i] for row in rows], field.type) for i, field in enumerate(schema)}
+    )
     path = target / file_name
     pq.write_table(table, path)
     return path

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructType, TimestampType
+from pyspark.sql.types import DataType, StringType, StructField, StructType, TimestampType
 
 
 def _comparable(value: Any, is_timestamp: bool) -> Any:
@@ -27,11 +27,32 @@ def assert_frame_equal(actual: DataFrame, expected_rows: Iterable[Sequence[Any]]
     ``expected_rows`` (tuples in schema order), in any order."""
     actual_columns = [(f.name, f.dataType) for f in actual.schema.fields]
     expected_columns = [(f.name, f.dataType) for f in schema.fields]
-    assert actual_columns == expected_columns, f"schema differs:\n  actual   {actual_columns}\n  expected {expected_columns}"
+    assert actual_columns == expected_columns, (
+        f"schema differs:\n  actual   {actual_columns}\n  expected {expected_columns}"
+    )
     timestamps = [isinstance(f.dataType, TimestampType) for f in actual.schema.fields]
     actual_rows = sorted(
-        (tuple(_comparable(v, ts) for v, ts in zip(row, timestamps, strict=True)) for row in actual.collect()),
+        (
+            tuple(_comparable(v, ts) for v, ts in zip(row, timestamps, strict=True))
+            for row in actual.collect()
+        ),
         key=_sort_key,
     )
     wanted = sorted((tuple(row) for row in expected_rows), key=_sort_key)
     assert actual_rows == wanted, f"rows differ:\n  actual   {actual_rows}\n  expected {wanted}"
+
+
+# icetide's metadata columns of a merge table (docs/glue-job.md), written out once for the tests.
+METADATA_COLUMNS = (
+    ("_icetide_change_ts", TimestampType()),
+    ("_icetide_change_seq", StringType()),
+    ("_icetide_run_id", StringType()),
+)
+
+
+def silver_schema(*source: tuple[str, DataType], added: Sequence[tuple[str, DataType]] = ()) -> StructType:
+    """A silver table's expected schema: the source columns of its first load, icetide's metadata
+    columns, then the columns added after them (by later runs, or ``_icetide_op`` in append tables)."""
+    return StructType(
+        [StructField(name, data_type) for name, data_type in (*source, *METADATA_COLUMNS, *added)]
+    )

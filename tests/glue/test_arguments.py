@@ -9,8 +9,14 @@ import pytest
 from icetide_glue.arguments import JobArguments, LoadMode, parse_command_line, parse_glue_options
 from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
 
-REQUIRED = ["--target_table", "icetide_silver.dbo_orders", "--run_id", "dbo_orders-20261121T0700Z",
-            "--bronze_uri", "s3://raw/bronze/dbo_orders/dbo_orders-20261121T0700Z/"]
+REQUIRED = [
+    "--target_table",
+    "icetide_silver.dbo_orders",
+    "--run_id",
+    "dbo_orders-20261121T0700Z",
+    "--bronze_uri",
+    "s3://raw/bronze/dbo_orders/dbo_orders-20261121T0700Z/",
+]
 
 
 def test_command_line_with_only_required_arguments_takes_the_documented_defaults() -> None:
@@ -33,14 +39,34 @@ def test_command_line_with_only_required_arguments_takes_the_documented_defaults
 
 def test_command_line_reads_every_argument() -> None:
     args = parse_command_line(
-        [*REQUIRED, "--manifest_uri", "s3://raw/manifests/x.json", "--primary_keys", "tenant, order_id,",
-         "--load_mode", "MERGE", "--watermark_column", "updated_at", "--timestamp_column", "ts",
-         "--change_sequence_column", "seq", "--catalog", "local", "--warehouse", "/tmp/wh"]
+        [
+            *REQUIRED,
+            "--manifest_uri",
+            "s3://raw/manifests/x.json",
+            "--primary_keys",
+            "tenant, order_id,",
+            "--load_mode",
+            "MERGE",
+            "--watermark_column",
+            "updated_at",
+            "--timestamp_column",
+            "ts",
+            "--change_sequence_column",
+            "seq",
+            "--catalog",
+            "local",
+            "--warehouse",
+            "/tmp/wh",
+        ]
     )
     assert args.manifest_uri == "s3://raw/manifests/x.json"
     assert args.primary_keys == ("tenant", "order_id")
     assert args.load_mode is LoadMode.MERGE
-    assert (args.watermark_column, args.timestamp_column, args.change_sequence_column) == ("updated_at", "ts", "seq")
+    assert (args.watermark_column, args.timestamp_column, args.change_sequence_column) == (
+        "updated_at",
+        "ts",
+        "seq",
+    )
     assert (args.catalog, args.warehouse) == ("local", "/tmp/wh")
 
 
@@ -61,8 +87,10 @@ def test_glue_resolver_is_asked_only_for_arguments_the_run_carries() -> None:
 
 
 def test_merge_without_keys_is_refused_with_the_way_out() -> None:
-    with pytest.raises(MissingPrimaryKeys, match="needs --primary_keys; a table without keys must be loaded "
-                       "with --load_mode append"):
+    with pytest.raises(
+        MissingPrimaryKeys,
+        match="needs --primary_keys; a table without keys must be loaded with --load_mode append",
+    ):
         parse_command_line(REQUIRED)
 
 
@@ -80,10 +108,14 @@ def test_bad_values_name_the_argument(extra: list[str], message: str) -> None:
 
 
 def test_bad_table_and_run_id_are_refused() -> None:
-    with pytest.raises(InvalidJobArguments, match="--target_table 'orders' must be database.table"):
-        JobArguments.from_options({"target_table": "orders", "run_id": "r", "bronze_uri": "b", "load_mode": "append"})
+    with pytest.raises(InvalidJobArguments, match=r"--target_table 'orders' must be database\.table"):
+        JobArguments.from_options(
+            {"target_table": "orders", "run_id": "r", "bronze_uri": "b", "load_mode": "append"}
+        )
     with pytest.raises(InvalidJobArguments, match="--run_id 'run 1' must be"):
-        JobArguments.from_options({"target_table": "d.t", "run_id": "run 1", "bronze_uri": "b", "load_mode": "append"})
+        JobArguments.from_options(
+            {"target_table": "d.t", "run_id": "run 1", "bronze_uri": "b", "load_mode": "append"}
+        )
 
 
 def test_missing_required_arguments_are_listed() -> None:

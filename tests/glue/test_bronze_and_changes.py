@@ -20,13 +20,23 @@ pytestmark = pytest.mark.spark
 
 
 def test_files_sort_in_dms_write_order(spark: SparkSession) -> None:
-    names = ["20261121-070000000.parquet", "LOAD0000000A.parquet", "LOAD00000010.parquet",
-             "LOAD00000009.parquet", "20261121-065959999.parquet"]
+    names = [
+        "20261121-070000000.parquet",
+        "LOAD0000000A.parquet",
+        "LOAD00000010.parquet",
+        "LOAD00000009.parquet",
+        "20261121-065959999.parquet",
+    ]
     frame = spark.createDataFrame([(n,) for n in names], "file_name string")
     ordered = [row[0] for row in frame.orderBy(file_rank(F.col("file_name"))).collect()]
     # Full load first, numbered in hexadecimal (9 < A < 0x10); then CDC files by time.
-    assert ordered == ["LOAD00000009.parquet", "LOAD0000000A.parquet", "LOAD00000010.parquet",
-                       "20261121-065959999.parquet", "20261121-070000000.parquet"]
+    assert ordered == [
+        "LOAD00000009.parquet",
+        "LOAD0000000A.parquet",
+        "LOAD00000010.parquet",
+        "20261121-065959999.parquet",
+        "20261121-070000000.parquet",
+    ]
 
 
 def test_an_absent_or_empty_run_folder_is_an_empty_batch(spark: SparkSession, tmp_path: Path) -> None:
@@ -38,20 +48,34 @@ def test_an_absent_or_empty_run_folder_is_an_empty_batch(spark: SparkSession, tm
 def test_reserved_column_names_are_refused(spark: SparkSession, tmp_path: Path) -> None:
     schema = pa.schema([("dms_timestamp", pa.string()), ("_icetide_run_id", pa.string())])
     write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [("2026-11-21 06:00:00.000000", "x")])
-    with pytest.raises(BronzeSchemaError, match="column\\(s\\) _icetide_run_id: the _icetide_ prefix is reserved"):
+    with pytest.raises(
+        BronzeSchemaError, match="column\\(s\\) _icetide_run_id: the _icetide_ prefix is reserved"
+    ):
         read_bronze(spark, str(tmp_path))
 
 
 def test_dms_columns_become_icetide_change_columns(spark: SparkSession, tmp_path: Path) -> None:
     full_load = pa.schema([("dms_timestamp", pa.string()), ("id", pa.int32())])
     write_dms_file(tmp_path, "LOAD00000001.parquet", full_load, [("2026-11-21 06:00:00.000000", 1)])
-    cdc = pa.schema([("Op", pa.string()), ("dms_timestamp", pa.string()), ("AR_H_CHANGE_SEQ", pa.string()),
-                     ("id", pa.int32())])
-    write_dms_file(tmp_path, "20261121-070000000.parquet", cdc,
-                   [("U", "2026-11-21 07:00:00.250000", "0002", 1), ("D", "2026-11-21 07:00:01", "0003", 2)])
+    cdc = pa.schema(
+        [
+            ("Op", pa.string()),
+            ("dms_timestamp", pa.string()),
+            ("AR_H_CHANGE_SEQ", pa.string()),
+            ("id", pa.int32()),
+        ]
+    )
+    write_dms_file(
+        tmp_path,
+        "20261121-070000000.parquet",
+        cdc,
+        [("U", "2026-11-21 07:00:00.250000", "0002", 1), ("D", "2026-11-21 07:00:01", "0003", 2)],
+    )
     bronze = read_bronze(spark, str(tmp_path))
     assert bronze is not None
-    changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-7").drop("_icetide_file_rank")
+    changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-7").drop(
+        "_icetide_file_rank"
+    )
     assert_frame_equal(
         changes,
         [
@@ -60,14 +84,16 @@ def test_dms_columns_become_icetide_change_columns(spark: SparkSession, tmp_path
             (1, "U", utc("2026-11-21 07:00:00.250000"), "0002", "run-7", 0),
             (2, "D", utc("2026-11-21 07:00:01"), "0003", "run-7", 1),
         ],
-        StructType([
-            StructField("id", IntegerType()),
-            StructField("_icetide_op", StringType()),
-            StructField("_icetide_change_ts", TimestampType()),
-            StructField("_icetide_change_seq", StringType()),
-            StructField("_icetide_run_id", StringType()),
-            StructField("_icetide_row_index", LongType()),
-        ]),
+        StructType(
+            [
+                StructField("id", IntegerType()),
+                StructField("_icetide_op", StringType()),
+                StructField("_icetide_change_ts", TimestampType()),
+                StructField("_icetide_change_seq", StringType()),
+                StructField("_icetide_run_id", StringType()),
+                StructField("_icetide_row_index", LongType()),
+            ]
+        ),
     )
 
 
@@ -75,13 +101,23 @@ def test_a_missing_timestamp_column_is_named(spark: SparkSession, tmp_path: Path
     write_dms_file(tmp_path, "LOAD00000001.parquet", pa.schema([("id", pa.int32())]), [(1,)])
     bronze = read_bronze(spark, str(tmp_path))
     assert bronze is not None
-    with pytest.raises(BronzeSchemaError, match="DMS timestamp column \\(--timestamp_column\\) 'dms_timestamp' is "
-                       "not in the bronze files \\(their columns: id\\)"):
+    with pytest.raises(
+        BronzeSchemaError,
+        match="DMS timestamp column \\(--timestamp_column\\) 'dms_timestamp' is "
+        "not in the bronze files \\(their columns: id\\)",
+    ):
         normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-7")
 
 
 def test_latest_change_per_key_orders_by_time_sequence_file_and_position(spark: SparkSession) -> None:
-    columns = ("id", "value", "_icetide_change_ts", "_icetide_change_seq", "_icetide_file_rank", "_icetide_row_index")
+    columns = (
+        "id",
+        "value",
+        "_icetide_change_ts",
+        "_icetide_change_seq",
+        "_icetide_file_rank",
+        "_icetide_row_index",
+    )
     schema = "id int, value string, ts string, seq string, file string, pos long"
     rows = [
         (1, "older time", "2026-11-21 07:00:00", "9", "1b", 9),

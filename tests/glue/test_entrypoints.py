@@ -8,30 +8,33 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import LongType, StringType
 
 import bronze_to_silver
 from glue.dms_files import utc, write_dms_file
-from glue.frames import assert_frame_equal
-from glue.names import CATALOG, silver_table
+from glue.frames import assert_frame_equal, silver_schema
+from glue.silver_tables import CATALOG, silver_table
 from icetide_cli.main import main as icetide
 
 pytestmark = pytest.mark.spark
 
-BRONZE = pa.schema([("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())])
-SILVER = StructType([
-    StructField("id", LongType()),
-    StructField("v", StringType()),
-    StructField("_icetide_change_ts", TimestampType()),
-    StructField("_icetide_change_seq", StringType()),
-    StructField("_icetide_run_id", StringType()),
-])
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
+)
+SILVER = silver_schema(
+    ("id", LongType()),
+    ("v", StringType()),
+)
 
 
 @pytest.fixture
 def bronze(tmp_path: Path) -> Path:
-    write_dms_file(tmp_path / "bronze", "LOAD00000001.parquet", BRONZE,
-                   [("I", "2026-11-21 06:00:00", 1, "a"), ("I", "2026-11-21 06:00:00", 2, "b")])
+    write_dms_file(
+        tmp_path / "bronze",
+        "LOAD00000001.parquet",
+        BRONZE,
+        [("I", "2026-11-21 06:00:00", 1, "a"), ("I", "2026-11-21 06:00:00", 2, "b")],
+    )
     return tmp_path / "bronze"
 
 
@@ -44,17 +47,35 @@ def test_glue_entrypoint_without_awsglue(
     spark: SparkSession, warehouse: Path, bronze: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest_path = tmp_path / "manifest.json"
-    returned = bronze_to_silver.main([
-        "--target_table", "silver.via_glue_entrypoint", "--run_id", "entry-1", "--bronze_uri", str(bronze),
-        "--manifest_uri", manifest_path.as_uri(), "--primary_keys", "id", "--watermark_column", "id",
-        "--catalog", CATALOG, "--warehouse", str(warehouse),
-    ])
+    returned = bronze_to_silver.main(
+        [
+            "--target_table",
+            "silver.via_glue_entrypoint",
+            "--run_id",
+            "entry-1",
+            "--bronze_uri",
+            str(bronze),
+            "--manifest_uri",
+            manifest_path.as_uri(),
+            "--primary_keys",
+            "id",
+            "--watermark_column",
+            "id",
+            "--catalog",
+            CATALOG,
+            "--warehouse",
+            str(warehouse),
+        ]
+    )
     printed = last_stdout_line(capsys)
     assert printed == returned == json.loads(manifest_path.read_text())
     assert (printed["rowsInserted"], printed["newWatermark"]) == (2, 2)
     assert_frame_equal(
         spark.table(silver_table("via_glue_entrypoint")),
-        [(1, "a", utc("2026-11-21 06:00:00"), None, "entry-1"), (2, "b", utc("2026-11-21 06:00:00"), None, "entry-1")],
+        [
+            (1, "a", utc("2026-11-21 06:00:00"), None, "entry-1"),
+            (2, "b", utc("2026-11-21 06:00:00"), None, "entry-1"),
+        ],
         SILVER,
     )
 
@@ -63,17 +84,34 @@ def test_icetide_job_run(
     spark: SparkSession, warehouse: Path, bronze: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifest_path = tmp_path / "manifest.json"
-    exit_code = icetide([
-        "job", "run", "--bronze", str(bronze), "--warehouse", str(warehouse), "--table", "silver.via_cli",
-        "--keys", "id", "--run-id", "cli-1", "--manifest", str(manifest_path),
-    ])
+    exit_code = icetide(
+        [
+            "job",
+            "run",
+            "--bronze",
+            str(bronze),
+            "--warehouse",
+            str(warehouse),
+            "--table",
+            "silver.via_cli",
+            "--keys",
+            "id",
+            "--run-id",
+            "cli-1",
+            "--manifest",
+            str(manifest_path),
+        ]
+    )
     assert exit_code == 0
     printed = last_stdout_line(capsys)
     assert printed == json.loads(manifest_path.read_text())
     assert (printed["runId"], printed["rowsInserted"], printed["alreadyCommitted"]) == ("cli-1", 2, False)
     assert_frame_equal(
         spark.table(silver_table("via_cli")),
-        [(1, "a", utc("2026-11-21 06:00:00"), None, "cli-1"), (2, "b", utc("2026-11-21 06:00:00"), None, "cli-1")],
+        [
+            (1, "a", utc("2026-11-21 06:00:00"), None, "cli-1"),
+            (2, "b", utc("2026-11-21 06:00:00"), None, "cli-1"),
+        ],
         SILVER,
     )
 
@@ -81,7 +119,9 @@ def test_icetide_job_run(
 def test_icetide_job_run_without_keys_says_how_to_proceed(
     warehouse: Path, bronze: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exit_code = icetide(["job", "run", "--bronze", str(bronze), "--warehouse", str(warehouse), "--table", "silver.x"])
+    exit_code = icetide(
+        ["job", "run", "--bronze", str(bronze), "--warehouse", str(warehouse), "--table", "silver.x"]
+    )
     assert exit_code == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: MissingPrimaryKeys: silver.x: merging needs --keys; a table without keys needs --append-only"

@@ -20,60 +20,72 @@ from pyspark.sql.types import (
     IntegerType,
     LongType,
     StringType,
-    StructField,
-    StructType,
     TimestampType,
 )
 
-from glue.conftest import LoadRun
 from glue.dms_files import utc, write_dms_file
-from glue.frames import assert_frame_equal
-from glue.names import SILVER_DATABASE, silver_table
+from glue.frames import assert_frame_equal, silver_schema
+from glue.silver_tables import SILVER_DATABASE, load_into_silver, silver_table
 
 pytestmark = pytest.mark.spark
 
 # What DMS writes for a PostgreSQL table: numeric as decimal with the source precision, bytea as
 # binary, timestamptz as a UTC timestamp, smallint as int16; Op absent without IncludeOpForFullLoad.
-BRONZE = pa.schema([
-    ("dms_timestamp", pa.string()),
-    ("id", pa.int64()),
-    ("amount", pa.decimal128(38, 4)),
-    ("payload", pa.binary()),
-    ("created_at", pa.timestamp("us", tz="UTC")),
-    ("active", pa.bool_()),
-    ("level", pa.int16()),
-    ("quantity", pa.int32()),
-    ("ratio", pa.float32()),
-    ("score", pa.float64()),
-    ("name", pa.string()),
-])
+BRONZE = pa.schema(
+    [
+        ("dms_timestamp", pa.string()),
+        ("id", pa.int64()),
+        ("amount", pa.decimal128(38, 4)),
+        ("payload", pa.binary()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("active", pa.bool_()),
+        ("level", pa.int16()),
+        ("quantity", pa.int32()),
+        ("ratio", pa.float32()),
+        ("score", pa.float64()),
+        ("name", pa.string()),
+    ]
+)
 CREATED = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+BIG_AMOUNT = Decimal("12345678901234567890123456789012.3456")
+EMPTY = (None,) * 9
 ROWS = [
-    ("2026-11-21 06:00:00.000001", 1, Decimal("12345678901234567890123456789012.3456"), b"\x00\xff", CREATED,
-     True, 7, 100, 0.5, 2.25, "first"),
-    ("2026-11-21 06:00:00.000002", 2, None, None, None, None, None, None, None, None, None),
+    ("2026-11-21 06:00:00.000001", 1, BIG_AMOUNT, b"\x00\xff", CREATED, True, 7, 100, 0.5, 2.25, "first"),
+    ("2026-11-21 06:00:00.000002", 2, *EMPTY),
 ]
-SILVER_SCHEMA = StructType([
-    StructField("id", LongType()),
-    StructField("amount", DecimalType(38, 4)),
-    StructField("payload", BinaryType()),
-    StructField("created_at", TimestampType()),
-    StructField("active", BooleanType()),
+SILVER_SCHEMA = silver_schema(
+    ("id", LongType()),
+    ("amount", DecimalType(38, 4)),
+    ("payload", BinaryType()),
+    ("created_at", TimestampType()),
+    ("active", BooleanType()),
     # Iceberg has no 16-bit integer: smallint is stored as int.
-    StructField("level", IntegerType()),
-    StructField("quantity", IntegerType()),
-    StructField("ratio", FloatType()),
-    StructField("score", DoubleType()),
-    StructField("name", StringType()),
-    StructField("_icetide_change_ts", TimestampType()),
-    StructField("_icetide_change_seq", StringType()),
-    StructField("_icetide_run_id", StringType()),
-])
+    ("level", IntegerType()),
+    ("quantity", IntegerType()),
+    ("ratio", FloatType()),
+    ("score", DoubleType()),
+    ("name", StringType()),
+)
+# change time, change sequence (none in a full load), run id
+FIRST_LOAD_METADATA = [
+    (utc("2026-11-21 06:00:00.000001"), None, "first-load-1"),
+    (utc("2026-11-21 06:00:00.000002"), None, "first-load-1"),
+]
 SILVER_ROWS = [
-    (1, Decimal("12345678901234567890123456789012.3456"), bytearray(b"\x00\xff"), CREATED, True, 7, 100, 0.5,
-     2.25, "first", utc("2026-11-21 06:00:00.000001"), None, "first-load-1"),
-    (2, None, None, None, None, None, None, None, None, None, utc("2026-11-21 06:00:00.000002"), None,
-     "first-load-1"),
+    (
+        1,
+        BIG_AMOUNT,
+        bytearray(b"\x00\xff"),
+        CREATED,
+        True,
+        7,
+        100,
+        0.5,
+        2.25,
+        "first",
+        *FIRST_LOAD_METADATA[0],
+    ),
+    (2, *EMPTY, *FIRST_LOAD_METADATA[1]),
 ]
 
 
@@ -82,30 +94,41 @@ def first_load(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) ->
     bronze = tmp_path_factory.mktemp("first_load")
     write_dms_file(bronze, "LOAD00000001.parquet", BRONZE, ROWS)
     manifest_path = bronze.parent / "first_load_manifest.json"
-    from icetide_glue.arguments import JobArguments
-    from icetide_glue.job import run_job
+    return load_into_silver(
+        spark,
+        "first_load",
+        "first-load-1",
+        bronze,
+        watermark_column="created_at",
+        manifest_uri=str(manifest_path),
+    )
 
-    return run_job(spark, JobArguments(
-        target_table=f"{SILVER_DATABASE}.first_load", run_id="first-load-1", bronze_uri=str(bronze),
-        primary_keys=("id",), watermark_column="created_at", manifest_uri=str(manifest_path), catalog="local",
-    ))
 
-
-def test_table_has_source_faithful_types_and_the_rows(spark: SparkSession, first_load: dict[str, object]) -> None:
+def test_table_has_source_faithful_types_and_the_rows(
+    spark: SparkSession, first_load: dict[str, object]
+) -> None:
     assert_frame_equal(spark.table(silver_table("first_load")), SILVER_ROWS, SILVER_SCHEMA)
 
 
 def test_iceberg_types_and_layout(spark: SparkSession, first_load: dict[str, object]) -> None:
-    described = {row["col_name"]: row["data_type"] for row in spark.sql(
-        f"DESCRIBE TABLE EXTENDED {silver_table('first_load')}").collect()}
+    described = {
+        row["col_name"]: row["data_type"]
+        for row in spark.sql(f"DESCRIBE TABLE EXTENDED {silver_table('first_load')}").collect()
+    }
     assert described["Part 0"] == "bucket(16, id)"
     properties = described["Table Properties"]
-    for expected in ("format-version=2", "write.delete.mode=merge-on-read", "write.merge.mode=merge-on-read",
-                     "write.update.mode=merge-on-read"):
+    for expected in (
+        "format-version=2",
+        "write.delete.mode=merge-on-read",
+        "write.merge.mode=merge-on-read",
+        "write.update.mode=merge-on-read",
+    ):
         assert expected in properties
 
 
-def test_manifest_of_the_first_load(first_load: dict[str, object], tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_manifest_of_the_first_load(
+    first_load: dict[str, object], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     assert {k: v for k, v in first_load.items() if k != "snapshotId"} == {
         "runId": "first-load-1",
         "targetTable": "silver.first_load",
@@ -124,7 +147,9 @@ def test_manifest_of_the_first_load(first_load: dict[str, object], tmp_path_fact
     assert json.loads(written.read_text()) == first_load
 
 
-def test_other_engines_read_the_table_from_its_metadata_file(warehouse: Path, first_load: dict[str, object]) -> None:
+def test_other_engines_read_the_table_from_its_metadata_file(
+    warehouse: Path, first_load: dict[str, object]
+) -> None:
     metadata_dir = warehouse / SILVER_DATABASE / "first_load" / "metadata"
     latest = max(metadata_dir.glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0]))
     table = StaticTable.from_metadata(str(latest))

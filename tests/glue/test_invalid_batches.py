@@ -11,28 +11,47 @@ from pyspark.sql import SparkSession
 
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.names import silver_table
+from glue.silver_tables import silver_table
 from icetide_glue.errors import BronzeSchemaError, InvalidChangeData
 
 pytestmark = pytest.mark.spark
 
-BRONZE = pa.schema([("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())])
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
+)
 
 
 @pytest.mark.parametrize(
     ("table", "rows", "error", "message"),
     [
-        ("bad_op", [("I", "2026-11-21 06:00:00", 1, "a"), ("X", "2026-11-21 06:00:00", 2, "b")],
-         InvalidChangeData, "1 row(s) have an Op other than I, U or D (e.g. 'X')"),
-        ("bad_time", [("I", "21/11/2026 06:00", 1, "a")], InvalidChangeData,
-         "1 row(s) have a dms_timestamp that is not a 'yyyy-MM-dd HH:mm:ss[.SSSSSS]' time"),
-        ("null_key", [("I", "2026-11-21 06:00:00", None, "a")], InvalidChangeData,
-         "1 row(s) have a null primary key (id)"),
+        (
+            "bad_op",
+            [("I", "2026-11-21 06:00:00", 1, "a"), ("X", "2026-11-21 06:00:00", 2, "b")],
+            InvalidChangeData,
+            "1 row(s) have an Op other than I, U or D (e.g. 'X')",
+        ),
+        (
+            "bad_time",
+            [("I", "21/11/2026 06:00", 1, "a")],
+            InvalidChangeData,
+            "1 row(s) have a dms_timestamp that is not a 'yyyy-MM-dd HH:mm:ss[.SSSSSS]' time",
+        ),
+        (
+            "null_key",
+            [("I", "2026-11-21 06:00:00", None, "a")],
+            InvalidChangeData,
+            "1 row(s) have a null primary key (id)",
+        ),
     ],
 )
 def test_rows_that_cannot_be_applied(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, table: str, rows: list[tuple[object, ...]],
-    error: type[Exception], message: str,
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    table: str,
+    rows: list[tuple[object, ...]],
+    error: type[Exception],
+    message: str,
 ) -> None:
     write_dms_file(tmp_path, "LOAD00000001.parquet", BRONZE, rows)
     with pytest.raises(error, match=re.escape(message)):
@@ -43,13 +62,25 @@ def test_rows_that_cannot_be_applied(
 @pytest.mark.parametrize(
     ("keys", "watermark", "message"),
     [
-        (("order_id",), None, "the primary key column (--primary_keys) 'order_id' is not in the bronze files "
-         "(their columns: id, v)"),
-        (("id",), "updated_at", "the watermark column (--watermark_column) 'updated_at' is not in the bronze files"),
+        (
+            ("order_id",),
+            None,
+            "the primary key column (--primary_keys) 'order_id' is not in the bronze files "
+            "(their columns: id, v)",
+        ),
+        (
+            ("id",),
+            "updated_at",
+            "the watermark column (--watermark_column) 'updated_at' is not in the bronze files",
+        ),
     ],
 )
 def test_columns_the_run_needs_must_be_in_the_files(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, keys: tuple[str, ...], watermark: str | None,
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    keys: tuple[str, ...],
+    watermark: str | None,
     message: str,
 ) -> None:
     write_dms_file(tmp_path, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 06:00:00", 1, "a")])

@@ -51,7 +51,9 @@ def test_cached_jars_are_not_fetched_again(tmp_path: Path, monkeypatch: pytest.M
     assert progress.getvalue() == ""
 
 
-def test_only_missing_jars_are_fetched_with_a_progress_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_missing_jars_are_fetched_with_a_progress_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "iceberg-spark-runtime-3.5_2.12-1.10.0.jar").write_bytes(b"jar")
     commands: list[list[str]] = []
 
@@ -65,7 +67,10 @@ def test_only_missing_jars_are_fetched_with_a_progress_line(tmp_path: Path, monk
     progress = io.StringIO()
     ensure_jars(tmp_path, progress)
     assert [c[4] for c in commands] == ["-Dartifact=org.apache.iceberg:iceberg-aws-bundle:1.10.0"]
-    assert progress.getvalue() == f"fetching org.apache.iceberg:iceberg-aws-bundle:1.10.0 (1/1) into {tmp_path}\n"
+    assert (
+        progress.getvalue()
+        == f"fetching org.apache.iceberg:iceberg-aws-bundle:1.10.0 (1/1) into {tmp_path}\n"
+    )
 
 
 def test_missing_maven_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,10 +79,14 @@ def test_missing_maven_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
         ensure_jars(tmp_path, io.StringIO())
 
 
-def test_a_failing_maven_run_is_reported_with_its_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_maven_run_is_reported_with_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(jars.shutil, "which", lambda name: "/usr/bin/mvn")
     monkeypatch.setattr(
-        subprocess, "run", lambda command, **kwargs: subprocess.CompletedProcess(command, 1, "", "Could not resolve")
+        subprocess,
+        "run",
+        lambda command, **kwargs: subprocess.CompletedProcess(command, 1, "", "Could not resolve"),
     )
     with pytest.raises(JarFetchError, match="exit code 1\\): Could not resolve"):
         ensure_jars(tmp_path, io.StringIO())

@@ -73,13 +73,19 @@ def test_written_to_s3() -> None:
 
 
 def test_s3_failure_is_a_manifest_write_error() -> None:
-    with mock_aws(), pytest.raises(ManifestWriteError, match="cannot write the run manifest to s3://missing/m.json"):
+    with (
+        mock_aws(),
+        pytest.raises(ManifestWriteError, match=r"cannot write the run manifest to s3://missing/m\.json"),
+    ):
         write_manifest("s3://missing/m.json", MANIFEST)
 
 
 @pytest.mark.parametrize(
     ("uri", "message"),
-    [("hdfs://nn/m.json", "only s3://, file:// and local paths"), ("s3://bucket-only", "must be s3://bucket/key")],
+    [
+        ("hdfs://nn/m.json", "only s3://, file:// and local paths"),
+        ("s3://bucket-only", "must be s3://bucket/key"),
+    ],
 )
 def test_unsupported_uris_are_refused(uri: str, message: str) -> None:
     with pytest.raises(ManifestWriteError, match=message):

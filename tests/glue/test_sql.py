@@ -76,7 +76,10 @@ def test_create_table_refuses_no_columns_and_no_buckets() -> None:
 
 
 def test_create_namespace() -> None:
-    assert create_namespace_sql("glue_catalog", "silver") == "CREATE NAMESPACE IF NOT EXISTS `glue_catalog`.`silver`"
+    assert (
+        create_namespace_sql("glue_catalog", "silver")
+        == "CREATE NAMESPACE IF NOT EXISTS `glue_catalog`.`silver`"
+    )
 
 
 def test_schema_evolution_statements() -> None:
@@ -94,8 +97,9 @@ def test_order_guard_compares_change_time_then_sequence() -> None:
 
 def test_merge_inserts_updates_and_deletes_behind_the_order_guard() -> None:
     statement = merge_sql(TABLE, "icetide_changes", ["tenant", "order_id"], ["tenant", "order_id", "note"])
+    # Expected text, compared and never executed.
     assert statement == (
-        "MERGE INTO `glue_catalog`.`silver`.`orders` t\n"
+        "MERGE INTO `glue_catalog`.`silver`.`orders` t\n"  # noqa: S608
         "USING `icetide_changes` s\n"
         "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
         f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} THEN DELETE\n"
@@ -115,8 +119,9 @@ def test_merge_needs_keys_and_columns() -> None:
 
 def test_classification_labels_each_change_with_the_merge_action() -> None:
     statement = classify_changes_sql(TABLE, "icetide_changes", ["order_id"])
+    # Expected text, compared and never executed.
     assert statement == (
-        "SELECT s.*, CASE\n"
+        "SELECT s.*, CASE\n"  # noqa: S608
         "  WHEN t.`_icetide_in_silver` IS NULL AND s.`_icetide_op` <> 'D' THEN 'insert'\n"
         "  WHEN t.`_icetide_in_silver` IS NULL THEN 'unchanged'\n"
         f"  WHEN NOT {GUARD} THEN 'unchanged'\n"

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TextIO
 from unittest import mock
 
@@ -116,14 +115,9 @@ class LocalStack(LocalTableRunStack):
         self._previous_log = previous_log
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         try:
-            super().__exit__(exc_type, exc, tb)
+            super().__exit__(*exc_info)
         finally:
             self._restore(self._previous_log)
 

@@ -1,7 +1,7 @@
 """What one local cycle did: per table, the run's outcome and the control item before and after."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -87,7 +87,7 @@ STAT_NAMES = ("rowsRead", "rowsInserted", "rowsUpdated", "rowsDeleted")
 def render_cycle(report: CycleReport) -> list[str]:
     """Readable lines for one cycle: a row per table run, then what did not run and why."""
     lines = [f"cycle {report.slot}"]
-    rows = [HEADER]
+    rows: list[Sequence[str]] = [HEADER]
     for run in report.runs:
         stats = run.stats
         duration = run.duration_seconds
@@ -104,7 +104,7 @@ def render_cycle(report: CycleReport) -> list[str]:
     return lines
 
 
-def format_rows(rows: list[tuple[str, ...]]) -> list[str]:
+def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows as left-aligned columns, indented by two spaces."""
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()

@@ -1,0 +1,54 @@
+"""The Glue tests' silver tables: one catalog on the session's warehouse, loaded by the real job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from icetide_glue.arguments import JobArguments, LoadMode
+from icetide_glue.job import run_job
+
+CATALOG = "local"
+SILVER_DATABASE = "silver"
+
+
+def silver_table(table: str) -> str:
+    """The Spark name of a test's silver table."""
+    return f"{CATALOG}.{SILVER_DATABASE}.{table}"
+
+
+def snapshot_ids(spark: SparkSession, table: str) -> list[int]:
+    """Every snapshot id of a test's table, oldest first."""
+    rows = (
+        spark.table(f"{silver_table(table)}.snapshots")
+        .orderBy("committed_at")
+        .select("snapshot_id")
+        .collect()
+    )
+    return [row[0] for row in rows]
+
+
+def load_into_silver(
+    spark: SparkSession,
+    table: str,
+    run_id: str,
+    bronze: Path,
+    keys: tuple[str, ...] = ("id",),
+    load_mode: LoadMode = LoadMode.MERGE,
+    watermark_column: str | None = None,
+    manifest_uri: str | None = None,
+) -> dict[str, Any]:
+    """Run the job on a bronze folder into ``silver.<table>`` and return its manifest."""
+    arguments = JobArguments(
+        target_table=f"{SILVER_DATABASE}.{table}",
+        run_id=run_id,
+        bronze_uri=str(bronze),
+        primary_keys=keys,
+        load_mode=load_mode,
+        watermark_column=watermark_column,
+        manifest_uri=manifest_uri,
+        catalog=CATALOG,
+    )
+    return run_job(spark, arguments)

@@ -43,7 +43,10 @@ class ClassifiedChanges:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
 
     def release(self) -> None:
+        """Free the cache and the run's temporary views (a session may run many jobs)."""
         self.frame.unpersist()
+        for view in (CHANGES_VIEW, CHANGES_TO_APPLY_VIEW):
+            self.frame.sparkSession.catalog.dropTempView(view)
 
 
 def classify_changes(

@@ -118,17 +118,18 @@ def latest_change_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
     )
 
 
-def align_to_silver(changes: DataFrame, silver: StructType) -> DataFrame:
+def align_to_silver(changes: DataFrame, silver: StructType, keep_op: bool = True) -> DataFrame:
     """Shape a batch like the silver table: its columns, names and types, in its order.
 
     A silver column the source no longer has becomes null; narrower source types (smallint into
-    int, a smaller decimal) are cast up. The Op column is kept for the MERGE conditions.
+    int, a smaller decimal) are cast up. With ``keep_op`` the Op column is kept even when silver
+    has none, for the MERGE conditions.
     """
     selected = []
     for field in silver.fields:
         name = find_column(changes.columns, field.name)
         value = column(name) if name is not None else F.lit(None)
         selected.append(value.cast(field.dataType).alias(field.name))
-    if find_column(silver.fieldNames(), OP) is None:
+    if keep_op and find_column(silver.fieldNames(), OP) is None:
         selected.append(F.col(OP))
     return changes.select(*selected)

@@ -9,11 +9,18 @@ so the MERGE issued inside the callback commits on the thread that holds the pro
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
+from py4j.clientserver import ClientServer
 from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
+
+from icetide_glue.errors import IcetideJobError
+
+# Runs of different tables may commit from parallel threads; the callback server starts once.
+_CALLBACK_SERVER_LOCK = threading.Lock()
 
 
 class _PythonCallable:
@@ -44,8 +51,14 @@ def commit_with_properties(
     context = spark.sparkContext
     gateway = context._gateway
     jvm = context._jvm
-    assert gateway is not None and jvm is not None, "the SparkContext has no JVM gateway"
-    ensure_callback_server_started(gateway)
+    if not isinstance(gateway, ClientServer) or jvm is None:
+        # Without pinned threads the MERGE could run on another JVM thread than the properties.
+        raise IcetideJobError(
+            "committing with snapshot properties needs PySpark's pinned-thread mode "
+            "(PYSPARK_PIN_THREAD=true, the default since Spark 3.2)"
+        )
+    with _CALLBACK_SERVER_LOCK:
+        ensure_callback_server_started(gateway)
     java_properties = jvm.java.util.HashMap()
     for key, value in properties.items():
         java_properties.put(key, value)

@@ -76,10 +76,11 @@ def _land_changes(
     spark: SparkSession, args: JobArguments, table: SilverTable, exists: bool, changes: DataFrame
 ) -> RunManifest:
     merging = args.load_mode is LoadMode.MERGE
+    # Append mode ignores keys: they need not even be in the files.
     keys = [
-        require_column(changes.columns, k, "primary key column (--primary_keys)") for k in args.primary_keys
+        require_column(changes.columns, k, "primary key column (--primary_keys)")
+        for k in (args.primary_keys if merging else ())
     ]
-    keys = keys if merging else []
     watermark = None
     if args.watermark_column:
         watermark = require_column(
@@ -142,7 +143,7 @@ def _append(
     manifest = replace(manifest, rows_inserted=manifest.rows_read)
     if manifest.rows_read == 0:
         return manifest
-    append_changes(table, align_to_silver(changes, silver), _snapshot_properties(manifest))
+    append_changes(table, align_to_silver(changes, silver, keep_op=False), _snapshot_properties(manifest))
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
 
 

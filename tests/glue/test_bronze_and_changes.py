@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -136,4 +137,25 @@ def test_latest_change_per_key_orders_by_time_sequence_file_and_position(spark: 
         latest,
         [(1, "newest time"), (2, "higher sequence"), (3, "later file"), (4, "later row")],
         StructType([StructField("id", IntegerType()), StructField("value", StringType())]),
+    )
+
+
+def test_files_of_one_run_with_different_column_types_are_named(spark: SparkSession, tmp_path: Path) -> None:
+    write_dms_file(
+        tmp_path,
+        "LOAD00000001.parquet",
+        pa.schema([("dms_timestamp", pa.string()), ("qty", pa.int32())]),
+        [("2026-11-21 06:00:00", 1)],
+    )
+    write_dms_file(
+        tmp_path,
+        "20261121-070000000.parquet",
+        pa.schema([("dms_timestamp", pa.string()), ("qty", pa.int64())]),
+        [("2026-11-21 07:00:00", 2)],
+    )
+    with pytest.raises(BronzeSchemaError) as raised:
+        read_bronze(spark, str(tmp_path))
+    # Which file Spark reads first decides the order of the two types.
+    assert re.search(
+        r"column qty: (int in one file, bigint|bigint in one file, int) in another", str(raised.value)
     )

@@ -50,11 +50,20 @@ class ClassifiedChanges:
 
 
 def classify_changes(
-    spark: SparkSession, table: SilverTable, latest: DataFrame, keys: Sequence[str]
+    spark: SparkSession,
+    table: SilverTable,
+    latest: DataFrame,
+    keys: Sequence[str],
+    value_columns: Sequence[str] = (),
 ) -> ClassifiedChanges:
-    """Label each change (one per key, aligned to silver) with what the MERGE will do to it."""
+    """Label each change (one per key, aligned to silver) with what the MERGE will do to it.
+
+    ``value_columns`` are the source columns compared with silver to tell a real update from a
+    re-read of an unchanged row.
+    """
     latest.createOrReplaceTempView(CHANGES_VIEW)
-    frame = spark.sql(classify_changes_sql(table.sql_name, CHANGES_VIEW, keys)).persist(
+    statement = classify_changes_sql(table.sql_name, CHANGES_VIEW, keys, value_columns)
+    frame = spark.sql(statement).persist(
         StorageLevel.MEMORY_AND_DISK
     )
     by_action = {row[ACTION]: int(row["count"]) for row in frame.groupBy(ACTION).count().collect()}

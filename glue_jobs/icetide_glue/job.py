@@ -29,6 +29,7 @@ from icetide_glue.changes import (
     require_column,
     source_schema,
 )
+from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.manifest import RunManifest, write_manifest
 from icetide_glue.schema_evolution import plan_schema_changes
@@ -118,7 +119,8 @@ def _merge(
     manifest: RunManifest,
 ) -> RunManifest:
     latest = align_to_silver(latest_change_per_key(changes, keys), silver)
-    classified = classify_changes(spark, table, latest, keys)
+    value_columns = [name for name in silver.fieldNames() if not is_metadata_column(name)]
+    classified = classify_changes(spark, table, latest, keys, value_columns)
     try:
         counts = classified.counts
         manifest = replace(

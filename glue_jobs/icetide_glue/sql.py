@@ -104,15 +104,33 @@ def key_condition(keys: Sequence[str], source: str = "s", target: str = "t") -> 
     return " AND ".join(f"{target}.{quote_identifier(k)} = {source}.{quote_identifier(k)}" for k in keys)
 
 
-def classify_changes_sql(table: str, source_view: str, keys: Sequence[str]) -> str:
+def same_values(columns: Sequence[str], source: str = "s", target: str = "t") -> str:
+    """True when every listed column of the change equals silver's, nulls included (``<=>``)."""
+    if not columns:
+        raise ValueError("comparing values needs at least one column")
+    return " AND ".join(f"{source}.{quote_identifier(c)} <=> {target}.{quote_identifier(c)}" for c in columns)
+
+
+def classify_changes_sql(
+    table: str, source_view: str, keys: Sequence[str], value_columns: Sequence[str] = ()
+) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the MERGE will take.
 
     It uses the same key join and order guard as :func:`merge_sql`, which is what makes the
-    manifest's counts the MERGE's counts. Only the key and order columns of silver are read.
+    manifest's counts the MERGE's counts. An update whose ``value_columns`` (the source's columns,
+    not icetide's) all equal silver's is ``unchanged``: a ``gte`` watermark re-reads its boundary
+    rows every run, and DMS stamps them with a new transfer time, so without this check every
+    re-read would rewrite an identical row. Only those columns of silver are read.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
-    silver_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ))
+    compared = [c for c in value_columns if c not in keys]
+    silver_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ, *compared))
+    same_row = (
+        [f"  WHEN {op} <> '{DELETE}' AND {same_values(compared)} THEN '{ChangeAction.UNCHANGED}'"]
+        if compared
+        else []
+    )
     return "\n".join(
         [
             "SELECT s.*, CASE",
@@ -120,6 +138,7 @@ def classify_changes_sql(table: str, source_view: str, keys: Sequence[str]) -> s
             f"  WHEN {in_silver} IS NULL THEN '{ChangeAction.UNCHANGED}'",
             f"  WHEN NOT {order_guard()} THEN '{ChangeAction.UNCHANGED}'",
             f"  WHEN {op} = '{DELETE}' THEN '{ChangeAction.DELETE}'",
+            *same_row,
             f"  ELSE '{ChangeAction.UPDATE}'",
             f"END AS {quote_identifier(ACTION)}",
             f"FROM {quote_identifier(source_view)} s",

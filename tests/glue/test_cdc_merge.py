@@ -256,3 +256,57 @@ def test_hexadecimal_load_file_order_breaks_commit_time_ties(
         [(1, "from A", d("10.00"), utc("2026-11-21 05:00:00"), utc("2026-11-21 06:00:00"), None, "hex-1")],
         SILVER,
     )
+
+
+def test_a_boundary_row_read_again_with_a_newer_transfer_time_is_unchanged(
+    tmp_path_factory: pytest.TempPathFactory, spark: SparkSession
+) -> None:
+    """A gte watermark re-reads its boundary rows every run, with a newer DMS transfer time.
+
+    Identical values must neither count as updates nor be rewritten; a changed row in the same
+    batch still is.
+    """
+    first = tmp_path_factory.mktemp("reread_first")
+    write_dms_file(
+        first,
+        "LOAD00000001.parquet",
+        FULL_LOAD,
+        [
+            ("2026-11-21 06:00:00.000000", 1, "one", d("1.00"), utc("2026-11-21 05:00:00")),
+            ("2026-11-21 06:00:00.000000", 2, "two", d("2.00"), utc("2026-11-21 05:00:00")),
+        ],
+    )
+    load_into_silver(spark, "reread", "reread-1", first, watermark_column="updated_at")
+    snapshots_before = snapshot_ids(spark, "reread")
+
+    again = tmp_path_factory.mktemp("reread_again")
+    write_dms_file(
+        again,
+        "LOAD00000001.parquet",
+        FULL_LOAD,
+        [("2026-11-21 07:00:00.000000", 1, "one", d("1.00"), utc("2026-11-21 05:00:00"))],
+    )
+    unchanged = load_into_silver(spark, "reread", "reread-2", again, watermark_column="updated_at")
+    assert (unchanged["rowsUpdated"], unchanged["rowsUnchanged"], unchanged["snapshotId"]) == (0, 1, None)
+    assert snapshot_ids(spark, "reread") == snapshots_before
+
+    mixed = tmp_path_factory.mktemp("reread_mixed")
+    write_dms_file(
+        mixed,
+        "LOAD00000001.parquet",
+        FULL_LOAD,
+        [
+            ("2026-11-21 08:00:00.000000", 1, "one", d("1.00"), utc("2026-11-21 05:00:00")),
+            ("2026-11-21 08:00:00.000000", 2, "two v2", d("2.50"), utc("2026-11-21 07:45:00")),
+        ],
+    )
+    manifest = load_into_silver(spark, "reread", "reread-3", mixed, watermark_column="updated_at")
+    assert (manifest["rowsUpdated"], manifest["rowsUnchanged"]) == (1, 1)
+    assert_frame_equal(
+        spark.table(silver_table("reread")),
+        [
+            (1, "one", d("1.00"), utc("2026-11-21 05:00:00"), utc("2026-11-21 06:00:00"), None, "reread-1"),
+            (2, "two v2", d("2.50"), utc("2026-11-21 07:45:00"), utc("2026-11-21 08:00:00"), None, "reread-3"),
+        ],
+        SILVER,
+    )

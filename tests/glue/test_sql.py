@@ -144,3 +144,17 @@ def test_committed_snapshot_lookup_only_sees_current_ancestors() -> None:
         "ORDER BY s.committed_at DESC\n"
         "LIMIT 1"
     )
+
+
+def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None:
+    statement = classify_changes_sql(TABLE, "icetide_changes", ["order_id"], ["order_id", "note", "amount"])
+    assert (
+        "  WHEN s.`_icetide_op` = 'D' THEN 'delete'\n"
+        "  WHEN s.`_icetide_op` <> 'D' AND s.`note` <=> t.`note` AND s.`amount` <=> t.`amount` "
+        "THEN 'unchanged'\n"
+        "  ELSE 'update'\n"
+    ) in statement
+    assert (
+        "LEFT JOIN (SELECT `order_id`, `_icetide_change_ts`, `_icetide_change_seq`, `note`, `amount`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders`) t\n"
+    ) in statement

@@ -306,7 +306,15 @@ def test_a_boundary_row_read_again_with_a_newer_transfer_time_is_unchanged(
         spark.table(silver_table("reread")),
         [
             (1, "one", d("1.00"), utc("2026-11-21 05:00:00"), utc("2026-11-21 06:00:00"), None, "reread-1"),
-            (2, "two v2", d("2.50"), utc("2026-11-21 07:45:00"), utc("2026-11-21 08:00:00"), None, "reread-3"),
+            (
+                2,
+                "two v2",
+                d("2.50"),
+                utc("2026-11-21 07:45:00"),
+                utc("2026-11-21 08:00:00"),
+                None,
+                "reread-3",
+            ),
         ],
         SILVER,
     )

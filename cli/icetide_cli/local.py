@@ -2,7 +2,7 @@
 
 `demo` runs two cycles on a sample SQLite shop and checks silver against the source; `run` runs one
 hourly cycle of your tables against your database, keeping state in a workspace directory; `status`
-shows that state. docs/local.md says what is local and what is the real code.
+shows that state. README.md says what is local and what is the real code.
 """
 from __future__ import annotations
 

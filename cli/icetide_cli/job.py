@@ -11,6 +11,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from icetide_cli.main import add_command_group
 from icetide_glue.arguments import (
     DEFAULT_CHANGE_SEQUENCE_COLUMN,
     DEFAULT_TIMESTAMP_COLUMN,
@@ -29,11 +30,12 @@ EXIT_JOB_FAILED = 1
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `job` group and its `run` command."""
-    group = subparsers.add_parser(
-        "job", help="run the bronze-to-silver Spark job locally", description="The Glue job, run locally."
+    commands = add_command_group(
+        subparsers,
+        "job",
+        help="run the bronze-to-silver Spark job locally",
+        description="The Glue job, run locally.",
     )
-    group.set_defaults(group_parser=group)
-    commands = group.add_subparsers(title="commands", metavar="COMMAND")
     run = commands.add_parser(
         "run",
         help="dedupe a folder of DMS files and MERGE it into a local Iceberg table",

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from icetide.control.codec import from_typed_json
+from icetide_cli.main import add_command_group
 from icetide_cli.tables import UnreadableItems
 from icetide_cli.tables_put import read_items_file
 from icetide_local.stack.dms_source import SourceUrlInvalid, source_endpoint_settings
@@ -27,13 +28,12 @@ EXIT_USAGE = 2
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `local` group and its commands."""
-    group = subparsers.add_parser(
+    commands = add_command_group(
+        subparsers,
         "local",
         help="run icetide on this machine (moto + DMS stand-in + Spark/Iceberg)",
         description="icetide on this machine: the real handlers, state machine and Glue job; moto for AWS.",
     )
-    group.set_defaults(group_parser=group)
-    commands = group.add_subparsers(title="commands", metavar="COMMAND")
 
     demo = commands.add_parser(
         "demo",

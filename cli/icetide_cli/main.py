@@ -19,6 +19,19 @@ COMMAND_GROUPS: list[str] = [
 ]
 
 
+def add_command_group(
+    subparsers: argparse._SubParsersAction, name: str, *, help: str, description: str
+) -> argparse._SubParsersAction:
+    """Add one command group and return the sub-parsers its commands go into.
+
+    The group parser is remembered as `group_parser`, so `icetide GROUP` alone prints the group's help.
+    """
+    group = subparsers.add_parser(name, help=help, description=description)
+    group.set_defaults(group_parser=group)
+    commands: argparse._SubParsersAction = group.add_subparsers(title="commands", metavar="COMMAND")
+    return commands
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every group in COMMAND_GROUPS registered."""
     parser = argparse.ArgumentParser(

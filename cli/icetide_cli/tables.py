@@ -17,6 +17,7 @@ from typing import Any
 from icetide.control.codec import from_typed_json, is_typed_json
 from icetide.control.model import ControlItem, LoadMode
 from icetide.errors import InvalidControlItem
+from icetide_cli.main import add_command_group
 
 EXIT_OK = 0
 EXIT_INVALID_ITEM = 1
@@ -29,11 +30,12 @@ class UnreadableItems(Exception):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `tables` group and its commands."""
-    group = subparsers.add_parser(
-        "tables", help="check and manage control items", description="Commands about control items."
+    commands = add_command_group(
+        subparsers,
+        "tables",
+        help="check and manage control items",
+        description="Commands about control items.",
     )
-    group.set_defaults(group_parser=group)
-    commands = group.add_subparsers(title="commands", metavar="COMMAND")
     validate = commands.add_parser(
         "validate",
         help="validate control items from a JSON file",

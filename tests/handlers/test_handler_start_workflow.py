@@ -161,3 +161,26 @@ def test_a_missing_state_machine_setting_is_named(control_items, load_event, lam
 def test_an_event_time_that_is_not_a_time_is_refused(control_items, state_machine, lambda_context):
     with pytest.raises(InvalidHandlerInput, match="time"):
         handlers.start_workflow.handler({"time": "every hour"}, lambda_context)
+
+
+def test_each_kind_of_invalid_item_gets_one_clear_error_and_the_valid_table_still_starts(
+    control_items, state_machine, load_event, lambda_context
+):
+    """The issue's invalid items, as they can stand in DynamoDB (where the key always exists)."""
+    control_items.orders()
+    control_items.put(_minimal_item("bad_operator", filtercolumn="id", filteroperator="gt", startvalue="5"))
+    control_items.put(_minimal_item("bad_between", filtercolumn="id", filteroperator="between", startvalue="1"))
+    control_items.put(_minimal_item("bad_settings", replication_task_settings="{not json"))
+    control_items.put({"targetTableName": "bad_source", "sourceSchema": "dbo", "sourceTable": "orders%"})
+
+    result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    assert result["started"] == ["dbo_orders-20261121T0700Z"]
+    errors = {entry["targetTableName"]: entry["errors"] for entry in result["invalid"]}
+    assert sorted(errors) == ["bad_between", "bad_operator", "bad_settings", "bad_source"]
+    assert all(len(lines) == 1 for lines in errors.values()), errors
+    assert errors["bad_operator"][0].startswith("filteroperator:") and "'gt'" in errors["bad_operator"][0]
+    assert errors["bad_between"][0].startswith("endvalue:")
+    assert errors["bad_settings"][0].startswith("replication_task_settings:")
+    assert errors["bad_source"][0].startswith("sourceTable:") and "%" in errors["bad_source"][0]
+    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]

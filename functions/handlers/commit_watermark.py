@@ -1,10 +1,13 @@
-"""CommitWatermark: record the run's success: new watermark, statistics, status.
+"""CommitWatermark: record the run's success and end it: new watermark, statistics, status, unlock.
 
 Input: ``{"targetTableName", "runId", "plan", "statistics"?}`` (``statistics``: the output of
 read_task_statistics, optional). Output: ``{"previousWatermark", "watermark", "advanced", "stats"}``.
-Runs only after the Glue job committed to silver. The write is conditional on the watermark the
-run started from (``plan.previousWatermark``), and the watermark never moves backwards.
-Raises ManifestInvalid (missing, malformed or another run's manifest), WatermarkConflict.
+The run's last step, after the Glue job committed to silver and the DMS resources are deleted: one
+conditional write stores watermark, statistics and status and releases the table's lock, only while
+this run holds the lock and the watermark is the one it started from (``plan.previousWatermark``).
+So a run that fails anywhere never moves the watermark, and the watermark never moves backwards.
+Invoked again after it committed (a retried invocation), it reports the same commit.
+Raises ManifestInvalid (missing, malformed or another run's manifest), WatermarkConflict, LockLost.
 """
 
 from __future__ import annotations
@@ -45,24 +48,28 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
     write = ControlTable(settings.control_table_name).commit_run(
         run.target_table_name,
+        run.run_id,
         previous_forms=run_state.stored_forms(plan.previous_watermark),
         watermark=wm.to_dynamo(step.watermark),
         stats=stats,
         now=stored_time(utc_now()),
     )
-    run_state.commit_result(
+    committed_now = run_state.commit_result(
         run.target_table_name,
         run.run_id,
         written=write.written,
         before=write.item,
         previous=plan.previous_watermark,
     )
-
+    if committed_now:
+        metrics.add_metric(name="RowsRead", unit=MetricUnit.Count, value=manifest.rows_read)
+    else:
+        # Rows are counted once, by the invocation that committed them.
+        logger.info("run already committed by an earlier invocation; nothing written again")
     if manifest.new_watermark is not None and not step.advanced:
         logger.info(
             "watermark kept: the run merged nothing past it", extra={"merged": manifest.new_watermark}
         )
-    metrics.add_metric(name="RowsRead", unit=MetricUnit.Count, value=manifest.rows_read)
     return {
         "previousWatermark": wm.to_json(step.previous),
         "watermark": wm.to_json(step.watermark),

@@ -36,6 +36,14 @@ class TableLocked(IcetideError):
     """
 
 
+class LockLost(IcetideError):
+    """The run no longer holds its table's lock when it commits (a later run broke it as stale).
+
+    Not retried: the other run now owns the table; committing would overwrite its state. Nothing is
+    stored, so the watermark stays where it was and the next run re-reads the rows.
+    """
+
+
 class WatermarkConflict(IcetideError):
     """The conditional watermark write found a different previous value than the run started from.
 

@@ -2,8 +2,11 @@
 
 The watermark only moves forward: the new value is the later of the run's starting watermark and
 the largest value the Glue job merged (a lookback re-reads older rows, so the manifest's value can
-be behind). The write is conditional on the starting watermark, so a watermark that moved during
-the run is reported as a conflict instead of being overwritten.
+be behind). The commit is the run's last step and one conditional write: it stores the watermark
+and statistics and releases the lock, only while the run still holds the lock and the watermark is
+still the one it started from. So a run either commits all of it or nothing, and a failed run
+never moves the watermark. A watermark that moved during the run is reported as a conflict, a lock
+another run took over as a lost lock, instead of being overwritten.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from decimal import Decimal
 from typing import Any
 
 from icetide import watermark as wm
+from icetide.control.model import RunStatus
 from icetide.control.values import as_decimal
-from icetide.errors import ManifestInvalid, WatermarkConflict
+from icetide.errors import LockLost, ManifestInvalid, WatermarkConflict
 from icetide.locking import missing_item
 from icetide.manifest import RunManifest
 
@@ -93,12 +97,34 @@ def commit_result(
     written: bool,
     before: Mapping[str, Any] | None,
     previous: wm.Watermark | None,
-) -> None:
-    """Raise the named error when the conditional watermark write was refused."""
+) -> bool:
+    """Interpret the conditional commit: True when this call committed, False when this run already had.
+
+    ``before`` is the control item as it was before the write (None: there is no item). False is an
+    earlier attempt of this same run that committed before the Lambda was invoked again (a retried
+    invocation): that commit stands, and failing now would end a run whose watermark moved as
+    FAILED. Any other refusal raises the named error.
+    """
     if before is None:
         raise missing_item(target_table_name)
-    if not written:
+    if written:
+        return True
+    holder = before.get("lockHolder")
+    if holder == run_id:
+        # The lock condition held, so the watermark condition is the one that failed.
         raise WatermarkConflict(
             f"the watermark of {target_table_name} is {wm.to_json(before.get('watermark'))!r}, but run "
             f"{run_id} started from {previous!r}: another writer moved it during the run; nothing was stored"
         )
+    if holder is None and _committed_by(before, run_id):
+        return False
+    taken = f"run {holder} took it over at {before.get('lockTime')}" if holder else "nobody holds it"
+    raise LockLost(
+        f"run {run_id} no longer holds the lock of {target_table_name} ({taken}); nothing was stored, "
+        f"the watermark stays {wm.to_json(before.get('watermark'))!r}"
+    )
+
+
+def _committed_by(item: Mapping[str, Any], run_id: str) -> bool:
+    # Only a commit writes SUCCEEDED, and a later run's lock would have replaced lastRunId.
+    return item.get("lastRunId") == run_id and item.get("lastRunStatus") == RunStatus.SUCCEEDED

@@ -1,9 +1,11 @@
 """Watermarks: the largest filter-column value merged so far, and the next run's lower bound.
 
 A watermark is a number, or a string holding a number or a timestamp (`YYYY-MM-DD HH:MM:SS[.ffffff]`,
-or ISO-8601 with an optional zone; no zone means UTC). Numbers compare as numbers (so "9" < "10"),
-timestamps as UTC instants (so "07:00+01:00" == "06:00"). Comparing a number with a timestamp is a
-configuration mistake and raises ValueError rather than guessing.
+or ISO-8601 with an optional zone; no zone means UTC), or any other text (a varchar filter column).
+Numbers compare as numbers (so "9" < "10"), timestamps as UTC instants (so "07:00+01:00" == "06:00"),
+text by code point, the order Spark's max() used to find it. A text column may hold values that look
+like numbers ("0012" next to "A12"): text against anything compares as text. Comparing a number with a
+timestamp is a configuration mistake and raises ValueError rather than guessing.
 """
 
 from __future__ import annotations
@@ -28,17 +30,16 @@ _TIMESTAMP = re.compile(
 class WatermarkKind(StrEnum):
     NUMBER = "number"
     TIMESTAMP = "timestamp"
+    TEXT = "text"
 
 
 def kind(value: Watermark) -> WatermarkKind:
-    """Whether `value` is a number or a timestamp; ValueError when it is neither."""
+    """Whether `value` is a number, a timestamp or other text; ValueError for anything else."""
     if as_decimal(value) is not None:
         return WatermarkKind.NUMBER
-    if isinstance(value, str) and _TIMESTAMP.match(value.strip()):
-        return WatermarkKind.TIMESTAMP
-    raise ValueError(
-        f"watermark {value!r} is neither a number nor a timestamp (YYYY-MM-DD HH:MM:SS[.ffffff] or ISO-8601)"
-    )
+    if isinstance(value, str):
+        return WatermarkKind.TIMESTAMP if _TIMESTAMP.match(value.strip()) else WatermarkKind.TEXT
+    raise ValueError(f"watermark {value!r} is neither a number nor a string")
 
 
 def parse_timestamp(value: str) -> datetime:
@@ -64,23 +65,32 @@ def format_timestamp(moment: datetime, *, fraction: bool = False) -> str:
     return utc.strftime(pattern)
 
 
-def _comparable(value: Watermark) -> tuple[WatermarkKind, Decimal | datetime]:
+def _comparable(value: Watermark) -> tuple[WatermarkKind, Decimal | datetime | str]:
     value_kind = kind(value)
     if value_kind is WatermarkKind.NUMBER:
         number = as_decimal(value)
         assert number is not None  # kind() said so
         return value_kind, number
     assert isinstance(value, str)
+    if value_kind is WatermarkKind.TEXT:
+        return value_kind, value
     return value_kind, parse_timestamp(value)
 
 
 def compare(a: Watermark, b: Watermark) -> int:
-    """-1, 0 or 1 as `a` is before, equal to or after `b`; ValueError when their kinds differ."""
+    """-1, 0 or 1 as `a` is before, equal to or after `b`.
+
+    ValueError when a number meets a timestamp; text against anything compares as text.
+    """
     kind_a, key_a = _comparable(a)
     kind_b, key_b = _comparable(b)
     if kind_a is not kind_b:
-        raise ValueError(f"cannot compare the {kind_a} watermark {a!r} with the {kind_b} watermark {b!r}")
-    # Same kind, so both keys are Decimals or both are datetimes.
+        if WatermarkKind.TEXT not in (kind_a, kind_b):
+            raise ValueError(
+                f"cannot compare the {kind_a} watermark {a!r} with the {kind_b} watermark {b!r}"
+            )
+        key_a, key_b = scalar_text(a), scalar_text(b)
+    # Same kind (or both text now), so both keys are Decimals, datetimes or strings.
     return (key_a > key_b) - (key_a < key_b)  # type: ignore[operator]
 
 
@@ -108,6 +118,13 @@ def lower_bound(
     if back is None or back < 0:
         raise ValueError(f"lookback {lookback!r} is not a non-negative number")
     value_kind, key = _comparable(watermark)
+    if value_kind is WatermarkKind.TEXT:
+        if back:
+            raise ValueError(
+                f"lookback {scalar_text(back)} needs a number or timestamp watermark, "
+                f"not the text {watermark!r}"
+            )
+        return watermark
     if value_kind is WatermarkKind.NUMBER:
         assert isinstance(key, Decimal)
         return _number_like(watermark, key - back)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructType, TimestampType
+from pyspark.sql.types import DataType, DecimalType, IntegralType, StringType, StructType, TimestampType
 
 from icetide_glue.columns import (
     CHANGE_SEQ,
@@ -83,7 +83,11 @@ def normalize_changes(
     if op_name is not None:
         op = F.coalesce(F.nullif(F.trim(column(op_name)), F.lit("")), F.lit(INSERT))
     is_string = isinstance(bronze.schema[ts_name].dataType, StringType)
-    sequence = column(seq_name).cast(StringType()) if seq_name is not None else F.lit(None).cast(StringType())
+    sequence = (
+        sortable_sequence(column(seq_name), bronze.schema[seq_name].dataType)
+        if seq_name is not None
+        else F.lit(None).cast(StringType())
+    )
     return bronze.select(
         *[column(name) for name in source_columns],
         op.alias(OP),
@@ -93,6 +97,23 @@ def normalize_changes(
         column(FILE_RANK),
         column(ROW_INDEX),
     )
+
+
+# Wide enough for any decimal(38, 0) and any bigint: numbers of equal width sort as text like numbers.
+_SEQUENCE_WIDTH = 40
+
+
+def sortable_sequence(sequence: Column, data_type: DataType) -> Column:
+    """The change sequence as a string that sorts in the sequence's own order.
+
+    Silver stores it as text (DMS's ``AR_H_CHANGE_SEQ`` is a fixed-width string), but a sequence
+    column of a numeric type must not sort as text ("10" < "9"): its digits are left-padded with
+    zeros to one width. Negative sequences are not expected from any DMS source.
+    """
+    whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
+    if isinstance(data_type, IntegralType) or whole_decimal:
+        return F.lpad(sequence.cast(DecimalType(38, 0)).cast(StringType()), _SEQUENCE_WIDTH, "0")
+    return sequence.cast(StringType())
 
 
 def source_schema(changes: DataFrame) -> StructType:

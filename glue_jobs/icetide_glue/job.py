@@ -4,8 +4,9 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
 1. a snapshot already carrying this run id → hand back its manifest (``alreadyCommitted``);
 2. read the run's DMS files; none → an empty manifest;
 3. check the whole batch and the whole schema change before any DDL;
-4. create or evolve the table, then ONE commit (MERGE, or append for key-less tables) that
-   carries the run id and the run's statistics in its snapshot summary;
+4. create or evolve the table, then ONE commit (MERGE, or append for key-less tables, without
+   the rows at or below ``--append_after``) that carries the run id and the run's statistics in its
+   snapshot summary;
 5. write the manifest.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from icetide_glue.append_boundary import AppendBoundary
 from icetide_glue.apply import append_changes, classify_changes, merge_changes
 from icetide_glue.arguments import JobArguments, LoadMode
 from icetide_glue.batch import inspect_batch
@@ -88,6 +90,13 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     summary = inspect_batch(changes, keys, watermark, args.timestamp_column)
+    # Checked with the batch, before any DDL: a bad --append_after leaves silver untouched.
+    # Merge mode ignores it: the merge absorbs re-read boundary rows on the key.
+    boundary = None
+    if not merging and args.append_after and watermark is not None:
+        boundary = AppendBoundary.of(
+            spark, args.append_after, watermark, changes.schema[watermark].dataType
+        )
     source = source_schema(changes)
     if exists:
         # Raises before any ALTER when one column cannot follow: the table stays as it was.
@@ -107,7 +116,7 @@ def _land_changes(
     silver = silver_schema(spark, table)
     if merging:
         return _merge(spark, table, changes, keys, silver, manifest)
-    return _append(spark, table, changes, silver, manifest)
+    return _append(spark, table, changes, silver, manifest, boundary)
 
 
 def _merge(
@@ -140,12 +149,20 @@ def _merge(
 
 
 def _append(
-    spark: SparkSession, table: SilverTable, changes: DataFrame, silver: StructType, manifest: RunManifest
+    spark: SparkSession,
+    table: SilverTable,
+    changes: DataFrame,
+    silver: StructType,
+    manifest: RunManifest,
+    boundary: AppendBoundary | None,
 ) -> RunManifest:
-    manifest = replace(manifest, rows_inserted=manifest.rows_read)
-    if manifest.rows_read == 0:
+    new_rows = changes if boundary is None else boundary.rows_after(changes)
+    inserted = manifest.rows_read if boundary is None else new_rows.count()
+    # Boundary rows re-read from the watermark were appended by an earlier run: unchanged.
+    manifest = replace(manifest, rows_inserted=inserted, rows_unchanged=manifest.rows_read - inserted)
+    if inserted == 0:
         return manifest
-    append_changes(table, align_to_silver(changes, silver, keep_op=False), _snapshot_properties(manifest))
+    append_changes(table, align_to_silver(new_rows, silver, keep_op=False), _snapshot_properties(manifest))
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
 
 

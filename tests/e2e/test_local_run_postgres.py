@@ -17,6 +17,8 @@ import pytest
 import sqlalchemy as sa
 
 from e2e.helpers import assert_silver_matches_source
+from icetide.control.codec import from_typed_json
+from icetide_local.workspace import Workspace
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
@@ -129,11 +131,29 @@ def test_three_cycles_keep_silver_equal_to_the_source(shop, postgres_url, tmp_pa
     third = cycle()
 
     assert _counts(third["pg_accounts"]) == ("2026-03-01 11:30:00", 1, 1, 0)
-    # The re-read boundary row is no insert and the watermark stays. (The Glue job counts it as
-    # updated: DMS stamps it with a newer transfer time, so it rewrites the same values.)
+    # The re-read boundary row (entry 7) is the only row read; it holds silver's values, so it is
+    # unchanged (neither inserted nor updated, whatever its newer DMS transfer time), and the
+    # watermark stays.
     assert third["pg_ledger"]["watermark"] == 6
-    assert third["pg_ledger"]["rowsInserted"] == 0
     assert third["pg_ledger"]["lastRunStatus"] == "SUCCEEDED"
+    ledger_stats = _last_run_stats(workspace, "pg_ledger")
+    assert {name: ledger_stats[name] for name in ROW_COUNTS} == {
+        "rowsRead": 1,
+        "rowsInserted": 0,
+        "rowsUpdated": 0,
+        "rowsDeleted": 0,
+        "rowsUnchanged": 1,
+    }
+
+
+ROW_COUNTS = ("rowsRead", "rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
+
+
+def _last_run_stats(workspace, target_table_name: str) -> dict:
+    """``lastRunStats`` of a table's control item as the workspace saved it (`status` omits some)."""
+    items = [from_typed_json(item) for item in Workspace.existing(workspace).load_control_items()]
+    [item] = [item for item in items if item["targetTableName"] == target_table_name]
+    return item["lastRunStats"]
 
 
 def _counts(status: dict) -> tuple:

@@ -159,3 +159,32 @@ def test_files_of_one_run_with_different_column_types_are_named(spark: SparkSess
     assert re.search(
         r"column qty: (int in one file, bigint|bigint in one file, int) in another", str(raised.value)
     )
+
+
+def test_a_numeric_change_sequence_orders_as_a_number(spark: SparkSession, tmp_path: Path) -> None:
+    """Sequence 10 is later than 9 although "10" < "9" as text: the latest change must win."""
+    cdc = pa.schema(
+        [
+            ("Op", pa.string()),
+            ("dms_timestamp", pa.string()),
+            ("seq", pa.int64()),
+            ("id", pa.int32()),
+            ("note", pa.string()),
+        ]
+    )
+    write_dms_file(
+        tmp_path,
+        "20261121-070000000.parquet",
+        cdc,
+        [
+            ("U", "2026-11-21 07:00:00.000000", 10, 1, "by seq 10"),
+            ("U", "2026-11-21 07:00:00.000000", 9, 1, "by seq 9"),
+        ],
+    )
+    bronze = read_bronze(spark, str(tmp_path))
+    assert bronze is not None
+    changes = normalize_changes(bronze, "dms_timestamp", "seq", "run-8")
+
+    latest = latest_change_per_key(changes, ["id"]).select("id", "note", "_icetide_change_seq")
+
+    assert [tuple(row) for row in latest.collect()] == [(1, "by seq 10", "0" * 38 + "10")]

@@ -1,4 +1,5 @@
-"""commit_watermark: the run's manifest moves the watermark forward, conditionally, never backwards."""
+"""commit_watermark: the run's manifest moves the watermark forward and the lock is released, in one
+conditional write that needs the run's own lock and starting watermark; never backwards."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import boto3
 import pytest
 
 import handlers.commit_watermark
-from icetide.errors import ControlItemNotFound, ManifestInvalid, WatermarkConflict
+from icetide.errors import ControlItemNotFound, LockLost, ManifestInvalid, WatermarkConflict
 
-MANIFEST_KEY = "manifests/dbo_orders/dbo_orders-20261121T0700Z.json"
+RUN_ID = "dbo_orders-20261121T0700Z"  # the run of the sample event
+LATER_RUN = "dbo_orders-20261121T1400Z"
+MANIFEST_KEY = f"manifests/dbo_orders/{RUN_ID}.json"
+# The lock the run took at its start: the commit requires it and releases it.
+RUN_LOCK = {"lockHolder": RUN_ID, "lockTime": "2026-11-21T07:00:04Z"}
 MANIFEST = {
     "runId": "dbo_orders-20261121T0700Z",
     "targetTable": "icetide_silver.dbo_orders",
@@ -46,16 +51,23 @@ def write_manifest(raw_bucket):
     return write
 
 
+def _locked_orders(control_items, **changes) -> dict:
+    """The sample item as it is while the run holds its lock."""
+    return control_items.orders(**{**RUN_LOCK, **changes})
+
+
 def _commit(load_event, lambda_context, **plan_changes) -> dict:
     event = load_event("commit_watermark")
     event["plan"].update(plan_changes)
     return handlers.commit_watermark.handler(event, lambda_context)
 
 
-def test_the_watermark_advances_and_the_run_is_recorded(
+def test_the_watermark_advances_the_run_is_recorded_and_the_lock_released(
     control_items, write_manifest, load_event, lambda_context
 ):
-    control_items.orders(lastRunStatus="RUNNING", lastRunError="earlier failure", lastFailedState="Poll")
+    _locked_orders(
+        control_items, lastRunStatus="RUNNING", lastRunError="earlier failure", lastFailedState="Poll"
+    )
     write_manifest(MANIFEST)
 
     result = _commit(load_event, lambda_context)
@@ -71,12 +83,13 @@ def test_the_watermark_advances_and_the_run_is_recorded(
     assert item["lastRunStats"] == STATS
     assert item["lastRunStatus"] == "SUCCEEDED"
     assert "lastRunError" not in item and "lastFailedState" not in item
+    assert "lockHolder" not in item and "lockTime" not in item
     assert item["lastRunTime"].endswith("Z")
 
 
 def test_the_watermark_never_moves_backwards(control_items, write_manifest, load_event, lambda_context):
     # A lookback re-read rows up to 05:58 only: the stored 06:00 stays.
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest({**MANIFEST, "newWatermark": "2026-11-21 05:58:00"})
 
     result = _commit(load_event, lambda_context)
@@ -86,7 +99,7 @@ def test_the_watermark_never_moves_backwards(control_items, write_manifest, load
 
 
 def test_an_empty_batch_keeps_the_watermark(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest(
         {
             **MANIFEST,
@@ -115,7 +128,7 @@ def test_an_empty_batch_keeps_the_watermark(control_items, write_manifest, load_
 
 
 def test_the_first_run_sets_the_first_watermark(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders(watermark=None)
+    _locked_orders(control_items, watermark=None)
     write_manifest(MANIFEST)
 
     result = _commit(load_event, lambda_context, previousWatermark=None)
@@ -131,7 +144,7 @@ def test_the_first_run_sets_the_first_watermark(control_items, write_manifest, l
 def test_a_watermark_moved_during_the_run_is_a_conflict(
     control_items, write_manifest, load_event, lambda_context
 ):
-    control_items.orders(watermark="2026-11-21 06:30:00", lastRunStatus="RUNNING")
+    _locked_orders(control_items, watermark="2026-11-21 06:30:00", lastRunStatus="RUNNING")
     write_manifest(MANIFEST)
 
     with pytest.raises(WatermarkConflict) as raised:
@@ -142,12 +155,69 @@ def test_a_watermark_moved_during_the_run_is_a_conflict(
     item = control_items.get("dbo_orders")
     assert (item["watermark"], item["lastRunStatus"]) == ("2026-11-21 06:30:00", "RUNNING")
     assert "lastRunStats" not in item
+    assert item["lockHolder"] == RUN_ID  # all or nothing: the failure path releases it
+
+
+@pytest.mark.parametrize(
+    ("lock", "reason"),
+    [
+        (
+            {"lockHolder": LATER_RUN, "lockTime": "2026-11-21T14:00:03Z"},
+            f"run {LATER_RUN} took it over at 2026-11-21T14:00:03Z",
+        ),
+        ({}, "nobody holds it"),
+    ],
+    ids=["taken-over", "released"],
+)
+def test_a_run_that_lost_its_lock_commits_nothing(
+    control_items, write_manifest, load_event, lambda_context, lock, reason
+):
+    # The run outlived the lock's staleness: a later run took the table over (or took and released it).
+    control_items.orders(lastRunId=LATER_RUN, lastRunStatus="RUNNING", **lock)
+    write_manifest(MANIFEST)
+
+    with pytest.raises(LockLost) as raised:
+        _commit(load_event, lambda_context)
+
+    assert str(raised.value) == (
+        f"run {RUN_ID} no longer holds the lock of dbo_orders ({reason}); nothing was stored, "
+        "the watermark stays '2026-11-21 06:00:00'"
+    )
+    item = control_items.get("dbo_orders")
+    assert (item["watermark"], item["lastRunId"], item["lastRunStatus"]) == (
+        "2026-11-21 06:00:00",
+        LATER_RUN,
+        "RUNNING",
+    )
+    assert item.get("lockHolder") == lock.get("lockHolder")
+    assert "lastRunStats" not in item
+
+
+def test_a_commit_invoked_again_reports_the_commit_it_made(
+    control_items, write_manifest, load_event, lambda_context
+):
+    # The Lambda committed, then was invoked again (a retry after a lost response): the lock and
+    # the starting watermark are gone, but the commit is this run's own, so the run succeeds.
+    _locked_orders(control_items, lastRunId=RUN_ID, lastRunStatus="RUNNING")
+    write_manifest(MANIFEST)
+    _commit(load_event, lambda_context)
+    committed = control_items.get("dbo_orders")
+
+    again = _commit(load_event, lambda_context)
+
+    assert again == {
+        "previousWatermark": "2026-11-21 06:00:00",
+        "watermark": "2026-11-21 06:59:58",
+        "advanced": True,
+        "stats": STATS,
+    }
+    assert control_items.get("dbo_orders") == committed
 
 
 def test_a_watermark_appearing_during_a_first_run_is_a_conflict(
     control_items, write_manifest, load_event, lambda_context
 ):
-    control_items.orders(watermark="2026-11-21 06:30:00")
+    _locked_orders(control_items, watermark="2026-11-21 06:30:00")
     write_manifest(MANIFEST)
 
     with pytest.raises(WatermarkConflict):
@@ -157,7 +227,7 @@ def test_a_watermark_appearing_during_a_first_run_is_a_conflict(
 
 
 def test_numeric_watermarks_stay_numbers(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders(filtercolumn="order_id", startvalue=0, watermark=41)
+    _locked_orders(control_items, filtercolumn="order_id", startvalue=0, watermark=41)
     write_manifest({**MANIFEST, "watermarkColumn": "order_id", "newWatermark": 57})
 
     result = _commit(load_event, lambda_context, watermarkColumn="order_id", previousWatermark=41)
@@ -166,11 +236,30 @@ def test_numeric_watermarks_stay_numbers(control_items, write_manifest, load_eve
     assert control_items.get("dbo_orders")["watermark"] == Decimal(57)
 
 
+@pytest.mark.parametrize(
+    ("previous", "merged", "expected", "advanced"),
+    [("tech", "tech", "tech", False), ("retail", "tech", "tech", True), ("tech", "retail", "tech", False)],
+)
+def test_text_watermarks_commit_on_every_run(
+    control_items, write_manifest, load_event, lambda_context, previous, merged, expected, advanced
+):
+    """A varchar filter column (an eq or gte filter on a code): the second run must commit too."""
+    _locked_orders(control_items, filtercolumn="segment", startvalue="a", watermark=previous)
+    write_manifest({**MANIFEST, "watermarkColumn": "segment", "newWatermark": merged})
+
+    result = _commit(load_event, lambda_context, watermarkColumn="segment", previousWatermark=previous)
+
+    assert (result["watermark"], result["advanced"]) == (expected, advanced)
+    assert control_items.get("dbo_orders")["watermark"] == expected
+
+
 def test_a_decimal_too_precise_for_json_numbers_is_no_conflict(
     control_items, write_manifest, load_event, lambda_context
 ):
     # Stored as a DynamoDB number; the plan carried it as text (a float would lose digits).
-    control_items.orders(filtercolumn="amount", startvalue=0, watermark=Decimal("12345678901234.123456789"))
+    _locked_orders(
+        control_items, filtercolumn="amount", startvalue=0, watermark=Decimal("12345678901234.123456789")
+    )
     write_manifest({**MANIFEST, "watermarkColumn": "amount", "newWatermark": "12345678901234.223456789"})
 
     result = _commit(
@@ -182,7 +271,7 @@ def test_a_decimal_too_precise_for_json_numbers_is_no_conflict(
 
 
 def test_a_malformed_manifest_is_invalid(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest('{"runId": "dbo_orders-20261121T0700Z", "rowsRead": ')
 
     with pytest.raises(ManifestInvalid, match="not valid JSON"):
@@ -192,7 +281,7 @@ def test_a_malformed_manifest_is_invalid(control_items, write_manifest, load_eve
 
 
 def test_a_manifest_breaking_the_model_is_invalid(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest({**MANIFEST, "rowsRead": -1})
 
     with pytest.raises(ManifestInvalid, match="rowsRead"):
@@ -200,14 +289,14 @@ def test_a_manifest_breaking_the_model_is_invalid(control_items, write_manifest,
 
 
 def test_a_missing_manifest_is_invalid(control_items, raw_bucket, load_event, lambda_context):
-    control_items.orders()
+    _locked_orders(control_items)
 
     with pytest.raises(ManifestInvalid, match=f"no run manifest at s3://{raw_bucket}/{MANIFEST_KEY}"):
         _commit(load_event, lambda_context)
 
 
 def test_another_runs_manifest_is_refused(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest({**MANIFEST, "runId": "dbo_orders-20261121T0600Z"})
 
     with pytest.raises(ManifestInvalid, match="belongs to run dbo_orders-20261121T0600Z"):
@@ -215,7 +304,7 @@ def test_another_runs_manifest_is_refused(control_items, write_manifest, load_ev
 
 
 def test_a_watermark_of_another_kind_is_refused(control_items, write_manifest, load_event, lambda_context):
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest({**MANIFEST, "newWatermark": 1700000000})
 
     with pytest.raises(ManifestInvalid, match="cannot compare"):
@@ -236,7 +325,7 @@ def test_a_deleted_item_is_not_recreated(control_items, write_manifest, load_eve
 def test_without_dms_statistics_the_stats_leave_full_load_rows_out(
     control_items, write_manifest, load_event, lambda_context
 ):
-    control_items.orders()
+    _locked_orders(control_items)
     write_manifest(MANIFEST)
     event = load_event("commit_watermark")
     del event["statistics"]

@@ -169,7 +169,9 @@ def test_each_kind_of_invalid_item_gets_one_clear_error_and_the_valid_table_stil
     """The issue's invalid items, as they can stand in DynamoDB (where the key always exists)."""
     control_items.orders()
     control_items.put(_minimal_item("bad_operator", filtercolumn="id", filteroperator="gt", startvalue="5"))
-    control_items.put(_minimal_item("bad_between", filtercolumn="id", filteroperator="between", startvalue="1"))
+    control_items.put(
+        _minimal_item("bad_between", filtercolumn="id", filteroperator="between", startvalue="1")
+    )
     control_items.put(_minimal_item("bad_settings", replication_task_settings="{not json"))
     control_items.put({"targetTableName": "bad_source", "sourceSchema": "dbo", "sourceTable": "orders%"})
 

@@ -7,11 +7,15 @@ what a user would look at afterwards: the control item, the DMS resources left, 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
+import handlers.commit_watermark
+from icetide.adapters import dms
 from icetide_local.dms.lifecycle import TABLE_ERROR, DmsLifecycle, ReplicationTaskRun, TableStatistics
 from icetide_local.glue_standin import failing_job
 from icetide_local.harness import SNS_PUBLISH, Fault, LocalTableRunStack, RunReport
@@ -24,9 +28,12 @@ from statemachine.orders import (
     StackFactory,
     create_shared_instance,
     orders_item,
+    orders_manifest,
 )
 
 RUN_ID = "dbo_orders-20261121T0700Z"  # the stack's first run of the table
+LATER_RUN = "dbo_orders-20261121T1400Z"
+INSTANCES = ["own instance", "shared instance"]
 
 # A nominal run with an instance of its own: the instance is "creating" on the first check, the
 # task is "running" on the first poll and has finished on the second.
@@ -51,17 +58,16 @@ NOMINAL_STATES = (
     "Replication task finished?",
     "Read task statistics",
     "Run Glue job",
-    "Commit watermark",
     "Delete DMS resources",
     "Notify success",
-    "Release table lock",
+    "Commit watermark",  # the last step: watermark, statistics, status and unlock in one write
 )
 
 GLUE_JOB = "glue job"  # not a fault target: the Glue stand-in fails through its job runner
 INJECTED = "injected by test_table_run"
 
 # Every Task state of the main path, the fault that makes it fail, and the error name the
-# execution then ends with.
+# execution then ends with. Whichever fails, the watermark stays where it was.
 TASK_FAILURES = [
     pytest.param("Acquire table lock", "acquire_lock", "InjectedFailure", id="acquire-lock"),
     pytest.param(
@@ -72,13 +78,10 @@ TASK_FAILURES = [
     pytest.param("Poll replication task", "poll_replication_task", "InjectedFailure", id="poll-task"),
     pytest.param("Read task statistics", "read_task_statistics", "InjectedFailure", id="statistics"),
     pytest.param("Run Glue job", GLUE_JOB, "States.TaskFailed", id="glue-job"),
-    pytest.param("Commit watermark", "commit_watermark", "InjectedFailure", id="commit"),
     pytest.param("Delete DMS resources", "delete_dms_resources", "InjectedFailure", id="delete"),
     pytest.param("Notify success", SNS_PUBLISH, "SNS.InvalidParameterException", id="notify"),
-    pytest.param("Release table lock", "release_lock", "InjectedFailure", id="release-lock"),
+    pytest.param("Commit watermark", "commit_watermark", "InjectedFailure", id="commit"),
 ]
-# States after the watermark commit: the data is in silver, so the watermark rightly stays moved.
-AFTER_COMMIT = {"Delete DMS resources", "Notify success", "Release table lock"}
 
 
 def _make_fail(stack: LocalTableRunStack, target: str) -> None:
@@ -87,6 +90,13 @@ def _make_fail(stack: LocalTableRunStack, target: str) -> None:
         stack.faults.inject(target, Fault("InvalidParameter", INJECTED, times=1))  # an AWS error code
     elif target != GLUE_JOB:
         stack.faults.inject(target, Fault("InjectedFailure", INJECTED, times=1))
+
+
+def _put_orders(stack: LocalTableRunStack, instance: str) -> str | None:
+    """Write the dbo_orders item; with a "shared instance", create one it reuses and return its ARN."""
+    shared = create_shared_instance(stack) if instance == "shared instance" else None
+    stack.put_control_item(orders_item(**({"replicationInstanceArn": shared} if shared else {})))
+    return shared
 
 
 def _item(stack: LocalTableRunStack) -> dict[str, Any]:
@@ -107,7 +117,7 @@ def _handlers_called(stack: LocalTableRunStack, handler: str) -> list[str | None
     return [call.error_type for call in stack.lambdas.invocations if call.handler == handler]
 
 
-def test_a_run_merges_commits_the_watermark_and_cleans_up(stack: LocalTableRunStack) -> None:
+def test_a_run_merges_cleans_up_notifies_and_commits_the_watermark(stack: LocalTableRunStack) -> None:
     report = stack.run(TABLE)
 
     assert report.status == "SUCCEEDED", report.render()
@@ -127,11 +137,26 @@ def test_a_run_merges_commits_the_watermark_and_cleans_up(stack: LocalTableRunSt
     assert "lockHolder" not in item
     inventory = stack.dms_inventory()
     assert (inventory.tasks, inventory.instances, inventory.target_endpoints) == ([], [], [])
+    [job_run] = stack.glue.runs
     [notification] = stack.notifications()
-    assert notification.attributes == {"status": "SUCCEEDED", "targetTableName": TABLE}
-    assert notification.message["runId"] == RUN_ID
-    assert notification.message["previousWatermark"] == PREVIOUS_WATERMARK
-    assert notification.message["watermark"] == NEW_WATERMARK
+    assert notification.subject == "icetide run merged"
+    assert notification.attributes == {"status": "MERGED", "targetTableName": TABLE}
+    # Sent before the commit: what was merged and where the run started, no watermark yet.
+    message = dict(notification.message)
+    deleted = message.pop("deleted")
+    assert message == {
+        "status": "MERGED",
+        "targetTableName": TABLE,
+        "runId": RUN_ID,
+        "detail": "merged into the silver table; committing the watermark next",
+        "silverTable": "icetide_silver.dbo_orders",
+        "previousWatermark": PREVIOUS_WATERMARK,
+        "fullLoadRows": FULL_LOAD_ROWS,
+        "glueJobRunId": job_run.job_run_id,
+        "manifestUri": f"s3://icetide-raw-local/manifests/dbo_orders/{RUN_ID}.json",
+    }
+    assert (deleted["alreadyGone"], deleted["kept"]) == ([], [])
+    assert sorted(arn.split(":")[5] for arn in deleted["deleted"]) == ["endpoint", "rep", "task"]
 
 
 def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: LocalTableRunStack) -> None:
@@ -146,26 +171,41 @@ def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: LocalTabl
         "--primary_keys": "order_id",
         "--load_mode": "merge",
         "--watermark_column": "updated_at",
+        "--append_after": "",  # a merge table: re-read boundary rows are merged on the key
         "--timestamp_column": "dms_timestamp",
     }
 
 
-def test_a_nominal_run_takes_24_state_transitions(stack: LocalTableRunStack) -> None:
+def test_an_append_table_tells_the_glue_job_to_skip_up_to_its_watermark(make_stack: StackFactory) -> None:
+    stack = make_stack()
+    item = orders_item(loadMode="append")
+    del item["primaryKeys"]  # a key-less table, like every item of the blog post
+    stack.put_control_item(item)
+
+    stack.run(TABLE)
+
+    [job_run] = stack.glue.runs
+    assert (job_run.arguments["--load_mode"], job_run.arguments["--append_after"]) == (
+        "append",
+        "2026-11-21 05:59:58",
+    )
+
+
+def test_a_nominal_run_takes_23_state_transitions(stack: LocalTableRunStack) -> None:
     report = stack.run(TABLE)
 
     assert report.states_entered == NOMINAL_STATES, report.render()
-    assert report.transitions == 24
+    assert report.transitions == 23
     assert report.transitions <= 30  # the budget a nominal run must stay within
 
 
-@pytest.mark.parametrize("instance", ["own instance", "shared instance"])
+@pytest.mark.parametrize("instance", INSTANCES)
 @pytest.mark.parametrize(("failed_state", "target", "error"), TASK_FAILURES)
 def test_a_failed_state_is_cleaned_up_recorded_notified_and_unlocked(
     make_stack: StackFactory, failed_state: str, target: str, error: str, instance: str
 ) -> None:
     stack = make_stack(glue_runner=failing_job(INJECTED)) if target == GLUE_JOB else make_stack()
-    shared = create_shared_instance(stack) if instance == "shared instance" else None
-    stack.put_control_item(orders_item(**({"replicationInstanceArn": shared} if shared else {})))
+    shared = _put_orders(stack, instance)
     _make_fail(stack, target)
 
     report = stack.run(TABLE)
@@ -177,7 +217,8 @@ def test_a_failed_state_is_cleaned_up_recorded_notified_and_unlocked(
     assert inventory.target_endpoints == []
     assert inventory.instances == ([shared] if shared else [])
     item = _item(stack)
-    assert item["watermark"] == (NEW_WATERMARK if failed_state in AFTER_COMMIT else PREVIOUS_WATERMARK)
+    assert item["watermark"] == PREVIOUS_WATERMARK
+    assert "lastRunStats" not in item  # nothing of the commit was written
     assert item["lastRunStatus"] == "FAILED"
     assert item["lastFailedState"] == failed_state
     assert INJECTED in item["lastRunError"]
@@ -241,14 +282,15 @@ def test_a_shared_instance_is_reused_and_kept_on_success(make_stack: StackFactor
     assert _item(stack)["watermark"] == NEW_WATERMARK
 
 
+@pytest.mark.parametrize("instance", INSTANCES)
 def test_polls_are_bounded_and_a_task_that_never_finishes_is_stopped_and_deleted(
-    make_stack: StackFactory,
+    make_stack: StackFactory, instance: str
 ) -> None:
     stack = make_stack(
         substitutions={"PollSeconds": "1", "MaxPollWaitSeconds": "2", "MaxPolls": "3"},
         dms=DmsLifecycle(full_load_finishes=False),
     )
-    stack.put_control_item(orders_item())
+    shared = _put_orders(stack, instance)
 
     report = stack.run(TABLE)
 
@@ -256,7 +298,8 @@ def test_polls_are_bounded_and_a_task_that_never_finishes_is_stopped_and_deleted
     assert report.entered("Poll replication task") == 3
     assert _wait_lengths(stack, report.execution_arn) == [1, 2, 2]  # grows by 1 s, never past 2 s
     inventory = stack.dms_inventory()
-    assert (inventory.tasks, inventory.instances, inventory.target_endpoints) == ([], [], [])
+    assert (inventory.tasks, inventory.target_endpoints) == ([], [])
+    assert inventory.instances == ([shared] if shared else [])
     item = _item(stack)
     assert item["lastFailedState"] == "Poll replication task"
     assert "after 3 polls" in item["lastRunError"]
@@ -325,68 +368,254 @@ def test_an_instance_that_never_becomes_available_fails_the_run_after_the_bound(
     assert _item(stack)["lastFailedState"] == "Ensure replication instance"
 
 
-# -- the cleanup path's own Task states -----------------------------------------------------------
-# A failing cleanup step must not stop the others. The run first fails at Commit watermark.
+# -- a state that fails after it created something -------------------------------------------------
+# Faults injected by the harness fire before a handler runs, so nothing was created yet. These
+# tests let the handler create its DMS resource first and fail afterwards; cleanup then finds it by
+# the identifiers derived from the run id, as the run's state does not name it.
 
 
-def test_when_cleanup_cannot_delete_the_failure_is_still_recorded_notified_and_unlocked(
-    stack: LocalTableRunStack,
+def _dms_refusal(operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": "AccessDeniedFault", "Message": INJECTED}}, operation)
+
+
+def _then_fail(create: Callable[..., Any], operation: str) -> Callable[..., Any]:
+    """``create`` that creates its resource and then raises, as if DMS's answer never arrived."""
+
+    def create_then_fail(*args: Any, **kwargs: Any) -> Any:
+        create(*args, **kwargs)
+        raise _dms_refusal(operation)
+
+    return create_then_fail
+
+
+def test_an_instance_created_before_ensure_failed_is_deleted(
+    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _make_fail(stack, "commit_watermark")
+    stack = make_stack()
+    stack.put_control_item(orders_item())
+    monkeypatch.setattr(dms, "create_instance", _then_fail(dms.create_instance, "CreateReplicationInstance"))
+
+    report = stack.run(TABLE)
+
+    _assert_failed(report, "Ensure replication instance", "ClientError")
+    assert _handlers_called(stack, "ensure_replication_instance") == ["ClientError"]
+    [deleted] = _deleted_by_cleanup(stack)
+    assert ":rep:" in deleted  # the instance existed, and cleanup deleted it
+    inventory = stack.dms_inventory()
+    assert (inventory.tasks, inventory.instances, inventory.target_endpoints) == ([], [], [])
+    assert _item(stack)["watermark"] == PREVIOUS_WATERMARK
+
+
+@pytest.mark.parametrize("instance", INSTANCES)
+@pytest.mark.parametrize("task_created", [False, True], ids=["endpoint-only", "endpoint-and-task"])
+def test_an_endpoint_and_task_created_before_create_task_failed_are_deleted(
+    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, instance: str, task_created: bool
+) -> None:
+    stack = make_stack()
+    shared = _put_orders(stack, instance)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise _dms_refusal("CreateReplicationTask")
+
+    failing_create = _then_fail(dms.create_task, "CreateReplicationTask") if task_created else refuse
+    monkeypatch.setattr(dms, "create_task", failing_create)
+
+    report = stack.run(TABLE)
+
+    _assert_failed(report, "Create replication task", "ClientError")
+    created = {":endpoint:", ":task:"} if task_created else {":endpoint:"}
+    deleted = _deleted_by_cleanup(stack)
+    assert {kind for kind in (":endpoint:", ":task:") for arn in deleted if kind in arn} == created
+    inventory = stack.dms_inventory()
+    assert (inventory.tasks, inventory.target_endpoints) == ([], [])
+    assert inventory.instances == ([shared] if shared else [])
+    item = _item(stack)
+    assert (item["watermark"], item["lastFailedState"]) == (PREVIOUS_WATERMARK, "Create replication task")
+    assert "lockHolder" not in item
+
+
+def _deleted_by_cleanup(stack: LocalTableRunStack) -> list[str]:
+    """The ARNs the cleanup path deleted, as the failure notification names them."""
+    failure = stack.notifications()[-1]
+    assert failure.attributes["status"] == "FAILED"
+    return list(failure.message["deleted"]["deleted"])
+
+
+# -- the commit: the last step, all or nothing -----------------------------------------------------
+
+
+def _glue_job_then(stack_changes: Callable[[], None]) -> Callable[[Mapping[str, str]], None]:
+    """The Glue stand-in's merge, after which ``stack_changes`` runs: another writer acting mid-run."""
+    merge = orders_manifest()
+
+    def run(arguments: Mapping[str, str]) -> None:
+        merge(arguments)
+        stack_changes()
+
+    return run
+
+
+def test_a_run_whose_lock_was_taken_over_commits_nothing_and_leaves_the_new_holder_alone(
+    make_stack: StackFactory,
+) -> None:
+    # The run outlived the lock's staleness and a later run took the table over before the commit.
+    holder: list[LocalTableRunStack] = []
+    taken_at = "2026-11-21T14:00:03Z"
+
+    def later_run_takes_the_lock() -> None:
+        [stack] = holder
+        later = {
+            "lockHolder": LATER_RUN,
+            "lockTime": taken_at,
+            "lastRunId": LATER_RUN,
+            "lastRunStatus": "RUNNING",
+        }
+        stack.put_control_item({**_item(stack), **later})
+
+    stack = make_stack(glue_runner=_glue_job_then(later_run_takes_the_lock))
+    holder.append(stack)
+    stack.put_control_item(orders_item())
+
+    report = stack.run(TABLE)
+
+    _assert_failed(report, "Commit watermark", "LockLost")
+    item = _item(stack)
+    assert item["watermark"] == PREVIOUS_WATERMARK
+    # The item is the later run's now: not marked failed, not unlocked, no statistics of ours.
+    assert (item["lockHolder"], item["lockTime"], item["lastRunId"], item["lastRunStatus"]) == (
+        LATER_RUN,
+        taken_at,
+        LATER_RUN,
+        "RUNNING",
+    )
+    assert "lastRunStats" not in item and "lastFailedState" not in item
+    inventory = stack.dms_inventory()
+    assert (inventory.tasks, inventory.instances, inventory.target_endpoints) == ([], [], [])
+    merged, failed = stack.notifications()
+    assert merged.attributes["status"] == "MERGED"
+    assert (failed.message["failedState"], failed.message["error"]) == ("Commit watermark", "LockLost")
+
+
+def test_a_watermark_moved_during_the_run_fails_the_commit_and_is_kept(make_stack: StackFactory) -> None:
+    holder: list[LocalTableRunStack] = []
+    moved = "2026-11-21 06:30:00"
+
+    def another_writer_moves_the_watermark() -> None:
+        [stack] = holder
+        stack.put_control_item({**_item(stack), "watermark": moved})
+
+    stack = make_stack(glue_runner=_glue_job_then(another_writer_moves_the_watermark))
+    holder.append(stack)
+    stack.put_control_item(orders_item())
+
+    report = stack.run(TABLE)
+
+    _assert_failed(report, "Commit watermark", "WatermarkConflict")
+    item = _item(stack)
+    assert item["watermark"] == moved
+    assert (item["lastRunStatus"], item["lastFailedState"]) == ("FAILED", "Commit watermark")
+    assert "lastRunStats" not in item
+    assert "lockHolder" not in item  # released by the failure path
+
+
+def test_a_commit_whose_answer_was_lost_is_retried_and_the_run_succeeds(
+    stack: LocalTableRunStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Lambda service fails after the handler committed: Step Functions retries the state, and
+    # the retry finds the run's own commit instead of a lost lock.
+    commit = handlers.commit_watermark.handler
+    service_exception = type("Lambda.ServiceException", (Exception,), {})  # the errorType AWS reports
+    answers_lost: list[int] = []
+
+    def commit_then_lose_the_answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        result = commit(event, context)
+        if not answers_lost:
+            answers_lost.append(1)
+            raise service_exception("the function's response was lost")
+        return result
+
+    monkeypatch.setattr(handlers.commit_watermark, "handler", commit_then_lose_the_answer)
+
+    report = stack.run(TABLE)
+
+    assert report.status == "SUCCEEDED", report.render()
+    assert _handlers_called(stack, "commit_watermark") == ["Lambda.ServiceException", None]
+    item = _item(stack)
+    assert (item["watermark"], item["lastRunStatus"]) == (NEW_WATERMARK, "SUCCEEDED")
+    assert "lockHolder" not in item
+
+
+# -- the cleanup path's own Task states -----------------------------------------------------------
+# A failing cleanup step must not stop the others. The run first fails at Read task statistics,
+# when the task, its endpoint and the instance all exist.
+FIRST_FAILURE = "Read task statistics"
+
+
+@pytest.mark.parametrize("instance", INSTANCES)
+def test_when_cleanup_cannot_delete_the_failure_is_still_recorded_notified_and_unlocked(
+    make_stack: StackFactory, instance: str
+) -> None:
+    stack = make_stack()
+    shared = _put_orders(stack, instance)
+    _make_fail(stack, "read_task_statistics")
     stack.faults.inject("delete_dms_resources", Fault("InjectedFailure", INJECTED, times=None))
 
     report = stack.run(TABLE)
 
-    _assert_failed(report, "Commit watermark", "InjectedFailure")
+    _assert_failed(report, FIRST_FAILURE, "InjectedFailure")
     assert report.entered("Delete DMS resources after failure") == 1
     inventory = stack.dms_inventory()
-    assert len(inventory.tasks) == 1  # left for a person: the failure message says so
+    # Left for a person (the failure message says so); a shared instance is never the run's to delete.
+    assert (len(inventory.tasks), len(inventory.target_endpoints), len(inventory.instances)) == (1, 1, 1)
+    if shared:
+        assert inventory.instances == [shared]
     item = _item(stack)
-    assert item["lastFailedState"] == "Commit watermark"
+    assert (item["watermark"], item["lastFailedState"]) == (PREVIOUS_WATERMARK, FIRST_FAILURE)
     assert "lockHolder" not in item
-    assert stack.notifications()[-1].message["failedState"] == "Commit watermark"
+    assert stack.notifications()[-1].message["failedState"] == FIRST_FAILURE
 
 
 def test_when_recording_fails_the_run_is_still_cleaned_up_notified_and_unlocked(
     stack: LocalTableRunStack,
 ) -> None:
-    _make_fail(stack, "commit_watermark")
+    _make_fail(stack, "read_task_statistics")
     stack.faults.inject("record_failure", Fault("InjectedFailure", INJECTED, times=None))
 
     report = stack.run(TABLE)
 
-    _assert_failed(report, "Commit watermark", "InjectedFailure")
-    assert stack.dms_inventory().tasks == []
+    _assert_failed(report, FIRST_FAILURE, "InjectedFailure")
+    inventory = stack.dms_inventory()
+    assert (inventory.tasks, inventory.instances, inventory.target_endpoints) == ([], [], [])
     item = _item(stack)
     assert "lastFailedState" not in item
     assert "lockHolder" not in item
-    assert stack.notifications()[-1].message["failedState"] == "Commit watermark"
+    assert stack.notifications()[-1].message["failedState"] == FIRST_FAILURE
 
 
 def test_when_notifying_fails_the_run_is_still_recorded_and_unlocked(stack: LocalTableRunStack) -> None:
-    _make_fail(stack, "commit_watermark")
+    _make_fail(stack, "read_task_statistics")
     stack.faults.inject(SNS_PUBLISH, Fault("InvalidParameter", INJECTED, times=None))
 
     report = stack.run(TABLE)
 
-    _assert_failed(report, "Commit watermark", "InjectedFailure")
+    _assert_failed(report, FIRST_FAILURE, "InjectedFailure")
     assert report.entered("Notify failure") == 1
     assert stack.notifications() == []
     item = _item(stack)
-    assert item["lastFailedState"] == "Commit watermark"
+    assert item["lastFailedState"] == FIRST_FAILURE
     assert "lockHolder" not in item
 
 
 def test_when_unlocking_fails_the_run_still_ends_failed_with_its_first_error(
     stack: LocalTableRunStack,
 ) -> None:
-    _make_fail(stack, "commit_watermark")
+    _make_fail(stack, "read_task_statistics")
     stack.faults.inject("release_lock", Fault("InjectedFailure", INJECTED, times=None))
 
     report = stack.run(TABLE)
 
-    _assert_failed(report, "Commit watermark", "InjectedFailure")
+    _assert_failed(report, FIRST_FAILURE, "InjectedFailure")
     assert report.states_entered[-2:] == ("Release table lock after failure", "Run failed")
     item = _item(stack)
-    assert item["lastFailedState"] == "Commit watermark"
+    assert item["lastFailedState"] == FIRST_FAILURE
     assert item["lockHolder"] == RUN_ID  # a later run breaks it once it is stale

@@ -51,6 +51,7 @@ def test_the_typed_json_blog_item_validates_to_the_same_item(
 def test_numbers_and_decimals_are_accepted_for_every_value(blog_item: dict[str, Any]) -> None:
     raw = {
         **blog_item,
+        "primaryKeys": "mlb_id",  # a lookback needs keys
         "startvalue": Decimal("0"),
         "endvalue": 1000,
         "lookback": Decimal("60"),
@@ -105,6 +106,12 @@ def test_primary_keys_as_a_list_default_the_load_mode_to_merge(blog_item: dict[s
     item = ControlItem.parse({**blog_item, "primaryKeys": ["mlb_id"]})
 
     assert (item.primary_keys, item.load_mode) == (["mlb_id"], LoadMode.MERGE)
+
+
+def test_a_lookback_of_zero_re_reads_nothing_and_is_accepted_without_keys(blog_item: dict[str, Any]) -> None:
+    item = ControlItem.parse({**blog_item, "lookback": 0})
+
+    assert (item.load_mode, item.lookback) == (LoadMode.APPEND, Decimal("0"))
 
 
 def test_missing_activeflag_means_active(blog_item: dict[str, Any]) -> None:
@@ -217,6 +224,18 @@ def test_missing_activeflag_means_active(blog_item: dict[str, Any]) -> None:
             {"lookback": "-5"},
             "lookback: '-5' is not a non-negative number (seconds, for timestamp watermarks)",
             id="negative-lookback",
+        ),
+        pytest.param(
+            {"lookback": 60},
+            "lookback: re-reading a window needs primaryKeys to dedupe; an append-only table would "
+            "append those rows twice (set primaryKeys, or remove lookback)",
+            id="lookback-append-by-default",
+        ),
+        pytest.param(
+            {"lookback": "60", "loadMode": "append", "primaryKeys": "mlb_id"},
+            "lookback: re-reading a window needs primaryKeys to dedupe; an append-only table would "
+            "append those rows twice (set primaryKeys, or remove lookback)",
+            id="lookback-append-explicit",
         ),
         pytest.param(
             {"replicationInstanceArn": "my-instance"},

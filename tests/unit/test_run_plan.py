@@ -1,6 +1,7 @@
 """The RunPlan built at lock time (contracts: "RunPlan") and the task settings it embeds."""
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -71,6 +72,7 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "loadMode": "merge",
         "watermarkColumn": "updated_at",
         "previousWatermark": "2026-11-21 06:00:00",
+        "appendAfter": "",
         "replicationInstanceArn": None,
         "bronzeUri": "s3://raw-bucket/bronze/dbo_Orders/dbo_Orders-20261121T0700Z/",
         "manifestUri": "s3://raw-bucket/manifests/dbo_Orders/dbo_Orders-20261121T0700Z.json",
@@ -89,8 +91,6 @@ def test_the_first_run_starts_from_startvalue() -> None:
 
 
 def test_a_numeric_watermark_travels_as_a_json_number() -> None:
-    from decimal import Decimal
-
     raw = {**ORDERS, "filtercolumn": "id", "startvalue": "0", "lookback": 10, "watermark": Decimal("590")}
 
     plan = plan_of(raw)
@@ -122,8 +122,53 @@ def test_a_key_less_item_plans_an_append_with_empty_glue_arguments() -> None:
     assert (plan["loadMode"], plan["primaryKeys"], plan["watermarkColumn"]) == ("append", "", "")
 
 
+# A key-less table loading the blog's way: between 0 and 1000 on mlb_id, append-only.
+MLB_APPEND = {
+    "targetTableName": "mlb_data",
+    "sourceSchema": "dms_sample",
+    "sourceTable": "mlb_data",
+    "filtercolumn": "mlb_id",
+    "filteroperator": "between",
+    "startvalue": "0",
+    "endvalue": "1000",
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        # DynamoDB hands numbers back as Decimal; the Glue argument is its plain text.
+        pytest.param({"watermark": Decimal("1000")}, "1000", id="between-number"),
+        pytest.param(
+            {
+                "filtercolumn": "updated_at",
+                "filteroperator": "gte",
+                "startvalue": "2026-01-01 00:00:00",
+                "endvalue": None,
+                "watermark": "2026-11-21 06:00:00",
+            },
+            "2026-11-21 06:00:00",
+            id="gte-timestamp",
+        ),
+        pytest.param({"watermark": Decimal("1000"), "primaryKeys": "mlb_id"}, "", id="merge"),
+        pytest.param({}, "", id="no-watermark-yet"),
+        pytest.param(
+            {"filteroperator": "eq", "endvalue": None, "watermark": Decimal("1000")},
+            "",
+            id="eq-does-not-move",
+        ),
+    ],
+)
+def test_an_append_run_skips_up_to_the_stored_watermark(change: dict[str, Any], expected: str) -> None:
+    raw = {key: value for key, value in {**MLB_APPEND, **change}.items() if value is not None}
+
+    assert plan_of(raw)["appendAfter"] == expected
+
+
 def test_a_watermark_the_lookback_cannot_apply_to_is_an_invalid_item() -> None:
-    with pytest.raises(InvalidControlItem, match="watermark: watermark 'yesterday' is neither a number"):
+    with pytest.raises(
+        InvalidControlItem, match="watermark: lookback 3600 needs a number or timestamp watermark, not the"
+    ):
         plan_of({**ORDERS, "watermark": "yesterday"})
 
 
@@ -158,3 +203,23 @@ def test_an_item_may_override_our_defaults(blog_item: dict[str, Any]) -> None:
     settings = json.loads(task_settings_json(ControlItem.parse(raw)))
 
     assert settings["Logging"] == {"EnableLogging": False}
+
+
+@pytest.mark.parametrize(
+    ("prefixes", "expected"),
+    [
+        ({"ouputs3Prefix": "mlb_data"}, "s3://raw-bucket/bronze/mlb_data/dbo_Orders/dbo_Orders-20261121T0700Z/"),
+        (
+            {"ouputs3Prefix": "old", "outputS3Prefix": "/sales/eu/"},
+            "s3://raw-bucket/bronze/sales/eu/dbo_Orders/dbo_Orders-20261121T0700Z/",
+        ),
+    ],
+)
+def test_the_output_prefix_groups_bronze_files_and_the_correct_spelling_wins(prefixes, expected) -> None:
+    assert plan_of({**ORDERS, **prefixes})["bronzeUri"] == expected
+
+
+@pytest.mark.parametrize("prefix", ["../other-table", "a//b", "with space", "x?y"])
+def test_an_output_prefix_that_is_no_s3_folder_is_an_invalid_item(prefix) -> None:
+    with pytest.raises(InvalidControlItem, match=r"outputS3Prefix: .* is not an S3 folder"):
+        plan_of({**ORDERS, "outputS3Prefix": prefix})

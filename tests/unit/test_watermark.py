@@ -40,9 +40,31 @@ def test_mixed_kinds_raise_a_clear_error() -> None:
         watermark.compare("5", "2026-11-21 06:00:00")
 
 
-def test_a_value_of_neither_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match="watermark 'abc' is neither a number nor a timestamp"):
-        watermark.compare("abc", "abd")
+def test_text_watermarks_compare_by_code_point() -> None:
+    """A varchar filter column's watermark: the order Spark's max() found it in."""
+    assert watermark.compare("abc", "abd") == -1
+    assert watermark.compare("tech", "tech") == 0
+    assert watermark.compare("Zebra", "apple") == -1  # upper case sorts first, as in Spark
+    assert watermark.later("B", "A") == "B"
+
+
+def test_text_next_to_a_number_looking_value_compares_as_text() -> None:
+    """A code column may hold "0012" and "A12": text, not a configuration mistake."""
+    assert watermark.compare("A12", "0012") == 1
+    assert watermark.compare(12, "A12") == -1
+
+
+def test_a_text_watermark_is_its_own_lower_bound_and_refuses_a_lookback() -> None:
+    assert watermark.lower_bound("B", None, "A") == "B"
+    with pytest.raises(
+        ValueError, match="lookback 5 needs a number or timestamp watermark, not the text 'B'"
+    ):
+        watermark.lower_bound("B", 5, "A")
+
+
+def test_a_value_that_is_no_string_or_number_is_refused() -> None:
+    with pytest.raises(ValueError, match="watermark True is neither a number nor a string"):
+        watermark.compare(True, "abd")  # type: ignore[arg-type]
 
 
 def test_later_returns_the_larger_value_as_given() -> None:

@@ -1,6 +1,6 @@
 """The DynamoDB control table: reading control items and the run's conditional writes.
 
-Every write that decides something (taking the lock, advancing the watermark) is one conditional
+Every write that decides something (taking the lock, committing the watermark) is one conditional
 ``UpdateItem``, so two runs can never both win; the adapter reports whether the condition held and
 what the item looked like, and the domain (``icetide.locking``, ``icetide.run_state``) decides what
 that means. Items travel as plain dicts (numbers as Decimal), the form ``ControlItem.parse`` takes.
@@ -83,19 +83,28 @@ class ControlTable:
     def commit_run(
         self,
         target_table_name: str,
+        run_id: str,
         *,
         previous_forms: Sequence[Any],
         watermark: Any,
         stats: Mapping[str, Any],
         now: str,
     ) -> ConditionalWrite:
-        """Store the run's watermark and statistics, if the watermark is still the run's starting one.
+        """Store the run's watermark and statistics and release its lock, in one conditional write.
 
-        ``previous_forms`` lists the values the stored watermark may equal (the same watermark as a
-        number or as text); empty means "the item had no watermark". ``None`` as ``watermark``
-        leaves the attribute as it is. Values must be DynamoDB-storable (numbers as Decimal or int).
+        The write happens only while ``run_id`` holds the lock and the watermark is still the run's
+        starting one, so the commit is all or nothing: watermark, statistics, status and unlock
+        together, or none of them. ``previous_forms`` lists the values the stored watermark may
+        equal (the same watermark as a number or as text); empty means "the item had no
+        watermark". ``None`` as ``watermark`` leaves the attribute as it is. Values must be
+        DynamoDB-storable (numbers as Decimal or int).
         """
-        values: dict[str, Any] = {":stats": dict(stats), ":succeeded": "SUCCEEDED", ":now": now}
+        values: dict[str, Any] = {
+            ":stats": dict(stats),
+            ":succeeded": "SUCCEEDED",
+            ":now": now,
+            ":run": run_id,
+        }
         assignments = "lastRunStats = :stats, lastRunStatus = :succeeded, lastRunTime = :now"
         if watermark is not None:
             assignments += ", watermark = :watermark"
@@ -108,8 +117,8 @@ class ControlTable:
             unchanged = "attribute_not_exists(watermark)"
         return self._update(
             target_table_name,
-            update=f"SET {assignments} REMOVE lastRunError, lastFailedState",
-            condition=f"attribute_exists(targetTableName) AND {unchanged}",
+            update=f"SET {assignments} REMOVE lastRunError, lastFailedState, lockHolder, lockTime",
+            condition=f"attribute_exists(targetTableName) AND lockHolder = :run AND {unchanged}",
             values=values,
         )
 

@@ -184,6 +184,21 @@ def _instance_arn(value: object) -> str | None:
     return text
 
 
+# S3's "safe characters" for key names, plus "/" between folders: a prefix goes into DMS's BucketFolder.
+_S3_PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]{1,200}$")
+
+
+def _s3_prefix(value: object) -> str | None:
+    text = _optional_text(value)
+    if text is None:
+        return None
+    if not _S3_PREFIX.match(text) or any(part in ("", ".", "..") for part in text.strip("/").split("/")):
+        raise ValueError(
+            f"{text!r} is not an S3 folder: use letters, digits and !_.*'()- in folders separated by /"
+        )
+    return text
+
+
 def _watermark(value: object) -> Decimal | str | None:
     if value is None:
         return None
@@ -244,8 +259,12 @@ class ControlItem(BaseModel):
     )
     start_value: OptionalText = Field(None, alias="startvalue")
     end_value: OptionalText = Field(None, alias="endvalue")
-    blog_output_s3_prefix: OptionalText = Field(None, alias="ouputs3Prefix")
-    correct_output_s3_prefix: OptionalText = Field(None, alias="outputS3Prefix")
+    blog_output_s3_prefix: Annotated[str | None, BeforeValidator(_s3_prefix)] = Field(
+        None, alias="ouputs3Prefix"
+    )
+    correct_output_s3_prefix: Annotated[str | None, BeforeValidator(_s3_prefix)] = Field(
+        None, alias="outputS3Prefix"
+    )
     replication_task_settings: Annotated[str | None, BeforeValidator(_task_settings)] = Field(
         None, alias="replication_task_settings"
     )
@@ -322,6 +341,13 @@ class ControlItem(BaseModel):
         if self.load_mode is LoadMode.MERGE and not self.primary_keys:
             return [
                 "primaryKeys: required when loadMode is merge; list the key columns or set loadMode to append"
+            ]
+        if self.load_mode is LoadMode.APPEND and self.lookback:
+            # The lookback window is re-read on purpose; only a merge on keys makes that harmless.
+            # (A lookback of 0 re-reads nothing and is accepted.)
+            return [
+                "lookback: re-reading a window needs primaryKeys to dedupe; an append-only table would "
+                "append those rows twice (set primaryKeys, or remove lookback)"
             ]
         return []
 

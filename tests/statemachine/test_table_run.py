@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 import handlers.commit_watermark
 from icetide.adapters import dms
 from icetide_local.dms.lifecycle import TABLE_ERROR, DmsLifecycle, ReplicationTaskRun, TableStatistics
-from icetide_local.glue_standin import failing_job
+from icetide_local.glue_standin import JobRunner, failing_job
 from icetide_local.harness import SNS_PUBLISH, Fault, LocalTableRunStack, RunReport
 from statemachine.orders import (
     FULL_LOAD_ROWS,
@@ -444,7 +444,7 @@ def _deleted_by_cleanup(stack: LocalTableRunStack) -> list[str]:
 # -- the commit: the last step, all or nothing -----------------------------------------------------
 
 
-def _glue_job_then(stack_changes: Callable[[], None]) -> Callable[[Mapping[str, str]], None]:
+def _glue_job_then(stack_changes: Callable[[], None]) -> JobRunner:
     """The Glue stand-in's merge, after which ``stack_changes`` runs: another writer acting mid-run."""
     merge = orders_manifest()
 
@@ -456,25 +456,17 @@ def _glue_job_then(stack_changes: Callable[[], None]) -> Callable[[Mapping[str, 
 
 
 def test_a_run_whose_lock_was_taken_over_commits_nothing_and_leaves_the_new_holder_alone(
-    make_stack: StackFactory,
+    stack: LocalTableRunStack,
 ) -> None:
     # The run outlived the lock's staleness and a later run took the table over before the commit.
-    holder: list[LocalTableRunStack] = []
     taken_at = "2026-11-21T14:00:03Z"
-
-    def later_run_takes_the_lock() -> None:
-        [stack] = holder
-        later = {
-            "lockHolder": LATER_RUN,
-            "lockTime": taken_at,
-            "lastRunId": LATER_RUN,
-            "lastRunStatus": "RUNNING",
-        }
-        stack.put_control_item({**_item(stack), **later})
-
-    stack = make_stack(glue_runner=_glue_job_then(later_run_takes_the_lock))
-    holder.append(stack)
-    stack.put_control_item(orders_item())
+    later = {
+        "lockHolder": LATER_RUN,
+        "lockTime": taken_at,
+        "lastRunId": LATER_RUN,
+        "lastRunStatus": "RUNNING",
+    }
+    stack.glue.runner = _glue_job_then(lambda: stack.put_control_item({**_item(stack), **later}))
 
     report = stack.run(TABLE)
 
@@ -496,17 +488,9 @@ def test_a_run_whose_lock_was_taken_over_commits_nothing_and_leaves_the_new_hold
     assert (failed.message["failedState"], failed.message["error"]) == ("Commit watermark", "LockLost")
 
 
-def test_a_watermark_moved_during_the_run_fails_the_commit_and_is_kept(make_stack: StackFactory) -> None:
-    holder: list[LocalTableRunStack] = []
+def test_a_watermark_moved_during_the_run_fails_the_commit_and_is_kept(stack: LocalTableRunStack) -> None:
     moved = "2026-11-21 06:30:00"
-
-    def another_writer_moves_the_watermark() -> None:
-        [stack] = holder
-        stack.put_control_item({**_item(stack), "watermark": moved})
-
-    stack = make_stack(glue_runner=_glue_job_then(another_writer_moves_the_watermark))
-    holder.append(stack)
-    stack.put_control_item(orders_item())
+    stack.glue.runner = _glue_job_then(lambda: stack.put_control_item({**_item(stack), "watermark": moved}))
 
     report = stack.run(TABLE)
 

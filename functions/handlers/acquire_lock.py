@@ -17,7 +17,7 @@ from icetide.clock import stored_time, utc_now
 from icetide.control.model import ControlItem
 from icetide.control.plan import build_run_plan
 from icetide.handler_inputs import RunInput, parse_input
-from icetide.observability import RUN_ID, MetricUnit, logger, metrics, tracer
+from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.settings import Settings, load_settings
 
 
@@ -34,9 +34,7 @@ def _plan(item: ControlItem, run_id: str, settings: Settings) -> dict[str, Any]:
     )
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(RunInput, event)

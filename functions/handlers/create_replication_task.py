@@ -17,13 +17,11 @@ from icetide.bronze_target import resource_tags, s3_target_settings
 from icetide.dms.identifiers import endpoint_identifier, task_identifier
 from icetide.dms.task_settings import MIGRATION_TYPE
 from icetide.handler_inputs import CreateTaskInput, parse_input
-from icetide.observability import RUN_ID, logger, metrics, tracer
+from icetide.observability import observed
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(CreateTaskInput, event)

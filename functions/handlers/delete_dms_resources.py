@@ -18,7 +18,7 @@ from icetide.adapters import dms
 from icetide.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, DeleteOutcome
 from icetide.dms.identifiers import endpoint_identifier, instance_identifier, task_identifier
 from icetide.handler_inputs import CleanupInput, parse_input
-from icetide.observability import RUN_ID, logger, metrics, tracer
+from icetide.observability import logger, observed
 from icetide.settings import load_settings
 
 
@@ -39,9 +39,7 @@ def _arn(resource: dict[str, Any] | None, key: str) -> str | None:
     return resource[key] if resource else None
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(CleanupInput, event)

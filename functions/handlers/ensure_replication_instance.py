@@ -18,13 +18,11 @@ from icetide.adapters import dms
 from icetide.bronze_target import resource_tags
 from icetide.dms.identifiers import instance_identifier
 from icetide.handler_inputs import PlanInput, parse_input
-from icetide.observability import RUN_ID, logger, metrics, tracer
+from icetide.observability import observed
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(PlanInput, event)

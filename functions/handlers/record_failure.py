@@ -17,13 +17,11 @@ from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
 from icetide.failure import failure_message
 from icetide.handler_inputs import FailureInput, parse_input
-from icetide.observability import RUN_ID, MetricUnit, logger, metrics, tracer
+from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(FailureInput, event)

@@ -12,13 +12,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters.control_table import ControlTable
 from icetide.handler_inputs import RunInput, parse_input
-from icetide.observability import RUN_ID, logger, metrics, tracer
+from icetide.observability import logger, observed
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(RunInput, event)

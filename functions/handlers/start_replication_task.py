@@ -14,12 +14,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from icetide import replication_status
 from icetide.adapters import dms
 from icetide.handler_inputs import TaskInput, parse_input
-from icetide.observability import RUN_ID, logger, metrics, tracer
+from icetide.observability import logger, observed
 
 
-@logger.inject_lambda_context(correlation_id_path=RUN_ID)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = parse_input(TaskInput, event)
     task_arn = run.task.replication_task_arn

@@ -16,13 +16,11 @@ from icetide.adapters.control_table import ControlTable
 from icetide.clock import utc_now
 from icetide.dms.identifiers import run_id, schedule_slot
 from icetide.handler_inputs import ScheduleEvent, parse_input
-from icetide.observability import MetricUnit, logger, metrics, tracer
+from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.settings import load_settings
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@observed(correlation_id_path=None)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     state_machine_arn = settings.require("state_machine_arn")

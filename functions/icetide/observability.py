@@ -8,6 +8,8 @@ POWERTOOLS_SERVICE_NAME and POWERTOOLS_METRICS_NAMESPACE, set in the SAM templat
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
@@ -24,4 +26,22 @@ metrics = Metrics()
 # Powertools would warn about that on every invocation, which only buries real warnings.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
-__all__ = ["RUN_ID", "MetricUnit", "logger", "metrics", "tracer"]
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def observed(correlation_id_path: str | None = RUN_ID) -> Callable[[Handler], Handler]:
+    """The one Powertools wrapping of every handler: context in logs, an X-Ray segment, metrics flushed.
+
+    Per-run handlers log their run id as the correlation id; StartWorkflow, which serves many runs,
+    passes None.
+    """
+
+    def wrap(handler: Handler) -> Handler:
+        traced = tracer.capture_lambda_handler(metrics.log_metrics(handler))
+        wrapped: Handler = logger.inject_lambda_context(correlation_id_path=correlation_id_path)(traced)
+        return wrapped
+
+    return wrap
+
+
+__all__ = ["RUN_ID", "MetricUnit", "logger", "metrics", "observed", "tracer"]

@@ -22,6 +22,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from icetide.control.codec import encode_value, from_typed_json, is_typed_json
+from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
 from icetide_cli.tables import (
     EXIT_INVALID_ITEM,
     EXIT_OK,
@@ -30,7 +31,6 @@ from icetide_cli.tables import (
     read_items,
     validate_items,
 )
-from icetide_local.workspace import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
 
 EXIT_AWS_ERROR = 3
 CONTROL_TABLE_OUTPUT = "ControlTableName"

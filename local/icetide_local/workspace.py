@@ -26,22 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
+
 TypedItem = dict[str, dict[str, Any]]
 
-# Attributes the handlers write while running a table (docs/contracts.md, "Run state"). A tables
-# file configures a table; these carry what earlier runs learnt, so they survive a new tables file.
-RUN_STATE_ATTRIBUTES = (
-    "watermark",
-    "lastRunId",
-    "lastRunStatus",
-    "lastRunTime",
-    "lastRunError",
-    "lastFailedState",
-    "lastRunStats",
-)
-# A lock left in the state file belongs to a process that is gone: within one process the stack
-# runs every execution to its end before the state is saved.
-LOCK_ATTRIBUTES = ("lockHolder", "lockTime")
+# RUN_STATE_ATTRIBUTES carry what earlier runs learnt, so they survive a new tables file. A lock
+# (LOCK_ATTRIBUTES) left in the state file belongs to a process that is gone: within one process the
+# stack runs every execution to its end before the state is saved.
 
 
 class WorkspaceError(Exception):

@@ -214,6 +214,19 @@ def _count(value: object) -> object:
     return value
 
 
+# Attributes the handlers write while running a table (docs/contracts.md, "Run state"), as opposed to
+# those a user writes to configure it: a re-registered table keeps these.
+RUN_STATE_ATTRIBUTES = (
+    "watermark",
+    "lastRunId",
+    "lastRunStatus",
+    "lastRunTime",
+    "lastRunError",
+    "lastFailedState",
+    "lastRunStats",
+)
+LOCK_ATTRIBUTES = ("lockHolder", "lockTime")
+
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
 Count = Annotated[int | None, BeforeValidator(_count), Field(ge=0)]
 

@@ -7,7 +7,7 @@ and sequence (so a later run can refuse an older change) and the run that wrote 
 
 from __future__ import annotations
 
-from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType, TimestampType
 
 RESERVED_PREFIX = "_icetide_"
 
@@ -20,6 +20,9 @@ CHANGE_SEQ = "_icetide_change_seq"
 RUN_ID = "_icetide_run_id"
 # Stored only in append-only tables, where a D row is kept as a fact rather than applied.
 OP = "_icetide_op"
+# Stored only in append-only tables: the SHA-256 of a row's content, so a re-read row is not appended
+# again (append_once.py).
+ROW_HASH = "_icetide_row_hash"
 
 # Working columns of one run, never stored.
 FILE_RANK = "_icetide_file_rank"
@@ -34,7 +37,9 @@ MERGE_METADATA = StructType(
         StructField(RUN_ID, StringType()),
     ]
 )
-APPEND_METADATA = StructType([*MERGE_METADATA.fields, StructField(OP, StringType())])
+APPEND_METADATA = StructType(
+    [*MERGE_METADATA.fields, StructField(OP, StringType()), StructField(ROW_HASH, BinaryType())]
+)
 
 # Operations as DMS spells them.
 INSERT, UPDATE, DELETE = "I", "U", "D"

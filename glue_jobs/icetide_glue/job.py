@@ -5,7 +5,7 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
 2. read the run's DMS files; none → an empty manifest;
 3. check the whole batch and the whole schema change before any DDL;
 4. create or evolve the table, then ONE commit (MERGE, or append for key-less tables, without
-   the rows at or below ``--append_after``) that carries the run id and the run's statistics in its
+   the rows silver already holds) that carries the run id and the run's statistics in its
    snapshot summary;
 5. write the manifest.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from icetide_glue.append_boundary import AppendBoundary
+from icetide_glue.append_once import rows_not_in_silver
 from icetide_glue.apply import append_changes, classify_changes, merge_changes
 from icetide_glue.arguments import JobArguments, LoadMode
 from icetide_glue.batch import inspect_batch
@@ -37,6 +37,7 @@ from icetide_glue.manifest import RunManifest, write_manifest
 from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
     SilverTable,
+    add_missing_metadata_columns,
     create_silver_table,
     evolve_silver_table,
     find_committed_run,
@@ -89,20 +90,13 @@ def _land_changes(
         watermark = require_column(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
-    summary = inspect_batch(changes, keys, watermark, args.timestamp_column)
-    # Checked with the batch, before any DDL: a bad --append_after leaves silver untouched.
-    # Merge mode ignores it: the merge absorbs re-read boundary rows on the key.
-    boundary = None
-    if not merging and args.append_after and watermark is not None:
-        boundary = AppendBoundary.of(
-            spark, args.append_after, watermark, changes.schema[watermark].dataType
-        )
+    summary = inspect_batch(changes, keys, watermark, args.timestamp_column, args.change_sequence_column)
     source = source_schema(changes)
     if exists:
         # Raises before any ALTER when one column cannot follow: the table stays as it was.
         schema_changes = evolve_silver_table(
             spark, table, plan_schema_changes(silver_schema(spark, table), source)
-        )
+        ) + add_missing_metadata_columns(spark, table, args.load_mode)
     else:
         schema_changes = create_silver_table(spark, table, source, keys, args.load_mode)
     manifest = RunManifest(
@@ -116,7 +110,7 @@ def _land_changes(
     silver = silver_schema(spark, table)
     if merging:
         return _merge(spark, table, changes, keys, silver, manifest)
-    return _append(spark, table, changes, silver, manifest, boundary)
+    return _append(spark, table, changes, silver, manifest, watermark)
 
 
 def _merge(
@@ -154,15 +148,19 @@ def _append(
     changes: DataFrame,
     silver: StructType,
     manifest: RunManifest,
-    boundary: AppendBoundary | None,
+    watermark: str | None,
 ) -> RunManifest:
-    new_rows = changes if boundary is None else boundary.rows_after(changes)
-    inserted = manifest.rows_read if boundary is None else new_rows.count()
-    # Boundary rows re-read from the watermark were appended by an earlier run: unchanged.
-    manifest = replace(manifest, rows_inserted=inserted, rows_unchanged=manifest.rows_read - inserted)
-    if inserted == 0:
-        return manifest
-    append_changes(table, align_to_silver(new_rows, silver, keep_op=False), _snapshot_properties(manifest))
+    new_rows = rows_not_in_silver(spark, table, align_to_silver(changes, silver, keep_op=False), watermark)
+    new_rows = new_rows.persist()
+    try:
+        inserted = new_rows.count()
+        # Rows silver already holds (re-read by the filter) were appended by an earlier run: unchanged.
+        manifest = replace(manifest, rows_inserted=inserted, rows_unchanged=manifest.rows_read - inserted)
+        if inserted == 0:
+            return manifest
+        append_changes(table, new_rows, _snapshot_properties(manifest))
+    finally:
+        new_rows.unpersist()
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
 
 

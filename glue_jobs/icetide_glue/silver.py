@@ -79,9 +79,8 @@ def create_silver_table(
     later additions (smallint stored as int, nothing without a type).
     """
     columns = plan_schema_changes(StructType([]), source).additions
-    metadata = APPEND_METADATA if load_mode is LoadMode.APPEND else MERGE_METADATA
     definitions = [(c.name, c.data_type.simpleString()) for c in columns]
-    definitions += [(f.name, f.dataType.simpleString()) for f in metadata.fields]
+    definitions += [(f.name, f.dataType.simpleString()) for f in _metadata(load_mode).fields]
     if load_mode is LoadMode.MERGE:
         statement = create_table_sql(
             table.sql_name, definitions, MERGE_TABLE_PROPERTIES, bucket_column=keys[0], buckets=SILVER_BUCKETS
@@ -91,6 +90,28 @@ def create_silver_table(
     spark.sql(create_namespace_sql(table.catalog, table.database))
     spark.sql(statement)
     return [f"created table {table} with {len(columns)} source column(s)"]
+
+
+def _metadata(load_mode: LoadMode) -> StructType:
+    return APPEND_METADATA if load_mode is LoadMode.APPEND else MERGE_METADATA
+
+
+def add_missing_metadata_columns(spark: SparkSession, table: SilverTable, load_mode: LoadMode) -> list[str]:
+    """Add the metadata columns this version stores and the table's creator did not (one ALTER).
+
+    A table created by an earlier icetide keeps working: its rows read the new columns as null.
+    Returns the manifest's ``schemaChanges`` lines.
+    """
+    present = {name.lower() for name in silver_schema(spark, table).fieldNames()}
+    missing = [
+        (f.name, f.dataType.simpleString())
+        for f in _metadata(load_mode).fields
+        if f.name.lower() not in present
+    ]
+    if not missing:
+        return []
+    spark.sql(add_columns_sql(table.sql_name, missing))
+    return [f"added metadata column(s) {', '.join(name for name, _ in missing)}"]
 
 
 def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPlan) -> list[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from icetide.control.codec import from_typed_json, is_typed_json
+from icetide.control.conflicts import find_conflicts
 from icetide.control.model import ControlItem, LoadMode
 from icetide.errors import InvalidControlItem
 from icetide_cli.main import add_command_group
@@ -42,8 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Validate control items. FILE holds one item or a list of items, as plain JSON or as "
             "DynamoDB typed JSON (aws dynamodb get-item or scan output). Prints OK or INVALID per item "
-            "(items without a valid name are shown as #N, counting from 1). Exit code 0: all valid; "
-            "1: some item invalid; 2: FILE unreadable or not JSON."
+            "(items without a valid name are shown as #N, counting from 1); two items whose names "
+            "differ at most in case are both invalid. Notes (values an item sets that no run uses, "
+            "append-only tables) go to standard error. Exit code 0: all valid; 1: some item invalid; "
+            "2: FILE unreadable, not JSON, or holding no item."
         ),
     )
     validate.add_argument("file", metavar="FILE", help="JSON file with the item(s); - reads standard input")
@@ -56,8 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def read_items(text: str) -> list[Any]:
     """The raw items held by `text`: one item, a list, get-item `{"Item": ..}` or scan `{"Items": [..]}`.
 
-    Entries are returned undecoded (typed or plain), for `validate_items` to judge one by one.
+    Entries are returned undecoded (typed or plain), for `validate_items` to judge one by one. A file
+    with no item at all is UnreadableItems: whoever passed it meant to pass items.
     """
+    if not text.strip():
+        raise UnreadableItems("it is empty; it should hold a control item or a list of items")
     try:
         # Decimal, as DynamoDB returns numbers, so "0.1" means the same from a file as from the table.
         data = json.loads(text, parse_float=Decimal)
@@ -69,6 +75,8 @@ def read_items(text: str) -> list[Any]:
         data = [data]
     if not isinstance(data, list):
         raise UnreadableItems(f"holds a JSON {type(data).__name__}, not a control item or a list of items")
+    if not data:
+        raise UnreadableItems("holds no control item (an empty list)")
     return data
 
 
@@ -77,33 +85,53 @@ def _label(raw: object, position: int) -> str:
     return name if isinstance(name, str) and name.strip() else f"#{position}"
 
 
-def _check(raw: object, position: int) -> tuple[str, str | None]:
-    """The report line of one item, and a note for standard error (or None)."""
+def _parse(raw: object, position: int) -> ControlItem | str:
+    """The valid item, or its `INVALID name: errors` line."""
     try:
         plain = from_typed_json(raw) if is_typed_json(raw) else raw  # type: ignore[arg-type]
     except ValueError as exc:
-        return f"INVALID #{position}: item: {exc}", None
+        return f"INVALID #{position}: item: {exc}"
     try:
-        item = ControlItem.parse(plain)  # type: ignore[arg-type]
+        return ControlItem.parse(plain)  # type: ignore[arg-type]
     except InvalidControlItem as exc:
-        return f"INVALID {_label(plain, position)}: {'; '.join(exc.errors)}", None
-    note = None
+        return _invalid_line(_label(plain, position), exc.errors)
+
+
+def _invalid_line(label: str, errors: list[str]) -> str:
+    return f"INVALID {label}: {'; '.join(errors)}"
+
+
+def _notes(item: ControlItem) -> list[str]:
+    """What the user should know about a valid item: values it ignores, an append-only load."""
+    name = item.target_table_name
+    notes = [f"note: {name}: {note}" for note in item.notes]
     if item.load_mode is LoadMode.APPEND and "load_mode" not in item.model_fields_set:
-        note = (
-            f"note: {item.target_table_name} has no primaryKeys, so it loads append-only "
+        notes.append(
+            f"note: {name} has no primaryKeys, so it loads append-only "
             "(every changed row is added, none merged); set primaryKeys to merge on them"
         )
-    return f"OK {item.target_table_name}", note
+    return notes
 
 
 def validate_items(items: list[Any]) -> tuple[list[str], list[str]]:
-    """One `OK name` / `INVALID name: errors` line per item, and the notes worth a look."""
+    """One `OK name` / `INVALID name: errors` line per item, and the notes worth a look.
+
+    Items valid alone are then checked against each other (`find_conflicts`), as StartWorkflow does.
+    """
+    parsed = [_parse(raw, position) for position, raw in enumerate(items, start=1)]
+    valid = [(index, result) for index, result in enumerate(parsed) if isinstance(result, ControlItem)]
+    conflicts = find_conflicts([item for _, item in valid])
+    conflict_at = {valid[position][0]: line for position, line in conflicts.items()}
     lines: list[str] = []
     notes: list[str] = []
-    for position, raw in enumerate(items, start=1):
-        line, note = _check(raw, position)
-        lines.append(line)
-        notes.extend([note] if note else [])
+    for index, result in enumerate(parsed):
+        if isinstance(result, str):
+            lines.append(result)
+        elif index in conflict_at:
+            lines.append(_invalid_line(result.target_table_name, [conflict_at[index]]))
+        else:
+            lines.append(f"OK {result.target_table_name}")
+            notes.extend(_notes(result))
     return lines, notes
 
 

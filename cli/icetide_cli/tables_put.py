@@ -53,7 +53,8 @@ def register(commands: argparse._SubParsersAction) -> None:
             "typed JSON; one item or a list). If any item is invalid nothing is written. A table's "
             "run state (watermark, last run, lock) is kept; its configuration is replaced by the "
             "file's. Exit code 0: all written; 1: some item invalid, nothing written; 2: FILE "
-            "unreadable; 3: an AWS call failed (the lines above say which items were written)."
+            "unreadable or holding no item; 3: an AWS call failed (the lines above say which items "
+            "were written)."
         ),
     )
     put.add_argument("file", metavar="FILE", help="JSON file with the item(s); - reads standard input")
@@ -78,11 +79,13 @@ def put_command(args: argparse.Namespace) -> int:
     for note in notes:
         print(note, file=sys.stderr)
     invalid = [line for line in lines if line.startswith("INVALID ")]
-    if invalid or not items:
+    if invalid:  # read_items refuses a file without items, so there is something to report
         for line in lines:
             print(line)
-        reason = f"{len(invalid)} of {len(items)} item(s) invalid" if items else f"{args.file} holds no item"
-        print(f"icetide tables put: nothing written: {reason}", file=sys.stderr)
+        print(
+            f"icetide tables put: nothing written: {len(invalid)} of {len(items)} item(s) invalid",
+            file=sys.stderr,
+        )
         return EXIT_INVALID_ITEM
     plain_items = [from_typed_json(raw) if is_typed_json(raw) else dict(raw) for raw in items]
     try:

@@ -30,6 +30,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     triaged = scheduling.triage(ControlTable(settings.control_table_name).scan_items())
     for invalid in triaged.invalid:
         logger.error("invalid control item skipped", extra=invalid)
+    for item in triaged.runnable:
+        if item.notes:  # values the item sets that no run uses: worth fixing, not worth skipping the table
+            logger.warning(
+                "control item values ignored",
+                extra={"targetTableName": item.target_table_name, "notes": list(item.notes)},
+            )
 
     summary = scheduling.ScheduleSummary(slot_start=slot_start)
     for item in triaged.runnable:

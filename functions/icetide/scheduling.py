@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from icetide.clock import stored_time
+from icetide.control.conflicts import find_conflicts
 from icetide.control.model import ControlItem
 from icetide.dms.identifiers import SLOT_FORMAT
 from icetide.errors import IcetideError, InvalidControlItem
@@ -36,18 +37,28 @@ class Triage:
 
 
 def triage(raw_items: Iterable[Mapping[str, Any]]) -> Triage:
-    """Validate every item; runnable tables come back sorted by name, for a stable start order."""
+    """Validate every item; runnable tables come back sorted by name, for a stable start order.
+
+    Items valid alone but clashing with another (`find_conflicts`) are invalid too, as in
+    `icetide tables validate`.
+    """
     result = Triage()
+    valid: list[ControlItem] = []
     for raw in raw_items:
         try:
-            item = ControlItem.parse(raw)
+            valid.append(ControlItem.parse(raw))
         except InvalidControlItem as problem:
             name = raw.get("targetTableName")
             result.invalid.append(
                 {"targetTableName": name if isinstance(name, str) else repr(name), "errors": problem.errors}
             )
-            continue
-        if item.is_active:
+    conflicts = find_conflicts(valid)
+    for position, item in enumerate(valid):
+        if position in conflicts:
+            result.invalid.append(
+                {"targetTableName": item.target_table_name, "errors": [conflicts[position]]}
+            )
+        elif item.is_active:
             result.runnable.append(item)
         else:
             result.inactive.append(item.target_table_name)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import boto3
 import pytest
@@ -14,6 +16,7 @@ from icetide.scheduling import ExecutionStartFailed
 from icetide.settings import SettingsInvalid
 
 STATE_MACHINE_ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:icetide-table-run"
+BLOG_LTE_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "control_items" / "blog_lte_item.json"
 
 
 def _executions() -> dict[str, dict]:
@@ -109,9 +112,10 @@ def test_invalid_items_are_reported_while_valid_ones_start(
 
 def test_every_page_of_the_control_table_is_read(control_items, state_machine, load_event, lambda_context):
     # Four items of ~350 KB exceed the 1 MB a scan call returns, so the scan needs several pages.
+    # (The bulk sits in an attribute items really hold: an unknown one would make them invalid.)
     names = [f"dbo_big_{index}" for index in range(4)]
     for name in names:
-        control_items.put(_minimal_item(name, padding="x" * 350_000))
+        control_items.put(_minimal_item(name, lastRunError="x" * 350_000))
     pages = list(boto3.client("dynamodb").get_paginator("scan").paginate(TableName="icetide-control"))
     assert len(pages) > 1
 
@@ -174,15 +178,85 @@ def test_each_kind_of_invalid_item_gets_one_clear_error_and_the_valid_table_stil
     )
     control_items.put(_minimal_item("bad_settings", replication_task_settings="{not json"))
     control_items.put({"targetTableName": "bad_source", "sourceSchema": "dbo", "sourceTable": "orders%"})
+    control_items.put(_minimal_item("bad_key_typo", primarykeys="id"))
+    control_items.put(
+        _minimal_item("bad_range", filtercolumn="id", filteroperator="between", startvalue="10", endvalue="2")
+    )
 
     result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
 
     assert result["started"] == ["dbo_orders-20261121T0700Z"]
     errors = {entry["targetTableName"]: entry["errors"] for entry in result["invalid"]}
-    assert sorted(errors) == ["bad_between", "bad_operator", "bad_settings", "bad_source"]
+    assert sorted(errors) == [
+        "bad_between",
+        "bad_key_typo",
+        "bad_operator",
+        "bad_range",
+        "bad_settings",
+        "bad_source",
+    ]
     assert all(len(lines) == 1 for lines in errors.values()), errors
+    assert errors["bad_key_typo"] == ["primarykeys: unknown attribute; did you mean primaryKeys?"]
+    assert errors["bad_range"] == [
+        "startvalue: '10' is above endvalue '2'; filteroperator between takes the lower value as startvalue"
+    ]
     assert errors["bad_operator"][0].startswith("filteroperator:") and "'gt'" in errors["bad_operator"][0]
     assert errors["bad_between"][0].startswith("endvalue:")
     assert errors["bad_settings"][0].startswith("replication_task_settings:")
     assert errors["bad_source"][0].startswith("sourceTable:") and "%" in errors["bad_source"][0]
     assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+
+
+def test_the_blog_item_as_printed_starts_and_its_ignored_endvalue_is_logged_as_a_warning(
+    control_items, state_machine, load_event, lambda_context, caplog
+):
+    control_items.put(json.loads(BLOG_LTE_ITEM.read_text()))
+
+    with caplog.at_level(logging.WARNING):
+        result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    assert (result["started"], result["invalid"]) == (["mlb_data-20261121T0700Z"], [])
+    warnings = [
+        (record.getMessage(), record.targetTableName, record.notes)
+        for record in caplog.records
+        if record.levelno == logging.WARNING
+    ]
+    assert warnings == [
+        (
+            "control item values ignored",
+            "mlb_data",
+            ["endvalue: ignored, filteroperator lte takes only startvalue"],
+        )
+    ]
+
+
+def test_tables_whose_names_differ_only_in_case_are_invalid_and_not_started(
+    control_items, state_machine, load_event, lambda_context
+):
+    """DynamoDB keys are case-sensitive, Glue catalog names are not: both items would load dbo_orders."""
+    control_items.orders()
+    control_items.orders(targetTableName="DBO_Orders")
+    control_items.put(_minimal_item("dbo_customers"))
+
+    result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    assert result["started"] == ["dbo_customers-20261121T0700Z"]
+    assert result["invalid"] == [
+        {
+            "targetTableName": "DBO_Orders",
+            "errors": [
+                "targetTableName: 'DBO_Orders' differs only in case from 'dbo_orders'; the Glue catalog "
+                "lowercases table names, so they would load the same silver table dbo_orders: rename or "
+                "remove all but one"
+            ],
+        },
+        {
+            "targetTableName": "dbo_orders",
+            "errors": [
+                "targetTableName: 'dbo_orders' differs only in case from 'DBO_Orders'; the Glue catalog "
+                "lowercases table names, so they would load the same silver table dbo_orders: rename or "
+                "remove all but one"
+            ],
+        },
+    ]
+    assert list(_executions()) == ["dbo_customers-20261121T0700Z"]

@@ -15,6 +15,12 @@ def blog_item_path() -> Path:
 
 
 @pytest.fixture
+def blog_lte_item_path() -> Path:
+    """The blog's item as printed: `lte` with both startvalue and endvalue (DMS reads only one)."""
+    return CONTROL_ITEMS / "blog_lte_item.json"
+
+
+@pytest.fixture
 def blog_typed_item_path() -> Path:
     return CONTROL_ITEMS / "blog_mlb_data.typed.json"
 

@@ -119,3 +119,79 @@ def test_help_is_available_for_every_level(capsys: pytest.CaptureFixture[str]) -
     assert "tables" in capsys.readouterr().out
     assert main(["tables", "validate", "--help"]) == 0
     assert "DynamoDB typed JSON" in capsys.readouterr().out
+
+
+def test_the_blog_item_as_printed_is_ok_and_its_ignored_endvalue_is_noted(
+    blog_lte_item_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exit_code = main(["tables", "validate", str(blog_lte_item_path)])
+
+    captured = capsys.readouterr()
+    assert (exit_code, captured.out) == (0, "OK mlb_data\n")
+    assert captured.err.splitlines() == [
+        "note: mlb_data: endvalue: ignored, filteroperator lte takes only startvalue",
+        "note: mlb_data has no primaryKeys, so it loads append-only (every changed row is added, none "
+        "merged); set primaryKeys to merge on them",
+    ]
+
+
+def test_a_key_typo_is_invalid_and_names_the_attribute_meant(
+    tmp_path: Path, blog_item: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    exit_code = main(["tables", "validate", write_json(tmp_path, {**blog_item, "primarykeys": "mlb_id"})])
+
+    assert exit_code == 1
+    assert capsys.readouterr().out == (
+        "INVALID mlb_data: primarykeys: unknown attribute; did you mean primaryKeys?\n"
+    )
+
+
+def test_items_for_one_silver_table_are_all_invalid_and_the_others_ok(
+    tmp_path: Path, blog_item: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = [
+        {**blog_item, "targetTableName": "orders"},
+        blog_item,
+        {**blog_item, "targetTableName": "Orders"},
+        {**blog_item, "targetTableName": "players"},
+        {**blog_item, "targetTableName": "players", "sourceTable": "players"},
+    ]
+
+    exit_code = main(["tables", "validate", write_json(tmp_path, items)])
+
+    assert exit_code == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "INVALID orders: targetTableName: 'orders' differs only in case from 'Orders'; the Glue catalog "
+        "lowercases table names, so they would load the same silver table orders: rename or remove all "
+        "but one",
+        "OK mlb_data",
+        "INVALID Orders: targetTableName: 'Orders' differs only in case from 'orders'; the Glue catalog "
+        "lowercases table names, so they would load the same silver table orders: rename or remove all "
+        "but one",
+        "INVALID players: targetTableName: 'players' is the name of another item too; each table needs "
+        "exactly one control item: remove all but one",
+        "INVALID players: targetTableName: 'players' is the name of another item too; each table needs "
+        "exactly one control item: remove all but one",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        pytest.param("", "it is empty; it should hold a control item or a list of items", id="empty"),
+        pytest.param(" \n", "it is empty; it should hold a control item or a list of items", id="blank"),
+        pytest.param("[]", "holds no control item (an empty list)", id="empty-list"),
+        pytest.param('{"Items": [], "Count": 0}', "holds no control item (an empty list)", id="empty-scan"),
+    ],
+)
+def test_a_file_without_items_is_refused_and_says_so(
+    tmp_path: Path, content: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "items.json"
+    path.write_text(content)
+
+    exit_code = main(["tables", "validate", str(path)])
+
+    captured = capsys.readouterr()
+    assert (exit_code, captured.out) == (2, "")
+    assert captured.err == f"icetide tables validate: cannot read items from {path}: {reason}\n"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from icetide.control.codec import from_typed_json
-from icetide.control.model import ControlItem, LoadMode, RunStatus
+from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES, ControlItem, LoadMode, RunStatus
 from icetide.dms.operators import FilterOperator
 from icetide.errors import InvalidControlItem
 
@@ -38,6 +38,21 @@ def test_the_blog_item_validates(blog_item: dict[str, Any]) -> None:
     # No keys and no loadMode: the blog item loads append-only rather than failing or dropping updates.
     assert item.primary_keys == []
     assert item.load_mode is LoadMode.APPEND
+    assert item.notes == ()  # between takes both values: nothing is ignored
+
+
+def test_the_blog_item_as_printed_validates_and_its_unused_endvalue_is_ignored_with_a_note(
+    blog_lte_item_path: Path,
+) -> None:
+    item = ControlItem.parse(json.loads(blog_lte_item_path.read_text()))
+
+    assert item.target_table_name == "mlb_data"
+    assert (item.filter_column, item.filter_operator) == ("mlb_id", FilterOperator.LTE)
+    # DMS's lte carries one value; the endvalue the blog also sets never reaches a run.
+    assert (item.start_value, item.end_value) == ("1", None)
+    assert item.notes == ("endvalue: ignored, filteroperator lte takes only startvalue",)
+    assert item.output_s3_prefix == "mlb_data"
+    assert item.task_settings == {"TargetMetadata": {"ParallelLoadThreads": 0}}
 
 
 def test_the_typed_json_blog_item_validates_to_the_same_item(
@@ -79,7 +94,6 @@ def test_new_attributes_are_read(blog_item: dict[str, Any]) -> None:
         "outputS3Prefix": "/better/",
         "replicationInstanceArn": "arn:aws:dms:eu-west-1:123456789012:rep:ABCDEF",
         "lastRunStatus": "SUCCEEDED",
-        "somethingElse": "ignored",
     }
 
     item = ControlItem.parse(raw)
@@ -92,7 +106,6 @@ def test_new_attributes_are_read(blog_item: dict[str, Any]) -> None:
     assert item.output_s3_prefix == "better"  # the correct spelling wins over ouputs3Prefix
     assert item.replication_instance_arn == "arn:aws:dms:eu-west-1:123456789012:rep:ABCDEF"
     assert item.last_run_status is RunStatus.SUCCEEDED
-    assert "somethingElse" not in item.model_dump(by_alias=True)
 
 
 def test_task_settings_may_be_a_dynamodb_map(blog_item: dict[str, Any]) -> None:
@@ -197,14 +210,62 @@ def test_missing_activeflag_means_active(blog_item: dict[str, Any]) -> None:
             id="column-no-operator",
         ),
         pytest.param(
-            {"filteroperator": "gte"},
-            "endvalue: filteroperator gte takes startvalue; remove endvalue",
-            id="gte-with-endvalue",
+            {"startvalue": "1000", "endvalue": "999"},
+            "startvalue: '1000' is above endvalue '999'; filteroperator between takes the lower value as "
+            "startvalue",
+            id="between-numbers-reversed",  # as text "1000" < "999": the check compares numbers
         ),
         pytest.param(
-            {"filteroperator": "null", "endvalue": None},
-            "startvalue: filteroperator null takes no value; remove startvalue",
-            id="null-with-value",
+            {
+                "filteroperator": "notbetween",
+                "startvalue": "2026-11-21T07:00:01Z",
+                "endvalue": "2026-11-21 07:00:00",
+            },
+            "startvalue: '2026-11-21T07:00:01Z' is above endvalue '2026-11-21 07:00:00'; filteroperator "
+            "notbetween takes the lower value as startvalue",
+            id="notbetween-times-reversed",
+        ),
+        pytest.param(
+            {"startvalue": "b", "endvalue": "a"},
+            "startvalue: 'b' is above endvalue 'a'; filteroperator between takes the lower value as "
+            "startvalue",
+            id="between-text-reversed",
+        ),
+        pytest.param(
+            {"primarykeys": "mlb_id"},
+            "primarykeys: unknown attribute; did you mean primaryKeys?",
+            id="key-typo-case",
+        ),
+        pytest.param(
+            {"primaryKey": "mlb_id", "loadMode": "merge"},
+            # Not also "primaryKeys: required when loadMode is merge": that is the typo's echo.
+            "primaryKey: unknown attribute; did you mean primaryKeys?",
+            id="key-typo-close",
+        ),
+        pytest.param(
+            {"primary_keys": "mlb_id"},
+            "primary_keys: unknown attribute; did you mean primaryKeys?",
+            id="python-name",
+        ),
+        pytest.param(
+            {"sourceTable": None, "sourcetable": "mlb_data"},
+            "sourcetable: unknown attribute; did you mean sourceTable?",
+            id="required-typo",
+        ),
+        pytest.param(
+            {"filteroperator": None, "filterOperator": "between"},
+            "filterOperator: unknown attribute; did you mean filteroperator?",
+            id="operator-typo",
+        ),
+        pytest.param(
+            {"ouputs3Prefix": None, "outputs3Prefix": "mlb_data"},
+            "outputs3Prefix: unknown attribute; did you mean outputS3Prefix?",
+            id="prefix-typo",
+        ),
+        pytest.param(
+            {"somethingElse": "x"},
+            "somethingElse: unknown attribute; remove it (nothing reads it)",
+            id="unknown",
         ),
         pytest.param(
             {"loadMode": "merge"},
@@ -265,14 +326,107 @@ def test_an_invalid_item_gets_exactly_one_clear_error(
 
 
 def test_every_field_problem_is_reported_at_once(blog_item: dict[str, Any]) -> None:
-    raw = {**blog_item, "filteroperator": "like", "sourceTable": "orders%", "lookback": "soon"}
+    raw = {
+        **blog_item,
+        "filteroperator": "like",
+        "sourceTable": "orders%",
+        "lookback": "soon",
+        "primarykeys": "a",
+    }
 
     assert errors_of(raw) == [
         WILDCARD_ERROR,
         "filteroperator: 'like' is not a DMS filter operator; use one of lte, ste, gte, eq, noteq, between, "
         "notbetween, null, notnull",
         "lookback: 'soon' is not a non-negative number (seconds, for timestamp watermarks)",
+        "primarykeys: unknown attribute; did you mean primaryKeys?",
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "values", "notes"),
+    [
+        pytest.param(
+            {"filteroperator": "gte"},
+            ("0", None),
+            ("endvalue: ignored, filteroperator gte takes only startvalue",),
+            id="gte-with-endvalue",
+        ),
+        pytest.param(
+            {"filteroperator": "null"},
+            (None, None),
+            (
+                "startvalue: ignored, filteroperator null takes no value",
+                "endvalue: ignored, filteroperator null takes no value",
+            ),
+            id="null-with-values",
+        ),
+        pytest.param(
+            # An ignored value is not read at all, so not judged either.
+            {"filteroperator": "NotNull", "startvalue": True, "endvalue": ""},
+            (None, None),
+            ("startvalue: ignored, filteroperator notnull takes no value",),
+            id="notnull-with-unread-value",
+        ),
+        pytest.param(
+            {"filteroperator": "", "filtercolumn": None},
+            (None, None),
+            (
+                "startvalue: ignored, no filteroperator is set, so the run reads the whole table",
+                "endvalue: ignored, no filteroperator is set, so the run reads the whole table",
+            ),
+            id="no-operator",
+        ),
+    ],
+)
+def test_a_value_the_operator_does_not_take_is_ignored_with_a_note(
+    blog_item: dict[str, Any],
+    change: dict[str, Any],
+    values: tuple[str | None, str | None],
+    notes: tuple[str, ...],
+) -> None:
+    raw = {key: value for key, value in {**blog_item, **change}.items() if value is not None}
+
+    item = ControlItem.parse(raw)
+
+    assert (item.start_value, item.end_value) == values
+    assert item.notes == notes
+
+
+@pytest.mark.parametrize(
+    ("operator", "start", "end"),
+    [
+        pytest.param("between", "9", "10", id="numbers"),  # as text "9" > "10"
+        pytest.param("between", Decimal("5"), "5", id="equal"),
+        # 08:00+02:00 is 06:00 UTC, before 07:00 (as text it sorts after it).
+        pytest.param("notbetween", "2026-11-21 08:00:00+02:00", "2026-11-21 07:00:00", id="times-in-utc"),
+        pytest.param("between", "A12", "B1", id="text"),
+    ],
+)
+def test_a_range_in_order_is_valid(blog_item: dict[str, Any], operator: str, start: object, end: str) -> None:
+    item = ControlItem.parse({**blog_item, "filteroperator": operator, "startvalue": start, "endvalue": end})
+
+    assert item.filter_operator == operator
+
+
+def test_the_attributes_the_handlers_write_keep_an_item_valid(blog_item: dict[str, Any]) -> None:
+    """After its first run an item holds run state and a lock; those must never make it invalid."""
+    raw = {
+        **blog_item,
+        "watermark": Decimal("590"),
+        "lastRunId": "mlb_data-20261121T0700Z",
+        "lastRunStatus": "FAILED",
+        "lastRunTime": "2026-11-21T07:05:00Z",
+        "lastRunError": "Glue job failed",
+        "lastFailedState": "Run Glue job",
+        "lastRunStats": {"rowsRead": Decimal("10"), "rowsInserted": Decimal("10")},
+        "lockHolder": "mlb_data-20261121T0800Z",
+        "lockTime": "2026-11-21T08:00:00Z",
+    }
+
+    assert ControlItem.parse(raw).lock_holder == "mlb_data-20261121T0800Z"
+    # Whatever a handler's write adds to these lists must be an attribute the model knows.
+    assert set(RUN_STATE_ATTRIBUTES) | set(LOCK_ATTRIBUTES) <= ControlItem.attribute_names()
 
 
 def test_run_statistics_must_be_non_negative_counts(blog_item: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -208,7 +209,10 @@ def test_an_item_may_override_our_defaults(blog_item: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("prefixes", "expected"),
     [
-        ({"ouputs3Prefix": "mlb_data"}, "s3://raw-bucket/bronze/mlb_data/dbo_Orders/dbo_Orders-20261121T0700Z/"),
+        (
+            {"ouputs3Prefix": "mlb_data"},
+            "s3://raw-bucket/bronze/mlb_data/dbo_Orders/dbo_Orders-20261121T0700Z/",
+        ),
         (
             {"ouputs3Prefix": "old", "outputS3Prefix": "/sales/eu/"},
             "s3://raw-bucket/bronze/sales/eu/dbo_Orders/dbo_Orders-20261121T0700Z/",
@@ -223,3 +227,46 @@ def test_the_output_prefix_groups_bronze_files_and_the_correct_spelling_wins(pre
 def test_an_output_prefix_that_is_no_s3_folder_is_an_invalid_item(prefix) -> None:
     with pytest.raises(InvalidControlItem, match=r"outputS3Prefix: .* is not an S3 folder"):
         plan_of({**ORDERS, "outputS3Prefix": prefix})
+
+
+def _filters(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    filters: list[dict[str, Any]] = json.loads(plan["tableMapping"])["rules"][0]["filters"]
+    return filters
+
+
+def test_the_blog_items_ignored_endvalue_does_not_reach_the_table_mapping(blog_lte_item_path: Path) -> None:
+    plan = plan_of(json.loads(blog_lte_item_path.read_text()))
+
+    assert _filters(plan) == [
+        {
+            "filter-type": "source",
+            "column-name": "mlb_id",
+            "filter-conditions": [{"filter-operator": "lte", "value": "1"}],
+        }
+    ]
+    assert (plan["previousWatermark"], plan["appendAfter"]) == (None, "")
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        pytest.param(
+            {"filteroperator": "notnull"},
+            [
+                {
+                    "filter-type": "source",
+                    "column-name": "mlb_id",
+                    "filter-conditions": [{"filter-operator": "notnull"}],
+                }
+            ],
+            id="notnull",
+        ),
+        pytest.param({"filteroperator": None, "filtercolumn": None}, [], id="no-operator"),
+    ],
+)
+def test_values_an_operator_does_not_take_do_not_reach_the_table_mapping(
+    change: dict[str, Any], expected: list[dict[str, Any]]
+) -> None:
+    raw = {key: value for key, value in {**MLB_APPEND, **change}.items() if value is not None}
+
+    assert _filters(plan_of(raw)) == expected

@@ -4,6 +4,11 @@ Items written for the AWS blog post (all values strings, `ouputs3Prefix` misspel
 attributes icetide added are optional. DynamoDB attribute names are the field aliases, Python names
 are snake_case. `ControlItem.parse` turns every problem into one "attribute: reason" line, so a user
 fixing an item sees all field problems at once.
+
+Two things are deliberately not problems, because the blog's own item has them: a filter value the
+operator does not take (the blog sets `endvalue` on an `lte` filter) is dropped, with a note the
+callers show; and values may be numbers or strings. An attribute the model does not know *is* a
+problem: it is most often a typo of one that matters (`primarykeys` would silently drop the keys).
 """
 
 from __future__ import annotations
@@ -16,12 +21,22 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
-from icetide.control.problems import problem_lines
+from icetide.control.problems import attribute_of, likely_meant, problem_lines, unknown_attribute_lines
 from icetide.control.values import as_decimal, scalar_text
 from icetide.dms.operators import OPERATOR_NAMES, VALUE_SHAPES, FilterOperator, ValueShape, parse_operator
 from icetide.errors import InvalidControlItem
+from icetide.watermark import compare
 
 TARGET_TABLE_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 SOURCE_NAME_MAX_LENGTH = 128
@@ -208,6 +223,53 @@ def _watermark(value: object) -> Decimal | str | None:
     return Decimal(text)
 
 
+# The filter values each operator's DMS condition carries, by their control-item names.
+_FILTER_VALUE_ATTRIBUTES = ("startvalue", "endvalue")
+_VALUES_TAKEN: dict[ValueShape, tuple[str, ...]] = {
+    ValueShape.ONE: ("startvalue",),
+    ValueShape.RANGE: _FILTER_VALUE_ATTRIBUTES,
+    ValueShape.NONE: (),
+}
+
+
+def _without_ignored_values(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`raw` without the filter values its operator does not take, and one note per value dropped.
+
+    The blog's item sets `endvalue` on an `lte` filter; DMS would never read it, so it is not an
+    error, but it must not reach a run either: dropping it here means no later code can use it.
+    """
+    kept = dict(raw)
+    if _is_unset(raw.get("filteroperator")):
+        taken: tuple[str, ...] = ()
+        reason = "no filteroperator is set, so the run reads the whole table"
+    else:
+        try:
+            operator = parse_operator(raw["filteroperator"])
+        except ValueError:
+            return kept, []  # the operator's own problem line says what is wrong
+        taken = _VALUES_TAKEN[VALUE_SHAPES[operator]]
+        takes = f"takes only {taken[0]}" if taken else "takes no value"
+        reason = f"filteroperator {operator} {takes}"
+    notes = []
+    for attribute in _FILTER_VALUE_ATTRIBUTES:
+        if attribute not in taken and not _is_unset(kept.get(attribute)):
+            del kept[attribute]
+            notes.append(f"{attribute}: ignored, {reason}")
+    return kept, notes
+
+
+def _order(start: str, end: str) -> int:
+    """-1, 0 or 1 as a range's start is below, at or above its end.
+
+    Numbers compare as numbers ("9" < "10") and ISO times as instants, as the source column would;
+    anything else (or a number against a time) compares as text.
+    """
+    try:
+        return compare(start, end)
+    except ValueError:
+        return (start > end) - (start < end)
+
+
 def _count(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError(f"must be a whole number, got the boolean {value}")
@@ -254,12 +316,15 @@ def _default_load_mode(data: dict[str, Any]) -> LoadMode:
 class ControlItem(BaseModel):
     """One table's control item.
 
-    Build it with `ControlItem.parse(raw)`, which raises only InvalidControlItem. (`model_validate`
-    raises pydantic's ValidationError for single-attribute problems and InvalidControlItem for rules
-    that tie attributes together, such as an operator's values.)
+    Build it with `ControlItem.parse(raw)`, which raises only InvalidControlItem, one line per problem,
+    and also refuses what is not a mapping at all. `notes` then lists what the item sets but no run uses.
     """
 
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    # Unknown attributes are reported (with a suggestion) before pydantic sees the item; "forbid" only
+    # guards against a caller that bypasses that.
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    _notes: tuple[str, ...] = PrivateAttr(default=())
 
     # Blog attributes.
     target_table_name: Annotated[str, BeforeValidator(_target_table_name)] = Field(alias="targetTableName")
@@ -315,6 +380,40 @@ class ControlItem(BaseModel):
         except ValidationError as exc:
             raise InvalidControlItem(problem_lines(exc)) from None
 
+    @classmethod
+    def attribute_names(cls) -> frozenset[str]:
+        """Every attribute a control item may hold, spelt as in DynamoDB (run state and lock included)."""
+        return frozenset(field.alias or name for name, field in cls.model_fields.items())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_as_written(cls, data: Any, handler: ModelWrapValidatorHandler[ControlItem]) -> ControlItem:
+        # Unknown attributes and ignored values are judged on the item as written, before the fields
+        # are validated; all problems then leave as one InvalidControlItem.
+        if not isinstance(data, Mapping):
+            return handler(data)
+        known = cls.attribute_names()
+        unknown = unknown_attribute_lines(data, known)
+        used, notes = _without_ignored_values({key: value for key, value in data.items() if key in known})
+        try:
+            item = handler(used)
+        except ValidationError as exc:
+            problems = problem_lines(exc)
+        except InvalidControlItem as exc:
+            problems = exc.errors
+        else:
+            problems = []
+        if unknown:
+            # `sourcetable` for sourceTable also makes sourceTable "missing"; that echo of the typo
+            # would only hide the line that names it.
+            misspelt = {likely_meant(name, known) for name in unknown} - set(data)
+            problems = [line for line in problems if attribute_of(line) not in misspelt]
+        problems = [*problems, *unknown.values()]
+        if problems:
+            raise InvalidControlItem(problems)
+        item._notes = tuple(notes)
+        return item
+
     @model_validator(mode="after")
     def _check_attributes_together(self) -> ControlItem:
         # Raised as InvalidControlItem, not ValueError, so pydantic lets it through unchanged and each
@@ -325,29 +424,25 @@ class ControlItem(BaseModel):
         return self
 
     def _filter_problems(self) -> list[str]:
+        # Values the operator does not take were already dropped (with a note) before validation.
         operator = self.filter_operator
         if operator is None:
-            problems = [] if self.filter_column is None else [
-                f"filteroperator: required when filtercolumn is set; use one of {OPERATOR_NAMES}"
-            ]
-            return problems + [
-                f"{attribute}: has no effect without filteroperator; remove it or set filteroperator"
-                for attribute, value in (("startvalue", self.start_value), ("endvalue", self.end_value))
-                if value is not None
-            ]
+            if self.filter_column is None:
+                return []
+            return [f"filteroperator: required when filtercolumn is set; use one of {OPERATOR_NAMES}"]
         problems = [] if self.filter_column else [f"filtercolumn: required when filteroperator is {operator}"]
-        shape = VALUE_SHAPES[operator]
-        wanted = {
-            ValueShape.ONE: ("startvalue",),
-            ValueShape.RANGE: ("startvalue", "endvalue"),
-            ValueShape.NONE: (),
-        }[shape]
-        for attribute, value in (("startvalue", self.start_value), ("endvalue", self.end_value)):
-            if attribute in wanted and value is None:
-                problems.append(f"{attribute}: required when filteroperator is {operator}")
-            elif attribute not in wanted and value is not None:
-                takes = " and ".join(wanted) if wanted else "no value"
-                problems.append(f"{attribute}: filteroperator {operator} takes {takes}; remove {attribute}")
+        values = {"startvalue": self.start_value, "endvalue": self.end_value}
+        problems += [
+            f"{attribute}: required when filteroperator is {operator}"
+            for attribute in _VALUES_TAKEN[VALUE_SHAPES[operator]]
+            if values[attribute] is None
+        ]
+        start, end = self.start_value, self.end_value
+        if start is not None and end is not None and _order(start, end) > 0:
+            problems.append(
+                f"startvalue: {start!r} is above endvalue {end!r}; "
+                f"filteroperator {operator} takes the lower value as startvalue"
+            )
         return problems
 
     def _load_mode_problems(self) -> list[str]:
@@ -363,6 +458,15 @@ class ControlItem(BaseModel):
                 "append those rows twice (set primaryKeys, or remove lookback)"
             ]
         return []
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One `attribute: ignored, why` line for each value the item sets that no run will use.
+
+        Worth showing (the CLI prints them, StartWorkflow logs them as warnings), never an error: the
+        blog's own item has such a value.
+        """
+        return self._notes
 
     @property
     def is_active(self) -> bool:

@@ -33,8 +33,8 @@ demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step
 	$(BIN)/icetide local demo
 
 lint: venv ## ruff, mypy, ASL and template checks
-	$(BIN)/ruff check functions glue_jobs cli local tests
-	$(BIN)/mypy functions/icetide functions/handlers glue_jobs/icetide_glue cli/icetide_cli local/icetide_local
+	$(BIN)/ruff check functions deploy glue_jobs cli local tests
+	$(BIN)/mypy functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local
 
 build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
 	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }

@@ -26,6 +26,22 @@ def resources_of_type(resource_type: str) -> dict[str, dict[str, Any]]:
     return {name: r for name, r in template()["Resources"].items() if r["Type"] == resource_type}
 
 
+def custom_resource_functions() -> dict[str, dict[str, Any]]:
+    """The functions behind the custom resources (their ServiceToken): deployment machinery, not icetide's."""
+    tokens = {
+        resource["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+        for resource in template()["Resources"].values()
+        if resource["Type"].startswith("Custom::")
+    }
+    return {name: r for name, r in resources_of_type(SERVERLESS_FUNCTION).items() if name in tokens}
+
+
+def icetide_functions() -> dict[str, dict[str, Any]]:
+    """The icetide Lambdas: every serverless function except the custom resources' ones."""
+    machinery = custom_resource_functions()
+    return {name: r for name, r in resources_of_type(SERVERLESS_FUNCTION).items() if name not in machinery}
+
+
 def function_globals() -> dict[str, Any]:
     return dict(template().get("Globals", {}).get("Function", {}))
 

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from deploy.template_model import REPO_ROOT, SERVERLESS_FUNCTION, function_property, resources_of_type
+from deploy.template_model import (
+    REPO_ROOT,
+    SERVERLESS_FUNCTION,
+    custom_resource_functions,
+    function_property,
+    icetide_functions,
+    resources_of_type,
+)
 
 SAM = REPO_ROOT / ".venv-sam" / "bin" / "sam"
 # pydantic-core's compiled module for Linux on Graviton: present only in an arm64 build.
@@ -63,7 +70,10 @@ def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
     for name in resources_of_type(SERVERLESS_FUNCTION):
         module = function_property(name, "Handler").rpartition(".")[0]
         assert (build_dir / name / f"{module.replace('.', '/')}.py").is_file(), name
+    for name in icetide_functions():
         assert (build_dir / name / ARM64_PYDANTIC_CORE).is_file(), f"{name} is not built for arm64"
+    for name in custom_resource_functions():
+        assert (build_dir / name / "crhelper" / "__init__.py").is_file(), f"{name} lacks its requirements"
     layer = build_dir / "GlueCodeLayer" / "python"
     assert (layer / "bronze_to_silver.py").is_file()
     assert (layer / "icetide_glue" / "__init__.py").is_file()

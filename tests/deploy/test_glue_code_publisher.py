@@ -1,41 +1,48 @@
-"""The GlueCode custom resource: its inline function copies the Glue job's code out of the layer.
+"""The GlueCode custom resource: its function copies the Glue job's code out of the layer.
 
-The function's source is read from template.yaml itself, so these tests check what is deployed.
+The function is deploy/glue_code_publisher/glue_code_publisher.py, imported as Lambda imports it
+(CodeUri deploy/glue_code_publisher/). crhelper answers CloudFormation over HTTPS: the tests answer
+with a local HTTPS stand-in for the pre-signed response URL and check what it receives.
 """
 
 from __future__ import annotations
 
+import datetime
 import http.server
 import io
+import ipaddress
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import threading
-import types
 import zipfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from moto import mock_aws
 
-from deploy.template_model import REPO_ROOT, template
+import glue_code_publisher
+from deploy.template_model import REPO_ROOT
+
+# crhelper retries an answer that does not arrive without end: fail instead of hanging.
+pytestmark = pytest.mark.timeout(60)
 
 BUCKET = "icetide-raw-test"
 SCRIPT = b"print('bronze to silver')\n"
-
-
-@pytest.fixture
-def publisher() -> types.ModuleType:
-    source = template()["Resources"]["GlueCodePublisherFunction"]["Properties"]["Code"]["ZipFile"]
-    module = types.ModuleType("glue_code_publisher")
-    # Lambda runs this text as index.py; executing it here tests exactly that text.
-    exec(compile(source, "template.yaml:GlueCodePublisherFunction", "exec"), module.__dict__)  # noqa: S102
-    return module
+STACK_ID = "arn:aws:cloudformation:eu-west-1:123456789012:stack/icetide/4c1b7a52-5d0e-4f6a-9a43-0d8f4a1e2b3c"
+# A pre-signed S3 URL's path and query, as CloudFormation hands it out.
+RESPONSE_PATH = "/cloudformation-response/GlueCode?X-Amz-Expires=7200&X-Amz-Signature=abc123"
 
 
 def layer_zip(
@@ -63,8 +70,8 @@ def zip_entries(content: bytes) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
-def test_artifacts_are_the_script_and_the_package_modules_only(publisher: types.ModuleType) -> None:
-    script, package = publisher.glue_artifacts(layer_zip(GLUE_LAYER))
+def test_artifacts_are_the_script_and_the_package_modules_only() -> None:
+    script, package = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER))
 
     assert script == SCRIPT
     assert zip_entries(package) == {
@@ -73,11 +80,11 @@ def test_artifacts_are_the_script_and_the_package_modules_only(publisher: types.
     }
 
 
-def test_the_same_code_gives_the_same_package_bytes(publisher: types.ModuleType) -> None:
+def test_the_same_code_gives_the_same_package_bytes() -> None:
     reordered = dict(reversed(list(GLUE_LAYER.items())))
 
-    _, first = publisher.glue_artifacts(layer_zip(GLUE_LAYER))
-    _, second = publisher.glue_artifacts(layer_zip(reordered, date=(2027, 1, 2, 3, 4, 5)))
+    _, first = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER))
+    _, second = glue_code_publisher.glue_artifacts(layer_zip(reordered, date=(2027, 1, 2, 3, 4, 5)))
 
     assert first == second
 
@@ -89,25 +96,21 @@ def test_the_same_code_gives_the_same_package_bytes(publisher: types.ModuleType)
         ("python/icetide_glue/__init__.py", "__init__.py"),
     ],
 )
-def test_a_layer_without_the_glue_code_is_refused(
-    publisher: types.ModuleType, missing: str, named: str
-) -> None:
+def test_a_layer_without_the_glue_code_is_refused(missing: str, named: str) -> None:
     incomplete = {name: content for name, content in GLUE_LAYER.items() if name != missing}
 
-    with pytest.raises(publisher.GlueCodeMissing, match=re.escape(named)):
-        publisher.glue_artifacts(layer_zip(incomplete))
+    with pytest.raises(glue_code_publisher.GlueCodeMissing, match=re.escape(named)):
+        glue_code_publisher.glue_artifacts(layer_zip(incomplete))
 
 
-def test_the_real_glue_package_imports_from_the_published_zip(
-    publisher: types.ModuleType, tmp_path: Path
-) -> None:
+def test_the_real_glue_package_imports_from_the_published_zip(tmp_path: Path) -> None:
     # What `sam build` puts in the layer: glue_jobs/ copied under python/.
     glue_jobs = REPO_ROOT / "glue_jobs"
     sources = {
         f"python/{path.relative_to(glue_jobs).as_posix()}": path.read_bytes()
         for path in glue_jobs.rglob("*.py")
     }
-    _, package = publisher.glue_artifacts(layer_zip(sources))
+    _, package = glue_code_publisher.glue_artifacts(layer_zip(sources))
     extra_py_files = tmp_path / "icetide_glue.zip"
     extra_py_files.write_bytes(package)
 
@@ -130,22 +133,102 @@ def test_the_real_glue_package_imports_from_the_published_zip(
     assert result.stdout.strip() == str(extra_py_files / "icetide_glue" / "arguments.py")
 
 
+@dataclass(frozen=True)
+class Put:
+    """One request that reached the response URL."""
+
+    path: str
+    content_type: str | None
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResponseUrl:
+    """CloudFormation's pre-signed response URL, stood in for by a local HTTPS server."""
+
+    url: str
+    received: list[Put]
+
+
 class Responses:
-    """What the function answered CloudFormation, captured instead of an HTTP PUT."""
+    """What the function answered CloudFormation: Status, PhysicalResourceId, Data, Reason."""
 
-    def __init__(self) -> None:
-        self.answers: list[dict[str, Any]] = []
+    def __init__(self, received: list[Put]) -> None:
+        self._received = received
 
-    def __call__(
-        self, event: dict[str, Any], status: str, physical_id: str, data: dict[str, Any], reason: str
-    ) -> None:
-        self.answers.append(
-            {"Status": status, "PhysicalResourceId": physical_id, "Data": data, "Reason": reason}
-        )
+    @property
+    def answers(self) -> list[dict[str, Any]]:
+        fields = ("Status", "PhysicalResourceId", "Data", "Reason")
+        return [{field: put.body[field] for field in fields} for put in self._received]
 
     @property
     def last(self) -> dict[str, Any]:
         return self.answers[-1]
+
+
+class LambdaContext:
+    """The part of Lambda's context crhelper reads: the time left, to answer before a timeout."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 120_000  # the function's Timeout
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key: crhelper answers over HTTPS only."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cloudformation-response stand-in")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder = tmp_path_factory.mktemp("tls")
+    (folder / "certificate.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return folder / "certificate.pem", folder / "key.pem"
+
+
+@pytest.fixture
+def response_url(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[ResponseUrl]:
+    received: list[Put] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(Put(self.path, self.headers.get("Content-Type"), json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(*certificate)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    # crhelper checks the server against the default trust store, which OpenSSL reads from here.
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield ResponseUrl(f"https://127.0.0.1:{server.server_port}{RESPONSE_PATH}", received)
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
 
 
 @pytest.fixture
@@ -159,13 +242,11 @@ def s3() -> Iterator[Any]:
 
 
 @pytest.fixture
-def invoke(publisher: types.ModuleType, s3: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Responses]:
-    """Run the handler as CloudFormation would, with the layer download and the answer stubbed."""
-    responses = Responses()
-    monkeypatch.setattr(publisher, "respond", responses)
+def invoke(s3: Any, response_url: ResponseUrl, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Responses]:
+    """Run the handler as CloudFormation would, with the layer download stubbed."""
 
     def run(request_type: str, layer: bytes = b"", physical_id: str | None = None) -> Responses:
-        monkeypatch.setattr(publisher, "download_layer", lambda arn: layer)
+        monkeypatch.setattr(glue_code_publisher, "download_layer", lambda arn: layer)
         event = {
             "RequestType": request_type,
             "ResourceProperties": {
@@ -173,15 +254,15 @@ def invoke(publisher: types.ModuleType, s3: Any, monkeypatch: pytest.MonkeyPatch
                 "Bucket": BUCKET,
                 "Prefix": "glue",
             },
-            "StackId": "stack",
+            "StackId": STACK_ID,
             "RequestId": "request",
             "LogicalResourceId": "GlueCode",
-            "ResponseURL": "https://cloudformation-response.invalid/",
+            "ResponseURL": response_url.url,
         }
         if physical_id is not None:
             event["PhysicalResourceId"] = physical_id
-        publisher.handler(event, None)
-        return responses
+        glue_code_publisher.handler(event, LambdaContext())
+        return Responses(response_url.received)
 
     return run
 
@@ -242,43 +323,35 @@ def test_a_failure_reaches_cloudformation_with_its_cause(invoke: Any, s3: Any) -
     assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
 
 
-def test_respond_puts_the_answer_cloudformation_expects(publisher: types.ModuleType) -> None:
-    received: list[tuple[str, dict[str, Any]]] = []
+def test_a_failed_create_leaves_an_id_that_the_following_delete_ignores(invoke: Any, s3: Any) -> None:
+    without_package = {k: v for k, v in GLUE_LAYER.items() if not k.startswith("python/icetide_glue/")}
+    failed = invoke("Create", layer_zip(without_package)).last["PhysicalResourceId"]
 
-    class ResponseUrl(http.server.BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((self.command, json.loads(body)))
-            self.send_response(200)
-            self.end_headers()
+    # CloudFormation rolls a failed create back by deleting the resource under the id it was given.
+    answer = invoke("Delete", physical_id=failed).last
 
-        def log_message(self, *args: Any) -> None:
-            pass
+    assert not failed.startswith("s3://")
+    assert answer == {"Status": "SUCCESS", "PhysicalResourceId": failed, "Data": {}, "Reason": ""}
+    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), ResponseUrl)
-    thread = threading.Thread(target=server.handle_request)
-    thread.start()
-    event = {
-        "StackId": "arn:stack",
-        "RequestId": "r-1",
+
+def test_cloudformation_receives_the_answer_it_expects(invoke: Any, response_url: ResponseUrl) -> None:
+    folder = invoke("Create", layer_zip(GLUE_LAYER)).last["PhysicalResourceId"]
+
+    (put,) = response_url.received
+    assert put.path == RESPONSE_PATH
+    # The pre-signed URL is signed for an empty Content-Type.
+    assert put.content_type == ""
+    assert put.body == {
+        "Status": "SUCCESS",
+        "Reason": "",
+        "PhysicalResourceId": folder,
+        "StackId": STACK_ID,
+        "RequestId": "request",
         "LogicalResourceId": "GlueCode",
-        "ResponseURL": f"http://127.0.0.1:{server.server_port}/answer",
+        "Data": {
+            "ScriptLocation": f"{folder}bronze_to_silver.py",
+            "ExtraPyFiles": f"{folder}icetide_glue.zip",
+        },
+        "NoEcho": False,
     }
-    publisher.respond(event, "SUCCESS", "s3://b/glue/abc/", {"ScriptLocation": "s3://b/glue/abc/s.py"}, "")
-    thread.join(timeout=10)
-    server.server_close()
-
-    assert received == [
-        (
-            "PUT",
-            {
-                "Status": "SUCCESS",
-                "Reason": "see the function's log",
-                "PhysicalResourceId": "s3://b/glue/abc/",
-                "StackId": "arn:stack",
-                "RequestId": "r-1",
-                "LogicalResourceId": "GlueCode",
-                "Data": {"ScriptLocation": "s3://b/glue/abc/s.py"},
-            },
-        )
-    ]

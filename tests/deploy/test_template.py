@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,15 +13,18 @@ import pytest
 from deploy.settings_reads import SETTINGS_FIELDS, settings_read_by
 from deploy.template_model import (
     REPO_ROOT,
-    SERVERLESS_FUNCTION,
+    custom_resource_functions,
     function_property,
     global_environment,
+    icetide_functions,
     own_environment,
     resources_of_type,
+    template,
 )
 from icetide_glue.arguments import OPTIONAL_ARGUMENTS, REQUIRED_ARGUMENTS
 
-FUNCTIONS = sorted(resources_of_type(SERVERLESS_FUNCTION))
+FUNCTIONS = sorted(icetide_functions())
+CUSTOM_RESOURCE_FUNCTIONS = sorted(custom_resource_functions())
 ASL_PATH = REPO_ROOT / "statemachine" / "table_run.asl.json"
 SUBSTITUTIONS_PATH = REPO_ROOT / "statemachine" / "substitutions.json"
 # Powertools reads these itself (docs/contracts.md, "Environment variables").
@@ -63,6 +67,37 @@ def test_function_handler_resolves_to_a_callable_in_the_one_code_uri(function_na
     handler = getattr(importlib.import_module(module_name), attribute, None)
 
     assert callable(handler), f"{function_name}: {module_name}.{attribute} is not a callable"
+
+
+def test_the_glue_code_is_published_by_a_custom_resource_function() -> None:
+    assert CUSTOM_RESOURCE_FUNCTIONS == ["GlueCodePublisherFunction"]
+
+
+@pytest.mark.parametrize("function_name", CUSTOM_RESOURCE_FUNCTIONS)
+def test_custom_resource_handler_is_a_module_in_its_own_code_uri_under_deploy(function_name: str) -> None:
+    code_uri = function_property(function_name, "CodeUri")
+    module_name, _, attribute = function_property(function_name, "Handler").rpartition(".")
+
+    assert re.fullmatch(r"deploy/[a-z_]+/", code_uri), f"{function_name}: {code_uri}"
+    assert (REPO_ROOT / code_uri / f"{module_name.replace('.', '/')}.py").is_file()
+    # `sam build` installs what the module imports beyond the runtime's boto3 from here.
+    assert (REPO_ROOT / code_uri / "requirements.txt").is_file()
+    assert callable(getattr(importlib.import_module(module_name), attribute, None))
+
+
+def _keys(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            yield from _keys(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _keys(item)
+
+
+def test_template_holds_no_inline_program_code() -> None:
+    # Code inside the template would escape ruff, mypy and the tests' normal imports.
+    assert {"ZipFile", "InlineCode"} & set(_keys(template())) == set()
 
 
 def test_every_handler_module_is_deployed_once() -> None:

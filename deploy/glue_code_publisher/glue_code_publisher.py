@@ -1,0 +1,130 @@
+"""Publish the Glue job's script and a zip of its icetide_glue package to S3 (custom resource GlueCode).
+
+Why: `sam package` uploads a layer's content but has no property for a Glue job's --extra-py-files.
+This custom resource copies both out of the layer version named in its properties into a folder
+named after their content, so a code change gives the job new locations (and CloudFormation deletes
+the old folder after a successful update). crhelper answers CloudFormation, which otherwise waits an
+hour for the resource: on success, on failure, and just before the function would time out.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from crhelper import CfnResource
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+SCRIPT = "bronze_to_silver.py"
+PACKAGE = "icetide_glue"
+LAYER_ROOT = "python/"  # where a python3.x layer build puts the sources
+# A fixed date makes the zip depend on the code only: same code, same folder.
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+# crhelper sets the root logger to log_level: its DEBUG default would log every event, pre-signed
+# response URL included; failures are logged at ERROR with their traceback. A Delete is answered at
+# once: each update of the Glue code deletes the previous folder, and waiting for the logs to flush
+# would slow every deploy.
+helper = CfnResource(log_level="WARNING", sleep_on_delete=0)
+
+Event = dict[str, Any]
+Step = Callable[[Event, Any], str | None]
+
+
+class GlueCodeMissing(Exception):
+    """The layer does not hold the Glue script or package (a build or ContentUri mistake)."""
+
+
+class PublishFailed(Exception):
+    """A step failed; the message names the original error, since CloudFormation shows only the text."""
+
+
+def glue_artifacts(layer_zip: bytes) -> tuple[bytes, bytes]:
+    """(script bytes, package zip bytes) taken from the bytes of a layer zip."""
+    with zipfile.ZipFile(io.BytesIO(layer_zip)) as layer:
+        names = set(layer.namelist())
+        if LAYER_ROOT + SCRIPT not in names:
+            raise GlueCodeMissing(f"the layer has no {LAYER_ROOT}{SCRIPT}")
+        modules = sorted(n for n in names if n.startswith(f"{LAYER_ROOT}{PACKAGE}/") and n.endswith(".py"))
+        if f"{LAYER_ROOT}{PACKAGE}/__init__.py" not in modules:
+            raise GlueCodeMissing(f"the layer has no {LAYER_ROOT}{PACKAGE}/__init__.py")
+        package = io.BytesIO()
+        with zipfile.ZipFile(package, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name in modules:
+                entry = zipfile.ZipInfo(name[len(LAYER_ROOT) :], date_time=ZIP_DATE)
+                archive.writestr(entry, layer.read(name), zipfile.ZIP_DEFLATED)
+        return layer.read(LAYER_ROOT + SCRIPT), package.getvalue()
+
+
+def publish(s3: S3Client, bucket: str, prefix: str, layer_zip: bytes) -> tuple[dict[str, str], str]:
+    """Upload script and package; returns (their s3:// locations, the folder's s3:// URI)."""
+    script, package = glue_artifacts(layer_zip)
+    folder = f"{prefix.strip('/')}/{hashlib.sha256(script + package).hexdigest()[:16]}"
+    s3.put_object(Bucket=bucket, Key=f"{folder}/{SCRIPT}", Body=script)
+    s3.put_object(Bucket=bucket, Key=f"{folder}/{PACKAGE}.zip", Body=package)
+    locations = {
+        "ScriptLocation": f"s3://{bucket}/{folder}/{SCRIPT}",
+        "ExtraPyFiles": f"s3://{bucket}/{folder}/{PACKAGE}.zip",
+    }
+    return locations, f"s3://{bucket}/{folder}/"
+
+
+def unpublish(s3: S3Client, folder_uri: str) -> None:
+    """Delete what publish wrote; a resource whose creation failed wrote nothing."""
+    if not folder_uri.startswith("s3://"):
+        return
+    bucket, _, folder = folder_uri[len("s3://") :].partition("/")
+    for name in (SCRIPT, f"{PACKAGE}.zip"):
+        s3.delete_object(Bucket=bucket, Key=folder + name)
+
+
+def download_layer(layer_version_arn: str) -> bytes:
+    """The bytes of a layer version's zip (a pre-signed URL that Lambda hands out)."""
+    layer = boto3.client("lambda").get_layer_version_by_arn(Arn=layer_version_arn)
+    # The URL is Lambda's own pre-signed https URL, not user input.
+    with urllib.request.urlopen(layer["Content"]["Location"], timeout=60) as response:  # noqa: S310
+        return bytes(response.read())
+
+
+def _reason_names_the_error(step: Step) -> Step:
+    """crhelper reports str(error) alone; "GlueCodeMissing: ..." says more than the message."""
+
+    @functools.wraps(step)
+    def run(event: Event, context: Any) -> str | None:
+        try:
+            return step(event, context)
+        except Exception as error:
+            raise PublishFailed(f"{type(error).__name__}: {error}") from error
+
+    return run
+
+
+@helper.create
+@helper.update
+@_reason_names_the_error
+def publish_the_layers_code(event: Event, _context: Any) -> str:
+    """Publish the layer's Glue code; the folder is the physical id, so new code replaces the resource."""
+    properties = event["ResourceProperties"]
+    layer_zip = download_layer(properties["LayerVersionArn"])
+    locations, folder = publish(boto3.client("s3"), properties["Bucket"], properties["Prefix"], layer_zip)
+    helper.Data.update(locations)
+    return folder
+
+
+@helper.delete
+@_reason_names_the_error
+def unpublish_the_folder(event: Event, _context: Any) -> None:
+    unpublish(boto3.client("s3"), event["PhysicalResourceId"])
+
+
+def handler(event: Event, context: Any) -> None:
+    """The Lambda entry point: crhelper calls the step for the request type and answers CloudFormation."""
+    helper(event, context)

@@ -4,6 +4,12 @@ On Glue the arguments come through ``getResolvedOptions`` and the catalog (Glue 
 S3FileIO) through the job's ``--conf`` / ``--datalake-formats``. Without awsglue the same
 ``--name value`` arguments go through argparse, and ``--warehouse DIR`` selects a local
 file-system catalog. The run manifest is printed as the last line of stdout.
+
+A refused run (an :class:`~icetide_glue.errors.IcetideJobError`) still fails the job run, so the
+state machine's Catch sees it, but with one line, ``<ErrorName>: <message>``: Glue shows the last
+exception's message as the run's ``ErrorMessage`` (Step Functions passes it on inside a
+``States.TaskFailed`` cause), and the failure record takes the error's name from its start
+(``icetide.failure``).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from icetide_glue.arguments import JobArguments, parse_command_line, parse_glue_options
+from icetide_glue.errors import IcetideJobError
 from icetide_glue.job import run_job
 from icetide_glue.manifest import manifest_line
 
@@ -46,8 +53,15 @@ def build_session(args: JobArguments) -> SparkSession:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the job; ``argv`` excludes the program name (default: ``sys.argv[1:]``)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    args = resolve_arguments(arguments)
-    manifest = run_job(build_session(args), args)
+    try:
+        args = resolve_arguments(arguments)
+        manifest = run_job(build_session(args), args)
+    except IcetideJobError as error:
+        # Re-raised, not swallowed: the job run must fail. Its message starts with the error's
+        # name whether or not Glue prefixes the class name itself (the failure record drops a
+        # repeated name); the traceback stays in the job's error log.
+        error.args = (error.summary(),)
+        raise
     print(manifest_line(manifest), flush=True)
     return manifest
 

@@ -120,15 +120,22 @@ def job_arguments(args: argparse.Namespace) -> JobArguments:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Handler of `icetide job run`: errors go to stderr with exit code 1, the manifest to stdout."""
+    """Handler of `icetide job run`: errors go to stderr as ONE line with exit code 1, the manifest
+    to stdout.
+
+    Spark logs a failed task's Java stack trace at ERROR level as well, on the same terminal; the
+    job turns such failures into named errors (e.g. an unreadable bronze file), so only fatal JVM
+    logs are kept while the job runs here.
+    """
     try:
         job_args = job_arguments(args)
         spark = local_spark_session(
             Path(args.warehouse), catalog=DEFAULT_LOCAL_CATALOG, app_name="icetide-job-run"
         )
+        spark.sparkContext.setLogLevel("FATAL")
         manifest = run_job(spark, job_args)
     except (IcetideJobError, JarFetchError) as error:
-        print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
         return EXIT_JOB_FAILED
     print(manifest_line(manifest), flush=True)
     return EXIT_OK

@@ -1,7 +1,8 @@
 """One pass over a run's changes before anything is written: what was read, and can it be applied?
 
 Every check runs before the silver table is created or altered, so a batch that cannot be
-applied leaves silver exactly as it was.
+applied leaves silver exactly as it was. It is also the first action on the bronze rows: a file
+whose pages Spark cannot decode fails here, as :class:`UnreadableBronzeFile` naming the file.
 """
 
 from __future__ import annotations
@@ -13,13 +14,18 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN
+from icetide_glue.bronze import translate_unreadable_file
 from icetide_glue.changes import column
-from icetide_glue.columns import CHANGE_TS, DELETE, INSERT, OP, UPDATE
+from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, INSERT, OP, UPDATE
 from icetide_glue.errors import InvalidChangeData
 from icetide_glue.watermark import WatermarkValue, check_watermark_type, watermark_aggregate, watermark_json
 
 # How many offending values an error message quotes.
 _SAMPLE_SIZE = 5
+# What the change sequence must be once normalised: digits (DMS's AR_H_CHANGE_SEQ string, or a
+# whole number padded to one width), compared as text. A blank one sorts like a missing one.
+_SEQUENCE_DIGITS = r"^[0-9]*$"
 
 
 @dataclass(frozen=True)
@@ -35,18 +41,25 @@ def _any_null(keys: Sequence[str]) -> Column:
 
 
 def inspect_batch(
-    changes: DataFrame, keys: Sequence[str], watermark_column: str | None, timestamp_column: str
+    changes: DataFrame,
+    keys: Sequence[str],
+    watermark_column: str | None,
+    timestamp_column: str,
+    change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN,
 ) -> BatchSummary:
     """Count the rows, find the new watermark, and reject rows that cannot be ordered or applied.
 
     ``changes`` is the output of :func:`icetide_glue.changes.normalize_changes`; ``keys`` and
-    ``watermark_column`` are spelled as in its columns.
+    ``watermark_column`` are spelled as in its columns. A sequence that is not digits would sort
+    as text against every later sequence of the key ("9" after "10"), so it is refused too.
     """
     unknown_op = ~F.col(OP).isin(INSERT, UPDATE, DELETE)
+    bad_sequence = F.col(CHANGE_SEQ).isNotNull() & ~F.col(CHANGE_SEQ).rlike(_SEQUENCE_DIGITS)
     aggregates = [
         F.count(F.lit(1)).alias("rows"),
         F.count_if(unknown_op).alias("unknown_ops"),
         F.count_if(F.col(CHANGE_TS).isNull()).alias("unreadable_times"),
+        F.count_if(bad_sequence).alias("bad_sequences"),
         (F.count_if(_any_null(keys)) if keys else F.lit(0)).alias("null_keys"),
     ]
     watermark_type = None
@@ -54,20 +67,24 @@ def inspect_batch(
         watermark_type = changes.schema[watermark_column].dataType
         check_watermark_type(watermark_column, watermark_type)
         aggregates.append(watermark_aggregate(column(watermark_column), watermark_type).alias("watermark"))
-    totals = changes.agg(*aggregates).first()
+    with translate_unreadable_file():
+        totals = changes.agg(*aggregates).first()
     assert totals is not None  # a global aggregate always returns one row
 
     problems = []
     if totals["unknown_ops"]:
-        values = [
-            row[0] for row in changes.where(unknown_op).select(OP).distinct().limit(_SAMPLE_SIZE).collect()
-        ]
-        examples = ", ".join(map(repr, values))
+        examples = _examples(changes, unknown_op, OP)
         problems.append(f"{totals['unknown_ops']} row(s) have an Op other than I, U or D (e.g. {examples})")
     if totals["unreadable_times"]:
         problems.append(
             f"{totals['unreadable_times']} row(s) have a {timestamp_column} that is not a "
             "'yyyy-MM-dd HH:mm:ss[.SSSSSS]' time, so their changes cannot be ordered"
+        )
+    if totals["bad_sequences"]:
+        examples = _examples(changes, bad_sequence, CHANGE_SEQ)
+        problems.append(
+            f"{totals['bad_sequences']} row(s) have a {change_sequence_column} that is not a string of "
+            f"digits (e.g. {examples}), so their changes cannot be ordered"
         )
     if totals["null_keys"]:
         problems.append(f"{totals['null_keys']} row(s) have a null primary key ({', '.join(keys)})")
@@ -78,3 +95,9 @@ def inspect_batch(
         watermark_json(totals["watermark"], watermark_type) if watermark_type is not None else None
     )
     return BatchSummary(rows_read=int(totals["rows"]), new_watermark=new_watermark)
+
+
+def _examples(changes: DataFrame, condition: Column, name: str) -> str:
+    """A few distinct offending values, quoted, for an error message."""
+    rows = changes.where(condition).select(name).distinct().limit(_SAMPLE_SIZE).collect()
+    return ", ".join(repr(row[0]) for row in rows)

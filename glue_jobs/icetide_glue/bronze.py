@@ -4,20 +4,28 @@ DMS names full-load files ``LOAD00000001.parquet`` … counting in hexadecimal (
 before ``LOAD0000000A``) and CDC files by time (``yyyyMMdd-HHmmssSSS``). When two changes to one key
 share a commit time and sequence, the later file and the later row in it win, so every row carries
 a file rank that sorts files in the order DMS wrote them, and its position in the file.
+
+A file Spark cannot read (truncated, corrupt, CSV under a ``.parquet`` name) fails the run with
+:class:`UnreadableBronzeFile` naming the file, never with Spark's stack trace: the footers are all
+read when the files are opened (schemas are merged), the pages at the batch's first action
+(:func:`translate_unreadable_file`). The file's path is taken from Spark's own error chain, which
+works for ``s3://`` on Glue as for a local folder.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType, _parse_datatype_string
 
 from icetide_glue.columns import FILE_RANK, ROW_INDEX, is_metadata_column
-from icetide_glue.errors import BronzeSchemaError
+from icetide_glue.errors import BronzeSchemaError, NoParquetInBronze, UnreadableBronzeFile
 
 # DMS writes no folder for a table without rows: an absent or empty run folder is an empty batch.
 _NO_FILES_ERRORS = frozenset({"PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA"})
@@ -28,6 +36,17 @@ _MERGE_FAILURE = re.compile(
     r'Schema that cannot be merged with the initial schema:\s*"(?P<other>.*?)"',
     re.DOTALL,
 )
+# Where Spark 3.5 names the file it could not read (a footer at open, a page at an action); a
+# RuntimeException from parquet-mr starts with the path itself.
+_UNREADABLE_FILE = (
+    re.compile(r"Could not read footer for file: (?P<path>\S.*?)\.(?=\s|$)"),
+    re.compile(r"Encountered error while reading file (?P<path>\S.*?)\.(?=\s|$)"),
+    re.compile(r"^(?P<path>\S.*?) is not a Parquet file"),
+)
+# A Java cause chain is short; the bound only guards against a cycle.
+_MAX_CAUSES = 20
+# How many of the files found in a folder without parquet an error message names.
+_EXAMPLE_FILES = 3
 # 2**64 has 20 decimal digits: enough to left-pad any LOAD number so strings sort as numbers.
 _LOAD_NUMBER_DIGITS = 20
 
@@ -57,9 +76,13 @@ def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:
         )
     except AnalysisException as error:
         if error.getErrorClass() in _NO_FILES_ERRORS:
+            _refuse_files_without_parquet(spark, uri)
             return None
         raise
     except Py4JJavaError as error:
+        unreadable = unreadable_file_error(error)
+        if unreadable is not None:
+            raise unreadable from None
         if "CANNOT_MERGE_SCHEMAS" in str(error):
             raise BronzeSchemaError(
                 f"the parquet files below {uri} disagree on column types ({_type_conflicts(str(error))}), so "
@@ -79,6 +102,92 @@ def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:
         file_rank(F.col("_metadata.file_name")).alias(FILE_RANK),
         F.col("_metadata.row_index").alias(ROW_INDEX),
     )
+
+
+def _refuse_files_without_parquet(spark: SparkSession, uri: str) -> None:
+    """An endpoint that writes CSV leaves files but no parquet: that is a misconfiguration to fix,
+    not an empty run (which would commit nothing and let the next run read past the rows)."""
+    files = _visible_files(spark, uri)
+    if files:
+        listed = ", ".join(files[:_EXAMPLE_FILES])
+        raise NoParquetInBronze(
+            f"{uri} holds file(s) but no .parquet file (e.g. {listed}): the DMS S3 endpoint must write "
+            "parquet (DataFormat=parquet); nothing was loaded"
+        )
+
+
+def _visible_files(spark: SparkSession, uri: str) -> list[str]:
+    """Names of the files below ``uri`` Spark would read, through Hadoop's file system (the one
+    Spark uses, so s3:// on Glue and local paths alike); hidden ones (``_SUCCESS``, ``.crc``) are
+    skipped as Spark skips them. At most ``_EXAMPLE_FILES`` + 1 names: only examples are needed."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session has a JVM
+    root = jvm.org.apache.hadoop.fs.Path(uri)
+    file_system = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not file_system.exists(root):
+        return []
+    root_text = file_system.makeQualified(root).toString().rstrip("/")
+    found: list[str] = []
+    listing = file_system.listFiles(root, True)
+    while listing.hasNext() and len(found) <= _EXAMPLE_FILES:
+        path = listing.next().getPath().toString()
+        relative = path[len(root_text) :].strip("/") if path.startswith(root_text) else path
+        if not any(part.startswith(("_", ".")) for part in relative.split("/")):
+            found.append(relative)
+    return found
+
+
+def unreadable_file_error(error: Exception) -> UnreadableBronzeFile | None:
+    """The :class:`UnreadableBronzeFile` a Spark failure amounts to, or None when it is not about
+    reading a bronze file."""
+    return unreadable_file_in(_error_chain(error))
+
+
+def unreadable_file_in(messages: Sequence[str]) -> UnreadableBronzeFile | None:
+    """From the messages of a Java exception and its causes (outermost first): the file Spark
+    could not read and why, as one line. Outer messages quote inner ones, so the deepest message
+    naming a file is used; the reason is the message just below it (a page decoding error), or
+    its own text (parquet-mr's "… is not a Parquet file. Expected magic number at tail …")."""
+    for index in reversed(range(len(messages))):
+        found = next(
+            (match for pattern in _UNREADABLE_FILE if (match := pattern.search(messages[index]))), None
+        )
+        if found is None:
+            continue
+        path = found["path"]
+        causes = [cause for cause in messages[index + 1 :] if cause.strip()]
+        reason = (causes[0] if causes else messages[index]).removeprefix(path).strip(" .:")
+        what = reason if reason.startswith("is not") else f"cannot be read as parquet: {reason}"
+        return UnreadableBronzeFile(
+            f"bronze file {path} {what}; it is truncated or corrupt, or not parquet at all (an endpoint "
+            "writing CSV?): replace or remove it, then rerun"
+        )
+    return None
+
+
+def _error_chain(error: Exception) -> list[str]:
+    """The messages of the Java exception behind a PySpark error and of each of its causes."""
+    throwable = getattr(error, "java_exception", None)  # Py4JJavaError
+    if throwable is None and isinstance(error, PySparkException):
+        throwable = getattr(error, "_origin", None)  # a PySpark-converted exception keeps its origin
+    messages: list[str] = []
+    while throwable is not None and len(messages) < _MAX_CAUSES:
+        messages.append(str(throwable.getMessage() or ""))
+        throwable = throwable.getCause()
+    return messages or [str(error)]
+
+
+@contextmanager
+def translate_unreadable_file() -> Iterator[None]:
+    """Around an action on bronze rows: a file Spark cannot read becomes :class:`UnreadableBronzeFile`
+    (without Spark's stack trace), any other failure passes through unchanged."""
+    try:
+        yield
+    except (Py4JJavaError, PySparkException) as error:
+        unreadable = unreadable_file_error(error)
+        if unreadable is None:
+            raise
+        raise unreadable from None
 
 
 def _type_conflicts(spark_message: str) -> str:

@@ -2,6 +2,10 @@
 
 DMS spells a change with its own columns (``Op``, the TimestampColumnName string, optionally a
 change sequence); these become icetide's metadata columns, and the rest are the source columns.
+
+Those columns decide the order of changes, in this run and against every later one (silver keeps
+them), so only the types DMS writes are accepted: a bigint "timestamp" cast to a time would land
+in year 294247 and make every later change to those keys look older, for good.
 """
 
 from __future__ import annotations
@@ -10,7 +14,15 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DecimalType, IntegralType, StringType, StructType, TimestampType
+from pyspark.sql.types import (
+    DataType,
+    DecimalType,
+    IntegralType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from icetide_glue.columns import (
     CHANGE_SEQ,
@@ -27,6 +39,9 @@ from icetide_glue.errors import BronzeSchemaError
 from icetide_glue.sql import quote_identifier
 
 _LATEST = "_icetide_latest"
+# DMS's TimestampColumnName format, yyyy-MM-dd HH:mm:ss.SSSSSS (fractions optional, at most
+# microseconds). Spark's cast alone also accepts "2026", "2026-11" or a T, and reads those as times.
+DMS_TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
 
 
 def column(name: str) -> Column:
@@ -59,9 +74,49 @@ def utc_timestamp(text: Column) -> Column:
 
 
 def change_time(dms_timestamp: Column, is_string: bool) -> Column:
-    """DMS's ``yyyy-MM-dd HH:mm:ss.SSSSSS`` string (UTC, without saying so) as a timestamp; a null
-    result is rejected by the batch check."""
-    return utc_timestamp(dms_timestamp) if is_string else dms_timestamp.cast(TimestampType())
+    """DMS's ``yyyy-MM-dd HH:mm:ss.SSSSSS`` string (UTC, without saying so) as a timestamp; a
+    string in any other form becomes null, which the batch check rejects. A timestamp column
+    (with or without zone: the session is in UTC) is taken as it is."""
+    if not is_string:
+        return dms_timestamp.cast(TimestampType())
+    text = F.trim(dms_timestamp)
+    return F.when(text.rlike(DMS_TIMESTAMP_PATTERN), utc_timestamp(text))
+
+
+def check_dms_column_types(schema: StructType, timestamp: str, op: str | None, sequence: str | None) -> None:
+    """Refuse, naming the column and its type, a DMS column of a type DMS never writes.
+
+    The timestamp (TimestampColumnName) is a string, or a timestamp where the files were
+    converted; the Op a string; the change sequence (``AR_H_CHANGE_SEQ``) a string of digits, or a
+    whole number where a source or a transformation gives one. Anything else (a bigint or boolean
+    timestamp, a float or date sequence) means the column is not what its name says.
+    """
+    problems = []
+    timestamp_type = schema[timestamp].dataType
+    if not isinstance(timestamp_type, StringType | TimestampType | TimestampNTZType):
+        problems.append(
+            f"the DMS timestamp column (--timestamp_column) {timestamp!r} is "
+            f"{timestamp_type.simpleString()}, not a 'yyyy-MM-dd HH:mm:ss[.SSSSSS]' string or a timestamp"
+        )
+    if op is not None and not isinstance(schema[op].dataType, StringType):
+        problems.append(
+            f"the DMS column {op!r} is {schema[op].dataType.simpleString()}, not a string of I, U or D"
+        )
+    if sequence is not None and not _is_sequence_type(schema[sequence].dataType):
+        problems.append(
+            f"the change sequence column (--change_sequence_column) {sequence!r} is "
+            f"{schema[sequence].dataType.simpleString()}, not a string of digits or a whole number"
+        )
+    if problems:
+        raise BronzeSchemaError(
+            "; ".join(problems) + ": these columns order the changes (in silver too, for every later "
+            "run), so a mistyped one is refused; check the DMS endpoint's settings or the column names"
+        )
+
+
+def _is_sequence_type(data_type: DataType) -> bool:
+    whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
+    return isinstance(data_type, StringType | IntegralType) or whole_decimal
 
 
 def normalize_changes(
@@ -70,11 +125,13 @@ def normalize_changes(
     """Replace DMS's Op / timestamp / sequence columns by icetide's metadata columns.
 
     Full-load rows without an Op (no ``IncludeOpForFullLoad``, or a blank value) are inserts.
-    The file rank and row position read with the bronze files are kept for ordering.
+    The file rank and row position read with the bronze files are kept for ordering. DMS columns
+    of a type DMS never writes are refused (:func:`check_dms_column_types`).
     """
     ts_name = require_column(bronze.columns, timestamp_column, "DMS timestamp column (--timestamp_column)")
     op_name = find_column(bronze.columns, DMS_OP_COLUMN)
     seq_name = find_column(bronze.columns, change_sequence_column)
+    check_dms_column_types(bronze.schema, ts_name, op_name, seq_name)
     dms_columns = {name for name in (ts_name, op_name, seq_name) if name is not None}
     source_columns = [
         name for name in bronze.columns if name not in dms_columns and not is_metadata_column(name)
@@ -108,11 +165,13 @@ def sortable_sequence(sequence: Column, data_type: DataType) -> Column:
 
     Silver stores it as text (DMS's ``AR_H_CHANGE_SEQ`` is a fixed-width string), but a sequence
     column of a numeric type must not sort as text ("10" < "9"): its digits are left-padded with
-    zeros to one width. Negative sequences are not expected from any DMS source.
+    zeros to one width. A negative number keeps its sign unpadded, so the batch check, which wants
+    digits, refuses it (no DMS source writes one, and it would not sort).
     """
     whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
     if isinstance(data_type, IntegralType) or whole_decimal:
-        return F.lpad(sequence.cast(DecimalType(38, 0)).cast(StringType()), _SEQUENCE_WIDTH, "0")
+        digits = sequence.cast(DecimalType(38, 0)).cast(StringType())
+        return F.when(sequence >= 0, F.lpad(digits, _SEQUENCE_WIDTH, "0")).otherwise(digits)
     return sequence.cast(StringType())
 
 

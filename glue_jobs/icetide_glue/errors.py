@@ -8,7 +8,21 @@ from __future__ import annotations
 
 
 class IcetideJobError(Exception):
-    """Base class: the job refused or failed to load a run, and silver was left as it was."""
+    """Base class: the job refused or failed to load a run, and silver was left as it was.
+
+    The message is kept on one line (whitespace runs, newlines included, become one space): it is
+    what ``icetide job run`` prints as its one error line and what Glue shows as the job run's
+    ``ErrorMessage``, which the failure record keeps.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(" ".join(str(message).split()))
+
+    def summary(self) -> str:
+        """``<ErrorName>: <message>``: the one line an operator reads, name first so the failure
+        record can tell which refusal it was."""
+        return f"{type(self).__name__}: {self}"
+
 
 
 class InvalidJobArguments(IcetideJobError):
@@ -20,13 +34,26 @@ class MissingPrimaryKeys(IcetideJobError):
 
 
 class BronzeSchemaError(IcetideJobError):
-    """The bronze files lack a column the run needs (key, watermark, DMS timestamp) or use a
-    column name reserved for icetide's metadata."""
+    """The bronze files lack a column the run needs (key, watermark, DMS timestamp), use a
+    column name reserved for icetide's metadata, or carry a DMS column (timestamp, change sequence,
+    Op) of a type DMS never writes: a mistyped change time would be stored and would order every
+    later change of those keys wrongly, for good."""
+
+
+class UnreadableBronzeFile(IcetideJobError):
+    """A bronze file cannot be read as parquet (truncated, corrupt, or another format under a
+    ``.parquet`` name); the message names the file and Spark's reason."""
+
+
+class NoParquetInBronze(IcetideJobError):
+    """The run's bronze folder holds files but no parquet file: the DMS endpoint writes another
+    format (``DataFormat`` must be ``parquet``). Not an empty run, which would move nothing."""
+
 
 
 class InvalidChangeData(IcetideJobError):
     """Bronze rows that cannot be ordered or applied: an unknown ``Op``, an unparseable DMS
-    timestamp, or a null primary key."""
+    timestamp, a change sequence that is not a string of digits, or a null primary key."""
 
 
 class IncompatibleSchemaChange(IcetideJobError):

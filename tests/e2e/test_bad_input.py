@@ -136,6 +136,9 @@ def test_an_incompatible_type_change_fails_that_table_and_keeps_its_silver(
     failure = next(line for line in result.out.splitlines() if line.startswith("  FAILED shop_prices:"))
     assert failure.startswith("  FAILED shop_prices: Run Glue job:")
     assert "price" in failure and "decimal(10,2)" in failure.lower() and "string" in failure.lower()
+    # The failure record names the job's error, not the States.TaskFailed that carried it.
+    assert failure.startswith("  FAILED shop_prices: Run Glue job: IncompatibleSchemaChange: "), failure
+    assert _state(workspace)["shop_prices"]["lastRunError"]["S"].startswith("IncompatibleSchemaChange: ")
     assert silver_by_key(workspace, "shop_prices", ["id", "price"], "id") == {
         1: (1, Decimal("2.50")),
         2: (2, Decimal("4.75")),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,9 +15,10 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal
-from icetide_glue.bronze import file_rank, read_bronze
+from icetide_glue.batch import inspect_batch
+from icetide_glue.bronze import file_rank, read_bronze, unreadable_file_in
 from icetide_glue.changes import latest_change_per_key, normalize_changes
-from icetide_glue.errors import BronzeSchemaError
+from icetide_glue.errors import BronzeSchemaError, NoParquetInBronze, UnreadableBronzeFile
 
 pytestmark = pytest.mark.spark
 
@@ -188,3 +191,249 @@ def test_a_numeric_change_sequence_orders_as_a_number(spark: SparkSession, tmp_p
     latest = latest_change_per_key(changes, ["id"]).select("id", "note", "_icetide_change_seq")
 
     assert [tuple(row) for row in latest.collect()] == [(1, "by seq 10", "0" * 38 + "10")]
+
+
+# What Spark 3.5 raised, cause by cause (outermost first), for a CSV file named .parquet.
+FOOTER_CHAIN = [
+    "Job aborted due to stage failure: Task 1 in stage 0.0 failed 1 times, most recent failure: Lost task "
+    "1.0 in stage 0.0 (TID 1) (192.0.2.2 executor driver): org.apache.spark.SparkException: Exception "
+    "thrown in awaitResult: \n\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(ThreadUtils.scala)",
+    "Exception thrown in awaitResult: ",
+    "[CANNOT_READ_FILE_FOOTER] Could not read footer for file: "
+    "s3://bronze/run-1/dbo/orders/LOAD00000002.parquet. Please ensure that the file is in either ORC or "
+    "Parquet format. If not, please convert it to a valid format.",
+    "s3://bronze/run-1/dbo/orders/LOAD00000002.parquet is not a Parquet file. Expected magic number at tail, "
+    "but found [48, 44, 50, 10]",
+]
+# ... and for a file whose footer is whole but whose pages are not.
+PAGE_CHAIN = [
+    "Job aborted due to stage failure: Task 0 in stage 1.0 failed 1 times, most recent failure: Lost task "
+    "0.0 in stage 1.0 (TID 1) (192.0.2.2 executor driver): org.apache.spark.SparkException: Encountered "
+    "error while reading file file:///tmp/bronze/LOAD00000001.parquet. Details:\n\tat org.apache.spark",
+    "Encountered error while reading file file:///tmp/bronze/LOAD00000001.parquet. Details:",
+    "could not decode the dictionary for [id] optional int64 id",
+    "PARSING_ERROR(2)",
+]
+
+
+@pytest.mark.parametrize(
+    ("chain", "message"),
+    [
+        (
+            FOOTER_CHAIN,
+            "bronze file s3://bronze/run-1/dbo/orders/LOAD00000002.parquet is not a Parquet file. Expected "
+            "magic number at tail, but found [48, 44, 50, 10]; it is truncated or corrupt, or not parquet at "
+            "all (an endpoint writing CSV?): replace or remove it, then rerun",
+        ),
+        (
+            PAGE_CHAIN,
+            "bronze file file:///tmp/bronze/LOAD00000001.parquet cannot be read as parquet: could not "
+            "decode the dictionary for [id] optional int64 id; it is truncated or corrupt, or not parquet "
+            "at all (an endpoint writing CSV?): replace or remove it, then rerun",
+        ),
+    ],
+    ids=["footer", "pages"],
+)
+def test_an_unreadable_file_is_named_from_sparks_error_chain(chain: list[str], message: str) -> None:
+    error = unreadable_file_in(chain)
+    assert isinstance(error, UnreadableBronzeFile)
+    assert str(error) == message
+
+
+def test_other_spark_failures_are_not_called_unreadable_files() -> None:
+    assert (
+        unreadable_file_in(["Job aborted due to stage failure: java.lang.OutOfMemoryError: Java heap"])
+        is None
+    )
+
+
+def test_an_unreadable_file_fails_the_read_naming_the_file(spark: SparkSession, tmp_path: Path) -> None:
+    write_dms_file(tmp_path, "LOAD00000001.parquet", pa.schema([("id", pa.int32())]), [(1,)])
+    (tmp_path / "dbo" / "source_table" / "LOAD00000002.parquet").write_text(
+        "Op,dms_timestamp,id\nI,2026-11-21 06:00:00,2\n"
+    )
+    with pytest.raises(UnreadableBronzeFile) as raised:
+        read_bronze(spark, str(tmp_path))
+    assert re.fullmatch(
+        r"bronze file file:\S+/dbo/source_table/LOAD00000002\.parquet is not a Parquet file\. Expected magic "
+        r"number at tail, but found \[48, 44, 50, 10\]; .*",  # "0,2\n": the CSV's last bytes
+        str(raised.value),
+    ), str(raised.value)
+
+
+def test_corrupt_pages_fail_the_batch_check_naming_the_file(spark: SparkSession, tmp_path: Path) -> None:
+    rows = [("I", "2026-11-21 06:00:00", i, f"value {i} " * 5) for i in range(1000)]
+    schema = pa.schema(
+        [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
+    )
+    path = write_dms_file(tmp_path, "LOAD00000001.parquet", schema, rows)
+    damaged = bytearray(path.read_bytes())
+    damaged[200:3000] = b"\xff" * 2800  # the first pages; the footer at the end stays whole
+    path.write_bytes(bytes(damaged))
+    bronze = read_bronze(spark, str(tmp_path))  # footers only: still readable
+    assert bronze is not None
+    changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-9")
+    with pytest.raises(
+        UnreadableBronzeFile, match=r"^bronze file file:\S+/LOAD00000001\.parquet cannot be read"
+    ):
+        inspect_batch(changes, ["id"], None, "dms_timestamp")
+
+
+def test_a_folder_of_files_without_parquet_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    folder = tmp_path / "dbo" / "orders"
+    folder.mkdir(parents=True)
+    (folder / "LOAD00000001.csv").write_text("I,2026-11-21 06:00:00,1\n")
+    with pytest.raises(NoParquetInBronze) as raised:
+        read_bronze(spark, str(tmp_path))
+    assert str(raised.value) == (
+        f"{tmp_path} holds file(s) but no .parquet file (e.g. dbo/orders/LOAD00000001.csv): the DMS S3 "
+        "endpoint must write parquet (DataFormat=parquet); nothing was loaded"
+    )
+
+
+def test_hidden_files_alone_are_an_empty_batch(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark skips _SUCCESS and dot files; so does the check for a folder without parquet."""
+    folder = tmp_path / "dbo" / "orders"
+    folder.mkdir(parents=True)
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".LOAD00000001.parquet.crc").write_text("crc")
+    assert read_bronze(spark, str(tmp_path)) is None
+
+
+@pytest.mark.parametrize(
+    ("column", "arrow_type", "value", "message"),
+    [
+        (
+            "dms_timestamp",
+            pa.int64(),
+            1_795_334_400_000_000,
+            "the DMS timestamp column (--timestamp_column) 'dms_timestamp' is bigint, not a "
+            "'yyyy-MM-dd HH:mm:ss[.SSSSSS]' string or a timestamp",
+        ),
+        (
+            "dms_timestamp",
+            pa.bool_(),
+            True,
+            "the DMS timestamp column (--timestamp_column) 'dms_timestamp' is boolean, not a "
+            "'yyyy-MM-dd HH:mm:ss[.SSSSSS]' string or a timestamp",
+        ),
+        (
+            "dms_timestamp",
+            pa.date32(),
+            date(2026, 11, 21),
+            "the DMS timestamp column (--timestamp_column) 'dms_timestamp' is date, not a "
+            "'yyyy-MM-dd HH:mm:ss[.SSSSSS]' string or a timestamp",
+        ),
+        ("Op", pa.int32(), 1, "the DMS column 'Op' is int, not a string of I, U or D"),
+        (
+            "AR_H_CHANGE_SEQ",
+            pa.float64(),
+            1.5,
+            "the change sequence column (--change_sequence_column) 'AR_H_CHANGE_SEQ' is double, not a "
+            "string of digits or a whole number",
+        ),
+        (
+            "AR_H_CHANGE_SEQ",
+            pa.bool_(),
+            False,
+            "the change sequence column (--change_sequence_column) 'AR_H_CHANGE_SEQ' is boolean, not a "
+            "string of digits or a whole number",
+        ),
+        (
+            "AR_H_CHANGE_SEQ",
+            pa.decimal128(10, 2),
+            Decimal("1.50"),
+            "the change sequence column (--change_sequence_column) 'AR_H_CHANGE_SEQ' is decimal(10,2), "
+            "not a string of digits or a whole number",
+        ),
+        (
+            "AR_H_CHANGE_SEQ",
+            pa.binary(),
+            b"\x01",
+            "the change sequence column (--change_sequence_column) 'AR_H_CHANGE_SEQ' is binary, not a "
+            "string of digits or a whole number",
+        ),
+    ],
+    ids=[
+        "timestamp-bigint",
+        "timestamp-boolean",
+        "timestamp-date",
+        "op-int",
+        "sequence-double",
+        "sequence-boolean",
+        "sequence-decimal-with-scale",
+        "sequence-binary",
+    ],
+)
+def test_dms_columns_of_a_type_dms_never_writes_are_refused(
+    spark: SparkSession, tmp_path: Path, column: str, arrow_type: pa.DataType, value: object, message: str
+) -> None:
+    defaults: dict[str, tuple[pa.DataType, object]] = {
+        "Op": (pa.string(), "U"),
+        "dms_timestamp": (pa.string(), "2026-11-21 07:00:00"),
+        "AR_H_CHANGE_SEQ": (pa.string(), "0001"),
+        "id": (pa.int32(), 1),
+    }
+    defaults[column] = (arrow_type, value)
+    schema = pa.schema([(name, data_type) for name, (data_type, _) in defaults.items()])
+    write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [tuple(v for _, v in defaults.values())])
+    bronze = read_bronze(spark, str(tmp_path))
+    assert bronze is not None
+    with pytest.raises(BronzeSchemaError, match=f"^{re.escape(message)}: these columns order the changes"):
+        normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-10")
+
+
+def test_a_timestamp_typed_dms_timestamp_and_a_whole_number_sequence_are_taken(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    schema = pa.schema(
+        [
+            ("dms_timestamp", pa.timestamp("us", tz="UTC")),
+            ("AR_H_CHANGE_SEQ", pa.decimal128(38, 0)),
+            ("id", pa.int32()),
+        ]
+    )
+    write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [(utc("2026-11-21 07:00:00.5"), Decimal(42), 1)])
+    bronze = read_bronze(spark, str(tmp_path))
+    assert bronze is not None
+    changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-11")
+    assert_frame_equal(
+        changes.select("id", "_icetide_change_ts", "_icetide_change_seq"),
+        [(1, utc("2026-11-21 07:00:00.5"), "0" * 38 + "42")],
+        StructType(
+            [
+                StructField("id", IntegerType()),
+                StructField("_icetide_change_ts", TimestampType()),
+                StructField("_icetide_change_seq", StringType()),
+            ]
+        ),
+    )
+
+
+def test_only_dms_timestamp_strings_become_change_times(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark's cast alone reads "2026" or "2026-11-21T06:00" as times; DMS never writes them."""
+    values = [
+        "2026-11-21 06:00:00",
+        "2026-11-21 06:00:00.123456",
+        "2026-11-21T06:00:00",
+        "2026-11-21",
+        "2026",
+        "2026-11-21 06:00:00.1234567",
+    ]
+    schema = pa.schema([("dms_timestamp", pa.string()), ("id", pa.int32())])
+    write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [(v, i) for i, v in enumerate(values)])
+    bronze = read_bronze(spark, str(tmp_path))
+    assert bronze is not None
+    changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-12")
+    assert_frame_equal(
+        changes.select("id", "_icetide_change_ts"),
+        [
+            (0, utc("2026-11-21 06:00:00")),
+            (1, utc("2026-11-21 06:00:00.123456")),
+            (2, None),
+            (3, None),
+            (4, None),
+            (5, None),
+        ],
+        StructType([StructField("id", IntegerType()), StructField("_icetide_change_ts", TimestampType())]),
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 import handlers.record_failure
 from icetide.failure import MAX_MESSAGE_LENGTH, failure_message
 
@@ -22,7 +24,8 @@ def test_the_failure_is_recorded_with_the_readable_cause(control_items, load_eve
     assert item["lastRunStatus"] == "FAILED"
     assert item["lastRunId"] == "dbo_orders-20261121T0700Z"
     assert item["lastFailedState"] == "Run Glue merge"
-    assert item["lastRunError"] == f"States.TaskFailed: {GLUE_MESSAGE}"
+    # The Glue job's error name, not the States.TaskFailed that carried it.
+    assert item["lastRunError"] == GLUE_MESSAGE
     assert item["lastRunTime"] >= before
     assert item["watermark"] == "2026-11-21 06:00:00"
 
@@ -102,3 +105,46 @@ def test_a_huge_cause_is_cut_to_fit_the_item():
 
     assert len(message) == MAX_MESSAGE_LENGTH
     assert message.endswith("…")
+
+
+def _glue_failure(error_message: str) -> dict[str, str]:
+    """The Catch's error object for a failed startJobRun.sync task: the job run as the Cause."""
+    job_run = {
+        "Id": "jr_0a1b2c3d4e5f",
+        "JobName": "icetide-bronze-to-silver",
+        "JobRunState": "FAILED",
+        "ErrorMessage": error_message,
+    }
+    return {"Error": "States.TaskFailed", "Cause": json.dumps(job_run)}
+
+
+UNREADABLE = (
+    "bronze file s3://icetide-bronze/dbo_orders/run-7/dbo/orders/LOAD00000002.parquet is not a Parquet "
+    "file. Expected magic number at tail, but found [48, 44, 50, 10]; it is truncated or corrupt"
+)
+
+
+@pytest.mark.parametrize(
+    "error_message",
+    [
+        f"UnreadableBronzeFile: {UNREADABLE}",
+        # bronze_to_silver.py starts its message with the name; Glue may add the class name again.
+        f"UnreadableBronzeFile: UnreadableBronzeFile: {UNREADABLE}",
+        f"Error Category: UNCLASSIFIED_ERROR; UnreadableBronzeFile: {UNREADABLE}",
+        f"Error Category: UNCLASSIFIED_ERROR; Failed Line Number: 64; UnreadableBronzeFile: {UNREADABLE}",
+        f"icetide_glue.errors.UnreadableBronzeFile: {UNREADABLE}",
+    ],
+    ids=["name", "name-twice", "glue-category", "glue-category-and-line", "qualified-name"],
+)
+def test_a_glue_jobs_error_name_replaces_states_task_failed(error_message: str) -> None:
+    assert failure_message(_glue_failure(error_message)) == f"UnreadableBronzeFile: {UNREADABLE}"
+
+
+def test_a_glue_message_without_an_error_name_keeps_states_task_failed() -> None:
+    assert failure_message(_glue_failure("Error Category: TIMEOUT_ERROR; the job ran out of time")) == (
+        "States.TaskFailed: Error Category: TIMEOUT_ERROR; the job ran out of time"
+    )
+    # Another error (not a task failure) keeps its own name, even before a name-like message.
+    assert failure_message({"Error": "States.Timeout", "Cause": "MergeTimedOut: 2 hours"}) == (
+        "States.Timeout: MergeTimedOut: 2 hours"
+    )

@@ -13,8 +13,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms
-from icetide.bronze_target import resource_tags, s3_target_settings
-from icetide.dms.identifiers import endpoint_identifier, task_identifier
+from icetide.bronze_target import s3_target_settings
+from icetide.dms.identifiers import RunDmsResources
 from icetide.dms.task_settings import MIGRATION_TYPE
 from icetide.handler_inputs import CreateTaskInput, parse_input
 from icetide.observability import observed
@@ -25,25 +25,25 @@ from icetide.settings import load_settings
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(CreateTaskInput, event)
-    tags = resource_tags(run.target_table_name, run.run_id)
+    resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
 
     endpoint = dms.create_s3_target_endpoint(
-        endpoint_identifier(run.run_id),
+        resources.endpoint_identifier,
         s3_settings=s3_target_settings(
             run.plan.bronze_uri,
             timestamp_column=run.plan.timestamp_column,
             service_access_role_arn=settings.require("dms_target_role_arn"),
         ),
-        tags=tags,
+        tags=resources.tags,
     )
     task = dms.create_task(
-        task_identifier(run.run_id),
+        resources.task_identifier,
         source_endpoint_arn=settings.require("source_endpoint_arn"),
         target_endpoint_arn=endpoint["EndpointArn"],
         instance_arn=run.instance.replication_instance_arn,
         migration_type=MIGRATION_TYPE,
         table_mappings=run.plan.table_mapping,
         task_settings=run.plan.task_settings,
-        tags=tags,
+        tags=resources.tags,
     )
     return {"replicationTaskArn": task["ReplicationTaskArn"], "targetEndpointArn": endpoint["EndpointArn"]}

@@ -4,7 +4,8 @@ Input: ``{"targetTableName", "runId", "task"?, "instance"?, "plan"?}``; any part
 after a failure. Output: ``{"deleted", "alreadyGone", "kept"}`` (ARNs). The task is stopped first
 if it still runs; then its S3 target endpoint; then the instance, only if the run created it (a
 reused instance goes in ``kept``). Parts the input lacks are looked up by the names derived from
-the run id, so a run that failed half-way through creating them leaves nothing behind. Raises
+the stack and run id, so a run that failed half-way through creating them leaves nothing behind;
+a resource found by such a name is deleted only if it carries the run's tags. Raises
 DmsResourceBusy (retried) while DMS cannot delete something yet.
 """
 
@@ -16,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms
 from icetide.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, DeleteOutcome
-from icetide.dms.identifiers import endpoint_identifier, instance_identifier, task_identifier
+from icetide.dms.identifiers import RunDmsResources
 from icetide.handler_inputs import CleanupInput, parse_input
 from icetide.observability import logger, observed
 from icetide.settings import load_settings
@@ -35,8 +36,14 @@ def _delete_task(task_arn: str, report: CleanupReport) -> None:
     report.add(task_arn, dms.delete_task(task_arn))
 
 
-def _arn(resource: dict[str, Any] | None, key: str) -> str | None:
-    return resource[key] if resource else None
+def _own_arn(resource: dict[str, Any] | None, key: str, tags: dict[str, str]) -> str | None:
+    """The ARN of a resource found by the run's identifier, if it is the run's (carries its tags)."""
+    if resource is None:
+        return None
+    if dms.carries_tags(resource[key], tags):
+        return str(resource[key])
+    logger.warning("not the run's DMS resource, left alone", extra={"arn": resource[key], "tags": tags})
+    return None
 
 
 @observed()
@@ -44,15 +51,16 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
     run = parse_input(CleanupInput, event)
     report = CleanupReport()
+    resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
 
-    task_arn = (run.task.replication_task_arn if run.task else None) or _arn(
-        dms.describe_task_by_id(task_identifier(run.run_id)), "ReplicationTaskArn"
+    task_arn = (run.task.replication_task_arn if run.task else None) or _own_arn(
+        dms.describe_task_by_id(resources.task_identifier), "ReplicationTaskArn", resources.tags
     )
     if task_arn:
         _delete_task(task_arn, report)
 
-    endpoint_arn = (run.task.target_endpoint_arn if run.task else None) or _arn(
-        dms.describe_endpoint_by_id(endpoint_identifier(run.run_id)), "EndpointArn"
+    endpoint_arn = (run.task.target_endpoint_arn if run.task else None) or _own_arn(
+        dms.describe_endpoint_by_id(resources.endpoint_identifier), "EndpointArn", resources.tags
     )
     if endpoint_arn:
         report.add(endpoint_arn, dms.delete_endpoint(endpoint_arn))
@@ -67,7 +75,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             run.instance.replication_instance_arn, dms.delete_instance(run.instance.replication_instance_arn)
         )
     else:
-        own_arn = _arn(dms.describe_instance_by_id(instance_identifier(run.run_id)), "ReplicationInstanceArn")
+        own = dms.describe_instance_by_id(resources.instance_identifier)
+        own_arn = _own_arn(own, "ReplicationInstanceArn", resources.tags)
         if own_arn:
             report.add(own_arn, dms.delete_instance(own_arn))
         elif reused_arn:

@@ -15,8 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide import replication_status
 from icetide.adapters import dms
-from icetide.bronze_target import resource_tags
-from icetide.dms.identifiers import instance_identifier
+from icetide.dms.identifiers import RunDmsResources
 from icetide.handler_inputs import PlanInput, parse_input
 from icetide.observability import observed
 from icetide.settings import load_settings
@@ -31,13 +30,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if reused_arn:
         return replication_status.reused_instance(dms.describe_instance_by_arn(reused_arn), reused_arn)
 
-    identifier = instance_identifier(run.run_id)
-    instance = dms.describe_instance_by_id(identifier) or dms.create_instance(
+    resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
+    identifier = resources.instance_identifier
+    # Finds the instance a previous call created (never one of the same name that is not the run's).
+    instance = dms.create_instance(
         identifier,
         instance_class=settings.replication_instance_class,
         subnet_group_id=settings.replication_subnet_group_id,
         security_group_ids=settings.replication_security_group_ids,
-        tags=resource_tags(run.target_table_name, run.run_id),
+        tags=resources.tags,
     )
     return {
         "replicationInstanceArn": instance["ReplicationInstanceArn"],

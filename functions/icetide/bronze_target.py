@@ -29,8 +29,3 @@ def s3_target_settings(
         "EncryptionMode": "SSE_S3",
         "ServiceAccessRoleArn": service_access_role_arn,
     }
-
-
-def resource_tags(target_table_name: str, run_id: str) -> dict[str, str]:
-    """Tags on every DMS resource of a run, so leftovers of a failed run can be traced to it."""
-    return {"icetide:table": target_table_name, "icetide:run-id": run_id}

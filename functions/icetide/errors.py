@@ -85,3 +85,11 @@ class DmsQuotaExceeded(IcetideError):
 
     Not retried: waiting does not raise a quota; the run fails with this name so the cause is plain.
     """
+
+
+class DmsResourceNotOurs(IcetideError):
+    """A DMS resource holds the run's identifier but not the run's stack and run-id tags.
+
+    Someone else's resource (made by hand, or by another stack): the run neither adopts nor deletes
+    it. Not retried: the name stays taken until a person removes that resource.
+    """

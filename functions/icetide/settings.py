@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
     control_table_name: str = Field(min_length=3, max_length=255)
+    # The CloudFormation stack name (AWS::StackName): scopes DMS identifiers and the stack tag that
+    # template.yaml's IAM conditions pin. CloudFormation's own rule for stack names.
+    stack_name: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9-]*$")
     state_machine_arn: str | None = None
     schedule_slot_minutes: int = Field(default=60, ge=1, le=1440)
     lock_stale_after_seconds: int = Field(default=21600, ge=1)
@@ -52,6 +55,7 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
+        "stack_name",
         "state_machine_arn",
         "raw_bucket",
         "glue_database",

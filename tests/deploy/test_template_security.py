@@ -18,10 +18,23 @@ from deploy.template_model import (
     resources_of_type,
     template,
 )
-from icetide.bronze_target import resource_tags
+from icetide.dms.identifiers import RunDmsResources
 
 # Actions whose only resource type does not fit, scoped by a condition key instead.
 CONDITION_SCOPED_ACTIONS = {"cloudwatch:PutMetricData": "cloudwatch:namespace"}
+# The tags every DMS resource of a run carries, as the functions set them (icetide.dms.identifiers).
+RUN_TAGS = RunDmsResources("icetide", "orders", "orders-20261121T0700Z").tags
+(STACK_TAG,) = [key for key, value in RUN_TAGS.items() if value == "icetide"]
+(RUN_TAG,) = [key for key, value in RUN_TAGS.items() if value == "orders-20261121T0700Z"]
+THIS_STACK = {"Ref": "AWS::StackName"}
+# Every function that touches DMS resources, and so must be limited to this stack's.
+DMS_FUNCTIONS = {
+    "EnsureReplicationInstanceFunction",
+    "CreateReplicationTaskFunction",
+    "StartReplicationTaskFunction",
+    "ReadTaskStatisticsFunction",
+    "DeleteDmsResourcesFunction",
+}
 
 
 @cache
@@ -70,18 +83,83 @@ def test_wildcard_resources_only_for_actions_without_a_resource_type() -> None:
     assert offending == []
 
 
-def test_dms_writes_are_limited_to_resources_carrying_the_run_tag() -> None:
-    (run_tag, *_) = [
-        key for key in resource_tags("orders", "orders-20261121T0700Z") if key.endswith("run-id")
+def _dms_resource_statements() -> list[Any]:
+    """Allow statements with a DMS action that acts on a DMS resource (one with a resource type)."""
+    return [
+        statement
+        for statement in _allow_statements()
+        if any(action.startswith("dms:") and _resource_types(action) for action in statement.actions)
     ]
-    for statement in _allow_statements():
-        dms_writes = [a for a in statement.actions if re.match(r"dms:(Create|Delete|Start|Stop|AddTags)", a)]
-        if not dms_writes:
-            continue
-        creates = any(a.startswith(("dms:Create", "dms:AddTags")) for a in dms_writes)
-        key = f"aws:RequestTag/{run_tag}" if creates else f"aws:ResourceTag/{run_tag}"
 
-        assert statement.statement.get("Condition") == {"Null": {key: "false"}}, statement.owner
+
+def _on_request(actions: list[str]) -> bool:
+    """Whether the statement's DMS actions are judged by the request's tags (create, tag) or not.
+
+    A statement mixing both kinds could not pin either with one condition key: refused.
+    """
+    dms_actions = [action for action in actions if action.startswith("dms:")]
+    on_request = [action for action in dms_actions if action.startswith(("dms:Create", "dms:AddTags"))]
+    assert on_request in ([], dms_actions), f"mixes create/tag and other DMS actions: {dms_actions}"
+    return bool(on_request)
+
+
+def _sid(statement: Any) -> str:
+    return f"{statement.owner}/{statement.statement.get('Sid')}"
+
+
+def test_every_dms_resource_statement_pins_this_stacks_tag_value() -> None:
+    statements = _dms_resource_statements()
+
+    # Guards the loop below against passing without looking at anything.
+    assert {statement.owner for statement in statements} == DMS_FUNCTIONS
+    for statement in statements:
+        key = "aws:RequestTag" if _on_request(statement.actions) else "aws:ResourceTag"
+        condition = statement.statement.get("Condition", {})
+
+        assert condition.get("StringEquals", {}).get(f"{key}/{STACK_TAG}") == THIS_STACK, _sid(statement)
+
+
+def test_dms_writes_also_need_a_run_tag() -> None:
+    writes = [
+        statement
+        for statement in _dms_resource_statements()
+        if any(re.match(r"dms:(Create|Delete|Start|Stop|AddTags)", action) for action in statement.actions)
+    ]
+
+    assert len(writes) >= len(DMS_FUNCTIONS) - 1  # the statistics reader writes nothing
+    for statement in writes:
+        key = "aws:RequestTag" if _on_request(statement.actions) else "aws:ResourceTag"
+
+        assert statement.statement["Condition"]["Null"] == {f"{key}/{RUN_TAG}": "false"}, _sid(statement)
+
+
+def test_tagging_adds_only_icetide_tags_and_never_to_another_stacks_resource() -> None:
+    tagging = [s for s in _dms_resource_statements() if "dms:AddTagsToResource" in s.actions]
+
+    assert {statement.owner for statement in tagging} == {
+        "EnsureReplicationInstanceFunction",
+        "CreateReplicationTaskFunction",
+    }
+    for statement in tagging:
+        condition, where = statement.statement["Condition"], _sid(statement)
+
+        assert statement.actions == ["dms:AddTagsToResource"], where
+        assert condition["StringEqualsIfExists"] == {f"aws:ResourceTag/{STACK_TAG}": THIS_STACK}, where
+        assert sorted(condition["ForAllValues:StringEquals"]["aws:TagKeys"]) == sorted(RUN_TAGS), where
+
+
+def test_functions_that_name_dms_resources_get_the_stack_name_from_cloudformation() -> None:
+    functions = resources_of_type(SERVERLESS_FUNCTION)
+    given = {
+        name: function["Properties"]["Environment"]["Variables"]["STACK_NAME"]
+        for name, function in functions.items()
+        if "STACK_NAME" in function["Properties"].get("Environment", {}).get("Variables", {})
+    }
+
+    assert given == dict.fromkeys(
+        ["EnsureReplicationInstanceFunction", "CreateReplicationTaskFunction", "DeleteDmsResourcesFunction"],
+        THIS_STACK,
+    )
 
 
 def test_template_names_no_account_region_or_partition_literally() -> None:

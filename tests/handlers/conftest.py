@@ -29,6 +29,7 @@ RAW_BUCKET = f"icetide-raw-{ACCOUNT}-{REGION}"
 STATE_MACHINE_NAME = "icetide-table-run"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
 DMS_TARGET_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/icetide-dms-s3-target"
+STACK_NAME = "icetide"
 
 # The control item behind the sample events: a blog-style gte filter on updated_at, with keys,
 # a 5-minute lookback and the watermark of the previous hourly run.
@@ -78,6 +79,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment the SAM template gives the functions (without the stack-wide instance)."""
     for name, value in {
         "CONTROL_TABLE_NAME": CONTROL_TABLE,
+        "STACK_NAME": STACK_NAME,
         "STATE_MACHINE_ARN": STATE_MACHINE_ARN,
         "SCHEDULE_SLOT_MINUTES": "60",
         "LOCK_STALE_AFTER_SECONDS": "21600",

@@ -12,7 +12,7 @@ import handlers.delete_dms_resources
 import handlers.ensure_replication_instance
 from icetide.errors import DmsResourceBusy
 
-RUN_RESOURCE_ID = "icetide-dbo-orders-20261121t0700z"
+RUN_RESOURCE_ID = "icetide-dbo-orders-20261121t0700z-0ffeac5a4883539d"  # test_handler_dms_task.py says how
 INSTANCE_ARN = f"arn:aws:dms:eu-west-1:123456789012:rep:{RUN_RESOURCE_ID}"
 TASK_ARN = f"arn:aws:dms:eu-west-1:123456789012:task:{RUN_RESOURCE_ID}"
 
@@ -152,3 +152,37 @@ def test_a_resource_still_in_use_makes_the_call_retryable(
         )
 
     assert _task_arns() == []  # what could be deleted was deleted; the retry finishes the rest
+
+
+def test_cleanup_of_one_stack_leaves_another_stacks_run_of_the_same_table_alone(
+    aws, source_endpoint, load_event, lambda_context, monkeypatch
+):
+    monkeypatch.setenv("STACK_NAME", "icetide-prod")
+    _create_run_resources(load_event, lambda_context)
+    prod = (_task_arns(), _endpoint_arns(), _instance_arns())
+    monkeypatch.setenv("STACK_NAME", "icetide")
+    _, task = _create_run_resources(load_event, lambda_context)
+
+    # Found by run id: the state names none of them, as after a failure inside create_replication_task.
+    result = handlers.delete_dms_resources.handler(
+        _cleanup_event(load_event, task=None, instance=None), lambda_context
+    )
+
+    deleted = [TASK_ARN, task["targetEndpointArn"], INSTANCE_ARN]
+    assert result == {"deleted": deleted, "alreadyGone": [], "kept": []}
+    assert (_task_arns(), _endpoint_arns(), _instance_arns()) == prod
+
+
+def test_a_resource_under_the_runs_name_that_is_not_the_runs_is_left_alone(aws, load_event, lambda_context):
+    boto3.client("dms").create_replication_instance(
+        ReplicationInstanceIdentifier=RUN_RESOURCE_ID,
+        ReplicationInstanceClass="dms.r5.large",
+        Tags=[{"Key": "icetide:stack", "Value": "icetide-prod"}, {"Key": "icetide:run-id", "Value": "x"}],
+    )
+
+    result = handlers.delete_dms_resources.handler(
+        _cleanup_event(load_event, task=None, instance=None), lambda_context
+    )
+
+    assert result == {"deleted": [], "alreadyGone": [], "kept": []}
+    assert _instance_arns() == [INSTANCE_ARN]

@@ -22,12 +22,14 @@ import handlers.read_task_statistics
 import handlers.start_replication_task
 from icetide.adapters import dms
 from icetide.adapters.clients import client
-from icetide.errors import DmsQuotaExceeded, DmsResourceNotReady, InvalidTableMapping
+from icetide.errors import DmsQuotaExceeded, DmsResourceNotOurs, DmsResourceNotReady, InvalidTableMapping
 from icetide.handler_inputs import InvalidHandlerInput
 from icetide.replication_status import ReplicationInstanceMissing, ReplicationTaskMissing
 from icetide.settings import SettingsInvalid
 
-RUN_RESOURCE_ID = "icetide-dbo-orders-20261121t0700z"  # the run id, lowercase, "_" -> "-", prefixed
+# The run id, lowercase, "_" -> "-", prefixed, then 16 hex of sha256('["icetide", "dbo_orders",
+# "dbo_orders-20261121T0700Z"]'): stack "icetide" (handler_env), table, run id.
+RUN_RESOURCE_ID = "icetide-dbo-orders-20261121t0700z-0ffeac5a4883539d"
 
 
 def _backend() -> DatabaseMigrationServiceBackend:
@@ -89,6 +91,7 @@ def test_a_private_instance_is_created_for_the_run(aws, load_event, lambda_conte
     ]
     tags = boto3.client("dms").list_tags_for_resource(ResourceArn=arn)["TagList"]
     assert {tag["Key"]: tag["Value"] for tag in tags} == {
+        "icetide:stack": "icetide",
         "icetide:table": "dbo_orders",
         "icetide:run-id": "dbo_orders-20261121T0700Z",
     }
@@ -218,6 +221,114 @@ def test_a_task_on_an_instance_not_yet_available_is_not_ready(
         handlers.create_replication_task.handler(load_event("create_replication_task"), lambda_context)
 
 
+# --- names and tags: one run of one stack, never another's -------------------------------------
+
+
+def _for_table(event: dict, table: str) -> dict:
+    """``event`` (a sample run of dbo_orders) as the same slot's run of ``table``."""
+    run = f"{table}-20261121T0700Z"
+    event.update(targetTableName=table, runId=run)
+    event["plan"].update(targetTableName=table, runId=run)
+    return event
+
+
+def _run_resources(load_event, lambda_context, monkeypatch, stack: str, table: str) -> tuple[dict, dict]:
+    """The instance and task that stack ``stack`` creates for its run of ``table`` in the same slot."""
+    monkeypatch.setenv("STACK_NAME", stack)
+    instance = handlers.ensure_replication_instance.handler(
+        _for_table(load_event("ensure_replication_instance"), table), lambda_context
+    )
+    event = _for_table(load_event("create_replication_task"), table)
+    event["instance"] = instance
+    return instance, handlers.create_replication_task.handler(event, lambda_context)
+
+
+def _tags_of(arn: str) -> dict[str, str]:
+    tags = boto3.client("dms").list_tags_for_resource(ResourceArn=arn)["TagList"]
+    return {tag["Key"]: tag["Value"] for tag in tags}
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (("icetide", "dbo_orders"), ("icetide-prod", "dbo_orders")),
+        (("icetide", "Orders"), ("icetide", "orders")),
+        (("icetide", "a_b"), ("icetide", "a__b")),
+    ],
+    ids=["two-stacks", "case", "underscores"],
+)
+def test_runs_of_two_stacks_or_similar_tables_create_their_own_resources(
+    aws, source_endpoint, load_event, lambda_context, monkeypatch, first, second
+):
+    created = [_run_resources(load_event, lambda_context, monkeypatch, *run) for run in (first, second)]
+
+    arns = [
+        {instance["replicationInstanceArn"], task["replicationTaskArn"], task["targetEndpointArn"]}
+        for instance, task in created
+    ]
+    assert len(arns[0] | arns[1]) == 6  # nothing adopted from the other run
+    assert len(_instances()) == 2 and len(_target_endpoints()) == 2
+    for (stack, table), run_arns in zip((first, second), arns, strict=True):
+        for arn in run_arns:
+            assert _tags_of(arn) == {
+                "icetide:stack": stack,
+                "icetide:table": table,
+                "icetide:run-id": f"{table}-20261121T0700Z",
+            }
+
+
+def test_an_instance_of_the_runs_name_that_is_not_the_runs_is_not_adopted(aws, load_event, lambda_context):
+    boto3.client("dms").create_replication_instance(
+        ReplicationInstanceIdentifier=RUN_RESOURCE_ID,
+        ReplicationInstanceClass="dms.r5.large",
+        Tags=[{"Key": "icetide:stack", "Value": "someone-else"}],
+    )
+
+    event = load_event("ensure_replication_instance")
+
+    with pytest.raises(DmsResourceNotOurs, match=f"{RUN_RESOURCE_ID} .* lacks this run's tags"):
+        handlers.ensure_replication_instance.handler(event, lambda_context)
+
+
+@pytest.mark.parametrize("kind", ["endpoint", "task"])
+def test_an_endpoint_or_task_of_the_runs_name_that_is_not_the_runs_is_not_adopted(
+    aws, source_endpoint, load_event, lambda_context, kind
+):
+    dms_client = boto3.client("dms")
+    instance = handlers.ensure_replication_instance.handler(
+        load_event("ensure_replication_instance"), lambda_context
+    )
+    target = dms_client.create_endpoint(
+        EndpointIdentifier=RUN_RESOURCE_ID if kind == "endpoint" else "made-by-hand",
+        EndpointType="target",
+        EngineName="s3",
+        S3Settings={"BucketName": "elsewhere", "ServiceAccessRoleArn": "arn:aws:iam::123456789012:role/x"},
+    )["Endpoint"]
+    if kind == "task":
+        dms_client.create_replication_task(
+            ReplicationTaskIdentifier=RUN_RESOURCE_ID,
+            SourceEndpointArn=source_endpoint,
+            TargetEndpointArn=target["EndpointArn"],
+            ReplicationInstanceArn=instance["replicationInstanceArn"],
+            MigrationType="full-load",
+            TableMappings=json.dumps({"rules": []}),
+        )
+    event = load_event("create_replication_task")
+    event["instance"] = instance
+
+    with pytest.raises(DmsResourceNotOurs, match=RUN_RESOURCE_ID):
+        handlers.create_replication_task.handler(event, lambda_context)
+
+
+def test_the_stack_name_setting_is_required(aws, load_event, lambda_context, monkeypatch):
+    monkeypatch.delenv("STACK_NAME")
+
+    event = load_event("ensure_replication_instance")
+
+    with pytest.raises(SettingsInvalid, match="STACK_NAME"):
+        handlers.ensure_replication_instance.handler(event, lambda_context)
+
+
 # --- start_replication_task ---------------------------------------------------------------------
 
 
@@ -334,7 +445,8 @@ def test_a_vanished_task_is_failed(aws, load_event, lambda_context):
 
     assert result["status"] == "failed"
     assert result["lastFailureMessage"] == (
-        f"replication task arn:aws:dms:eu-west-1:123456789012:task:{RUN_RESOURCE_ID} no longer exists"
+        "replication task arn:aws:dms:eu-west-1:123456789012:task:icetide-dbo-orders-20261121t0700z"
+        " no longer exists"  # the sample event's task
     )
 
 

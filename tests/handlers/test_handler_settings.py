@@ -63,3 +63,11 @@ def test_prefixes_lose_stray_slashes(handler_env, monkeypatch):
     monkeypatch.setenv("BRONZE_PREFIX", "/landing/bronze/")
 
     assert load_settings().bronze_prefix == "landing/bronze"
+
+
+@pytest.mark.parametrize("stack_name", ["my_stack", "1icetide", "icetide prod", "x" * 129])
+def test_a_stack_name_cloudformation_would_refuse_is_named(handler_env, monkeypatch, stack_name):
+    monkeypatch.setenv("STACK_NAME", stack_name)
+
+    with pytest.raises(SettingsInvalid, match="STACK_NAME"):
+        load_settings()

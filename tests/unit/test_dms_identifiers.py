@@ -1,17 +1,17 @@
 """Run ids, execution names and DMS identifiers (contracts: "Identifiers"; DMS naming rules)."""
 
 import hashlib
+import itertools
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from icetide.dms.identifiers import (
-    endpoint_identifier,
+    RunDmsResources,
     execution_name,
-    instance_identifier,
     run_id,
     schedule_slot,
-    task_identifier,
     validate_execution_name,
     validate_identifier,
 )
@@ -73,27 +73,128 @@ def test_execution_names_follow_the_step_functions_charset(name: str, reason: st
         validate_execution_name(name)
 
 
-def test_dms_identifiers_are_derived_from_the_run_id() -> None:
-    assert task_identifier("dbo_orders-20261121T0700Z") == "icetide-dbo-orders-20261121t0700z"
-    assert endpoint_identifier("dbo_orders-20261121T0700Z") == "icetide-dbo-orders-20261121t0700z"
-    assert instance_identifier("dbo_orders-20261121T0700Z") == "icetide-dbo-orders-20261121t0700z"
+# DMS's rule for task and endpoint identifiers (CreateReplicationTask, CreateEndpoint: 1-255 ASCII
+# letters, digits, hyphens; first a letter; no "--"; no trailing "-"), written here apart from the
+# code under test. Replication instances: the same, at most 63 characters, stored in lower case.
+DMS_IDENTIFIER_RULE = re.compile(r"^(?!.*--)[A-Za-z][A-Za-z0-9-]*(?<!-)$")
+STACK = "icetide"
 
 
-def test_dms_identifiers_never_hold_double_or_trailing_hyphens() -> None:
-    assert task_identifier("a__b_-20261121T0700Z") == "icetide-a-b-20261121t0700z"
-    assert task_identifier("orders_") == "icetide-orders"
+def _kinds(resources: RunDmsResources) -> dict[str, str]:
+    return {
+        "task": resources.task_identifier,
+        "endpoint": resources.endpoint_identifier,
+        "instance": resources.instance_identifier,
+    }
 
 
-def test_a_long_run_id_gives_a_63_character_instance_identifier_with_a_digest() -> None:
-    long_run = "x" * 57 + "abcdef12-20261121T0700Z"
-    digest = hashlib.sha256(long_run.encode()).hexdigest()[:8]
+def _assert_dms_accepts(resources: RunDmsResources) -> None:
+    for kind, identifier in _kinds(resources).items():
+        assert DMS_IDENTIFIER_RULE.match(identifier), (kind, identifier)
+        assert len(identifier) <= (63 if kind == "instance" else 255), (kind, identifier)
 
-    identifier = instance_identifier(long_run)
 
-    assert identifier == "icetide-" + "x" * 46 + "-" + digest
-    assert len(identifier) == 63
-    # Two slots of the same long table must not share an instance name.
-    assert instance_identifier(long_run.replace("0700Z", "0800Z")) != identifier
+def _run_of(stack: str, table: str, slot: datetime = SLOT) -> RunDmsResources:
+    return RunDmsResources(stack, table, run_id(table, slot))
+
+
+def test_dms_identifiers_read_as_the_run_and_end_in_a_digest_of_stack_table_and_run() -> None:
+    digest = hashlib.sha256(b'["icetide", "dbo_orders", "dbo_orders-20261121T0700Z"]').hexdigest()[:16]
+
+    resources = RunDmsResources("icetide", "dbo_orders", "dbo_orders-20261121T0700Z")
+
+    assert _kinds(resources) == {
+        "task": f"icetide-dbo-orders-20261121t0700z-{digest}",
+        "endpoint": f"icetide-dbo-orders-20261121t0700z-{digest}",
+        "instance": f"icetide-dbo-orders-20261121t0700z-{digest}",
+    }
+
+
+def test_every_dms_resource_of_a_run_is_tagged_with_its_stack_table_and_run() -> None:
+    resources = RunDmsResources("icetide-prod", "dbo_orders", "dbo_orders-20261121T0700Z")
+
+    assert resources.tags == {
+        "icetide:stack": "icetide-prod",
+        "icetide:table": "dbo_orders",
+        "icetide:run-id": "dbo_orders-20261121T0700Z",
+    }
+
+
+# Pairs that the old names (`icetide-<lowercased run id>`) merged, and more that sanitize alike.
+LONG_PREFIX = "t" * 120
+COLLIDING_BEFORE = [
+    pytest.param((STACK, "Orders"), (STACK, "orders"), id="case"),
+    pytest.param((STACK, "ORDERS"), (STACK, "Orders"), id="case-again"),
+    pytest.param((STACK, "a_b"), (STACK, "a__b"), id="double-underscore"),
+    pytest.param((STACK, "a_b"), (STACK, "a_b_"), id="trailing-underscore"),
+    pytest.param((STACK, "a_b_c"), (STACK, "a__b___c"), id="underscore-runs"),
+    pytest.param((STACK, "A_b"), (STACK, "a__B"), id="case-and-underscores"),
+    pytest.param((STACK, LONG_PREFIX + "x"), (STACK, LONG_PREFIX + "y"), id="shared-120-prefix"),
+    pytest.param((STACK, "orders"), ("icetide-prod", "orders"), id="same-table-two-stacks"),
+    pytest.param(("icetide", "Orders"), ("Icetide", "Orders"), id="stacks-differing-in-case"),
+    pytest.param(("a-b", "c"), ("a", "b_c"), id="stack-table-boundary"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), COLLIDING_BEFORE)
+def test_runs_of_different_tables_or_stacks_never_share_a_dms_identifier(
+    first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    one, other = _run_of(*first), _run_of(*second)
+
+    _assert_dms_accepts(one)
+    _assert_dms_accepts(other)
+    for kind, identifier in _kinds(one).items():
+        # DMS folds instance identifiers to lower case: compare as DMS would.
+        assert identifier.lower() != _kinds(other)[kind].lower(), kind
+
+
+def test_two_slots_of_one_long_table_keep_apart_and_keep_their_slot_readable() -> None:
+    table = "t" * 128
+    seven, eight = _run_of(STACK, table, SLOT), _run_of(STACK, table, SLOT + timedelta(hours=1))
+
+    _assert_dms_accepts(seven)
+    assert seven.instance_identifier != eight.instance_identifier
+    assert len(seven.instance_identifier) == 63
+    assert "-20261121t0700z-" in seven.instance_identifier
+    assert "-20261121t0800z-" in eight.instance_identifier
+
+
+def test_names_over_a_200_character_prefix_are_distinct_and_valid() -> None:
+    # targetTableName stops at 128 characters; stacks and run ids given by hand may be longer.
+    prefix = "p" * 200
+    runs = [RunDmsResources(STACK, "orders", prefix + suffix) for suffix in ("", "a", "b", "_", "__")]
+
+    for resources in runs:
+        _assert_dms_accepts(resources)
+    for kind in ("task", "endpoint", "instance"):
+        names = [_kinds(resources)[kind].lower() for resources in runs]
+        assert len(set(names)) == len(names), kind
+
+
+def test_identifiers_stay_valid_whatever_the_run_id_holds() -> None:
+    awkward = ["_", "__", "-", "9lives", "Ünïcode-20261121T0700Z", "a" * 300, "x--y__z-", "-20261121T0700Z"]
+
+    for run in awkward:
+        _assert_dms_accepts(RunDmsResources(STACK, "orders", run))
+
+
+def test_every_table_of_a_crowded_control_table_gets_its_own_names() -> None:
+    # Every name over a small alphabet that sanitizes alike: case, "_" runs, trailing "_".
+    tables = ["".join(chars) for n in range(1, 5) for chars in itertools.product("aB_", repeat=n)]
+    tables = [table for table in tables if table[0].isalpha()]
+    runs = [_run_of(STACK, table) for table in tables] + [_run_of("icetide-prod", t) for t in tables]
+
+    for kind in ("task", "endpoint", "instance"):
+        names = {_kinds(resources)[kind].lower() for resources in runs}
+        assert len(names) == len(runs), kind
+
+
+def test_a_run_needs_a_stack_a_table_and_a_run_id() -> None:
+    with pytest.raises(ValueError, match="non-empty stack"):
+        RunDmsResources("", "orders", "orders-20261121T0700Z")
+    with pytest.raises(ValueError, match="non-empty run id"):
+        RunDmsResources(STACK, "orders", "")
 
 
 @pytest.mark.parametrize("value", ["icetide-orders-1", "A", "a" * 63, "Orders9"])

@@ -1,7 +1,8 @@
 """AWS DMS: the per-run replication instance, S3 target endpoint and full-load task.
 
 Every call here is safe to repeat, because Lambda and the state machine retry: creating what
-already exists returns the existing resource, deleting what is gone reports it as gone. AWS
+already exists returns the existing resource (only if it carries the run's tags: a resource of
+the same name that is not the run's is never adopted), deleting what is gone reports it as gone. AWS
 errors that the state machine must tell apart become icetide's named errors (quota, not ready);
 a resource that cannot be deleted *yet* is reported as busy, so the caller can try the others
 first.
@@ -16,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from icetide.adapters.clients import client, error_code
 from icetide.cleanup import DeleteOutcome
-from icetide.errors import DmsQuotaExceeded, DmsResourceNotReady
+from icetide.errors import DmsQuotaExceeded, DmsResourceNotOurs, DmsResourceNotReady
 
 _NOT_FOUND = "ResourceNotFoundFault"
 _ALREADY_EXISTS = "ResourceAlreadyExistsFault"
@@ -24,10 +25,41 @@ _WRONG_STATE = "InvalidResourceStateFault"
 _QUOTA_CODES = frozenset(
     {"ResourceQuotaExceededFault", "InsufficientResourceCapacityFault", "StorageQuotaExceededFault"}
 )
+# IAM lets a function read the tags of its own stack's resources only; a refusal means "not ours".
+_ACCESS_DENIED = frozenset({"AccessDeniedException", "AccessDeniedFault", "AccessDenied"})
+_ARN_KEYS = {
+    "ReplicationInstance": "ReplicationInstanceArn",
+    "Endpoint": "EndpointArn",
+    "ReplicationTask": "ReplicationTaskArn",
+}
 
 
 def _tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"Key": key, "Value": value} for key, value in tags.items()]
+
+
+def carries_tags(arn: str, tags: Mapping[str, str]) -> bool:
+    """Whether the resource carries every one of ``tags`` with the same value."""
+    try:
+        listed = client("dms").list_tags_for_resource(ResourceArn=arn)["TagList"]
+    except ClientError as error:
+        if error_code(error) in _ACCESS_DENIED:
+            return False
+        raise
+    found = {tag["Key"]: tag.get("Value") for tag in listed}
+    return all(found.get(key) == value for key, value in tags.items())
+
+
+def _adopted(
+    result_key: str, existing: dict[str, Any], identifier: str, tags: Mapping[str, str]
+) -> dict[str, Any]:
+    """``existing`` if it is the run's own resource (it carries the run's tags), else DmsResourceNotOurs."""
+    arn = existing[_ARN_KEYS[result_key]]
+    if not carries_tags(arn, tags):
+        raise DmsResourceNotOurs(
+            f"{identifier} ({arn}) exists but lacks this run's tags {dict(tags)}; it is not adopted"
+        )
+    return existing
 
 
 def _first(operation: str, result_key: str, filter_name: str, value: str) -> dict[str, Any] | None:
@@ -69,6 +101,9 @@ def create_instance(
     tags: Mapping[str, str],
 ) -> dict[str, Any]:
     """Create a private replication instance, or return the one already created under ``identifier``."""
+    existing = describe_instance_by_id(identifier)
+    if existing is not None:
+        return _adopted("ReplicationInstance", existing, identifier, tags)
     request: dict[str, Any] = {
         "ReplicationInstanceIdentifier": identifier,
         "ReplicationInstanceClass": instance_class,
@@ -82,7 +117,12 @@ def create_instance(
     if security_group_ids:
         request["VpcSecurityGroupIds"] = list(security_group_ids)
     return _create_or_get(
-        "create_replication_instance", "ReplicationInstance", identifier, describe_instance_by_id, request
+        "create_replication_instance",
+        "ReplicationInstance",
+        identifier,
+        describe_instance_by_id,
+        request,
+        tags,
     )
 
 
@@ -108,7 +148,7 @@ def create_s3_target_endpoint(
     """
     existing = describe_endpoint_by_id(identifier)
     if existing is not None:
-        return existing
+        return _adopted("Endpoint", existing, identifier, tags)
     request = {
         "EndpointIdentifier": identifier,
         "EndpointType": "target",
@@ -116,7 +156,7 @@ def create_s3_target_endpoint(
         "S3Settings": dict(s3_settings),
         "Tags": _tags(tags),
     }
-    return _create_or_get("create_endpoint", "Endpoint", identifier, describe_endpoint_by_id, request)
+    return _create_or_get("create_endpoint", "Endpoint", identifier, describe_endpoint_by_id, request, tags)
 
 
 def delete_endpoint(arn: str) -> DeleteOutcome:
@@ -160,7 +200,7 @@ def create_task(
         "Tags": _tags(tags),
     }
     return _create_or_get(
-        "create_replication_task", "ReplicationTask", identifier, describe_task_by_id, request
+        "create_replication_task", "ReplicationTask", identifier, describe_task_by_id, request, tags
     )
 
 
@@ -217,8 +257,9 @@ def _create_or_get(
     identifier: str,
     describe_by_id: Callable[[str], dict[str, Any] | None],
     request: Mapping[str, Any],
+    tags: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Create a resource; when it already exists (a retried invocation) return the existing one."""
+    """Create a resource; when it already exists (a retried invocation) return it if it is the run's."""
     try:
         created: dict[str, Any] = getattr(client("dms"), operation)(**request)[result_key]
         return created
@@ -235,7 +276,7 @@ def _create_or_get(
     if existing is None:
         # It existed a moment ago and cannot be found now: it is being deleted; retry creates it anew.
         raise DmsResourceNotReady(f"{identifier} already exists but cannot be described yet (being deleted?)")
-    return existing
+    return _adopted(result_key, existing, identifier, tags)
 
 
 def _delete(operation: str, **arn: str) -> DeleteOutcome:

@@ -1,15 +1,23 @@
-"""Run ids, Step Functions execution names and the DMS identifiers derived from them.
+"""Run ids, Step Functions execution names and the DMS identifiers and tags of a run.
 
 One run of one table in one schedule slot has one id, `<targetTableName>-<YYYYMMDDTHHMMZ>`. It is
 also the execution name, so a duplicate schedule event cannot start a second execution (Step
 Functions refuses a name it has seen), and every DMS resource of the run is named after it, so a
 failed run's leftovers are easy to find and delete.
+
+DMS names live in one namespace per account and Region, shared by every stack, and DMS folds
+replication instance identifiers to lower case. So a run's DMS identifiers carry a digest of the
+exact (stack, table, run id) triple: two stacks, or two tables that differ only in case or in
+characters DMS does not allow (`Orders`/`orders`, `a_b`/`a__b`), never share a name, and cleanup
+never finds another stack's resource under its own name.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from icetide.control.model import TARGET_TABLE_NAME_PATTERN
@@ -20,7 +28,15 @@ ENDPOINT_IDENTIFIER_MAX_LENGTH = 255
 INSTANCE_IDENTIFIER_MAX_LENGTH = 63
 IDENTIFIER_PREFIX = "icetide-"
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
+# Tags on every DMS resource a run creates; template.yaml's IAM conditions name the same keys.
+STACK_TAG = "icetide:stack"
+TABLE_TAG = "icetide:table"
+RUN_ID_TAG = "icetide:run-id"
+# 16 hex characters (64 bits) of sha256: a collision between two live runs is out of reach even for
+# names chosen to collide, yet an instance identifier (63 characters) keeps room for table and slot.
+DMS_DIGEST_LENGTH = 16
 _HASH_LENGTH = 8
+_SLOT_SUFFIX = re.compile(r"-([0-9]{8}T[0-9]{4}Z)$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Step Functions execution names may not contain these (AWS StartExecution API reference).
@@ -98,25 +114,71 @@ def validate_identifier(value: str, kind: str, max_len: int) -> str:
     return value
 
 
-def _dms_identifier(run: str, kind: str, max_len: int) -> str:
-    text = IDENTIFIER_PREFIX + run.lower().replace("_", "-")
-    text = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "-", text)).strip("-")
-    if len(text) > max_len:
-        # Cut, then keep runs apart by a digest of the full run id (the cut may drop the slot).
-        text = text[: max_len - _HASH_LENGTH - 1].rstrip("-") + "-" + _digest(run)
-    return validate_identifier(text, kind, max_len)
+def _readable(run: str, room: int) -> str:
+    """`run` lowered to DMS's alphabet, at most `room` characters, keeping a trailing slot whole."""
+
+    def sanitized(text: str) -> str:
+        return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
+
+    text = sanitized(run)
+    if len(text) <= room:
+        return text
+    slot = _SLOT_SUFFIX.search(run)
+    if slot is None:
+        return text[:room].rstrip("-")
+    tail = slot.group(1).lower()
+    head = sanitized(run[: slot.start()])[: room - len(tail) - 1].rstrip("-")
+    return f"{head}-{tail}" if head else tail
 
 
-def task_identifier(run_id: str) -> str:
-    """The replication task identifier of run `run_id` (at most 255 characters)."""
-    return _dms_identifier(run_id, "replication task", TASK_IDENTIFIER_MAX_LENGTH)
+@dataclass(frozen=True)
+class RunDmsResources:
+    """The identifiers and tags of the DMS resources one run of one stack creates.
 
+    Each identifier is `icetide-<readable run id>-<digest>`: the readable part (lower case, `_` and
+    other characters DMS refuses become `-`, cut to fit) is for people; the digest, 16 hex
+    characters of sha256 over the exact stack name, targetTableName and run id, is what keeps
+    runs, tables and stacks apart. Identifiers are lower case because DMS stores replication
+    instance identifiers in lower case.
+    """
 
-def endpoint_identifier(run_id: str) -> str:
-    """The per-run S3 target endpoint identifier of run `run_id` (at most 255 characters)."""
-    return _dms_identifier(run_id, "endpoint", ENDPOINT_IDENTIFIER_MAX_LENGTH)
+    stack: str
+    target_table_name: str
+    run_id: str
 
+    def __post_init__(self) -> None:
+        for field, value in (
+            ("stack", self.stack),
+            ("targetTableName", self.target_table_name),
+            ("run id", self.run_id),
+        ):
+            if not value:
+                raise ValueError(f"a DMS resource name needs a non-empty {field}")
 
-def instance_identifier(run_id: str) -> str:
-    """The per-run replication instance identifier of run `run_id` (at most 63 characters)."""
-    return _dms_identifier(run_id, "replication instance", INSTANCE_IDENTIFIER_MAX_LENGTH)
+    def _identifier(self, kind: str, max_len: int) -> str:
+        exact = json.dumps([self.stack, self.target_table_name, self.run_id], ensure_ascii=True)
+        digest = hashlib.sha256(exact.encode("utf-8")).hexdigest()[:DMS_DIGEST_LENGTH]
+        room = max_len - len(IDENTIFIER_PREFIX) - len(digest) - 1
+        readable = _readable(self.run_id, room)
+        text = f"{IDENTIFIER_PREFIX}{readable}-{digest}" if readable else f"{IDENTIFIER_PREFIX}{digest}"
+        return validate_identifier(text, kind, max_len)
+
+    @property
+    def task_identifier(self) -> str:
+        """The replication task identifier (at most 255 characters)."""
+        return self._identifier("replication task", TASK_IDENTIFIER_MAX_LENGTH)
+
+    @property
+    def endpoint_identifier(self) -> str:
+        """The S3 target endpoint identifier (at most 255 characters)."""
+        return self._identifier("endpoint", ENDPOINT_IDENTIFIER_MAX_LENGTH)
+
+    @property
+    def instance_identifier(self) -> str:
+        """The replication instance identifier (at most 63 characters)."""
+        return self._identifier("replication instance", INSTANCE_IDENTIFIER_MAX_LENGTH)
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Tags of every resource of the run: the stack's tag scopes template.yaml's IAM conditions."""
+        return {STACK_TAG: self.stack, TABLE_TAG: self.target_table_name, RUN_ID_TAG: self.run_id}

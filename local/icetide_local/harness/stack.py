@@ -72,6 +72,8 @@ class StackNames:
     """Names of what the stack provisions; the defaults match nothing in a real account."""
 
     region: str = "eu-west-1"
+    # AWS::StackName in the template: scopes the runs' DMS identifiers and their stack tag.
+    stack: str = "icetide-local"
     control_table: str = "icetide-control"
     raw_bucket: str = "icetide-raw-local"
     glue_database: str = "icetide_silver"
@@ -233,6 +235,7 @@ class LocalTableRunStack:
         return {
             "AWS_DEFAULT_REGION": names.region,
             "CONTROL_TABLE_NAME": names.control_table,
+            "STACK_NAME": names.stack,
             "STATE_MACHINE_ARN": self.state_machine_arn,
             "RAW_BUCKET": names.raw_bucket,
             "GLUE_DATABASE": names.glue_database,

@@ -13,7 +13,9 @@ import pytest
 from deploy.template_model import (
     SERVERLESS_FUNCTION,
     TEMPLATE_PATH,
+    custom_resource_functions,
     function_globals,
+    icetide_functions,
     policy_statements,
     resources_of_type,
     template,
@@ -271,8 +273,11 @@ def test_functions_are_python_3_11_on_arm64_traced_with_powertools() -> None:
     assert function["Architectures"] == ["arm64"]
     assert function["Tracing"] == "Active"
     assert function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == "icetide"
-    for name, resource in resources_of_type(SERVERLESS_FUNCTION).items():
+    for name, resource in icetide_functions().items():
         assert {"Runtime", "Architectures", "CodeUri"} & set(resource["Properties"]) == set(), name
+    # The custom resources' functions have a CodeUri of their own (test_template.py), nothing else.
+    for name, resource in custom_resource_functions().items():
+        assert {"Runtime", "Architectures"} & set(resource["Properties"]) == set(), name
 
 
 def test_hourly_schedule_starts_the_workflow_and_can_be_switched_off() -> None:

@@ -11,15 +11,20 @@ stays a decimal with that precision and scale (``NUMERIC`` without them becomes 
 precision above 38 becomes a string), binary stays binary, ``timestamptz`` becomes a UTC timestamp,
 and uuid, json, interval and other non-scalar types become their text form.
 
-SQLite note: SQLite stores timestamps as text, so a timestamp filter compares text. It is exact for
-columns written through SQLAlchemy (``YYYY-MM-DD HH:MM:SS.ffffff``), which is how icetide's local
-sources are written.
+SQLite note: SQLite has no time type; a DATETIME (or TIMESTAMP, TIME) column holds whatever text its
+writer chose: ``T`` or a space, with or without fractions, with an offset or ``Z``. DMS compares a
+filter value with a typed column as a time, so on SQLite the stand-in compares both sides through a
+function it registers on the connection (:data:`SQLITE_TIME_KEY`, :data:`SQLITE_TIME_OF_DAY_KEY`):
+each side becomes microseconds of the UTC instant, parsed the way SQLAlchemy reads the column. A
+text comparison would skip the row stamped exactly at the watermark (``'...12:00:00'`` sorts before
+the bound ``'...12:00:00.000000'``) and the watermark would then move past it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import operator
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -30,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
+from sqlalchemy.exc import NoSuchTableError, OperationalError, SQLAlchemyError
 
 VALUE_OPERATORS = frozenset({"lte", "ste", "gte", "eq", "noteq"})
 RANGE_OPERATORS = frozenset({"between", "notbetween"})
@@ -47,6 +52,16 @@ _WIDE_DECIMALS = decimal.Context(prec=2 * DMS_MAX_DECIMAL_PRECISION)  # quantize
 _BOOLEAN_WORDS = {"true": True, "t": True, "1": True, "yes": True, "y": True,
                   "false": False, "f": False, "0": False, "no": False, "n": False}  # fmt: skip
 
+
+SQLITE_TIME_KEY = "icetide_time_key"
+"""SQLite function ``(value, column name)``: a stored timestamp's text as :func:`timestamp_key`."""
+
+SQLITE_TIME_OF_DAY_KEY = "icetide_time_of_day_key"
+"""SQLite function ``(value, column name)``: a stored time of day's text as :func:`time_of_day_key`."""
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICROSECOND = dt.timedelta(microseconds=1)
+_DAY_MICROSECONDS = 24 * 60 * 60 * 1_000_000
 
 _COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
     "lte": operator.le,
@@ -158,8 +173,9 @@ class _ColumnPlan:
 class SourceTable:
     """A reflected source table: its Arrow schema and a reader of filtered record batches."""
 
-    def __init__(self, table: sa.Table, plans: Sequence[_ColumnPlan]) -> None:
+    def __init__(self, table: sa.Table, plans: Sequence[_ColumnPlan], dialect: str = "") -> None:
         self.table = table
+        self.dialect = dialect
         self._plans = tuple(plans)
         self.arrow_schema = pa.schema([pa.field(plan.name, plan.arrow_type) for plan in self._plans])
 
@@ -167,7 +183,7 @@ class SourceTable:
         """The full-load query: every column, filters ANDed, each filter's conditions ORed."""
         statement = sa.select(*(plan.select for plan in self._plans))
         for source_filter in filters:
-            statement = statement.where(filter_clause(self.table, source_filter))
+            statement = statement.where(filter_clause(self.table, source_filter, self.dialect))
         return statement
 
     def batches(
@@ -176,15 +192,25 @@ class SourceTable:
         """Stream the filtered rows as record batches of at most ``batch_rows`` rows.
 
         ``yield_per`` makes PostgreSQL use a server-side cursor, so a big table is never held in memory.
+        A SQLite time column holding text that is no time raises :class:`FilterValueError` naming it.
         """
-        result = connection.execution_options(yield_per=batch_rows).execute(self.select(filters))
-        for rows in result.partitions():
-            columns = list(zip(*rows, strict=True))
-            arrays = [
-                pa.array([plan.convert(v) for v in values] if plan.convert else values, type=plan.arrow_type)
-                for plan, values in zip(self._plans, columns, strict=True)
-            ]
-            yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        time_keys = _SqliteTimeKeys.register(connection) if connection.dialect.name == "sqlite" else None
+        try:
+            result = connection.execution_options(yield_per=batch_rows).execute(self.select(filters))
+            for rows in result.partitions():
+                columns = list(zip(*rows, strict=True))
+                arrays = [
+                    pa.array(
+                        [plan.convert(v) for v in values] if plan.convert else values, type=plan.arrow_type
+                    )
+                    for plan, values in zip(self._plans, columns, strict=True)
+                ]
+                yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        except OperationalError:
+            # sqlite3 reports a failing function only as "user-defined function raised exception".
+            if time_keys is not None and time_keys.unreadable is not None:
+                raise FilterValueError(time_keys.unreadable) from None
+            raise
 
 
 def reflect_table(
@@ -202,7 +228,9 @@ def reflect_table(
     except SQLAlchemyError as error:
         raise SourceTableError(f"cannot read the definition of {schema}.{name}: {_reason(error)}") from None
     dialect = connection.dialect.name
-    return SourceTable(table, [_plan_column(c, dialect, map_boolean_as_boolean) for c in table.columns])
+    return SourceTable(
+        table, [_plan_column(c, dialect, map_boolean_as_boolean) for c in table.columns], dialect
+    )
 
 
 def _plan_column(column: sa.Column[Any], dialect: str, map_boolean_as_boolean: bool) -> _ColumnPlan:
@@ -269,30 +297,131 @@ def _as_bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def filter_clause(table: sa.Table, source_filter: SourceFilter) -> sa.ColumnElement[bool]:
-    """One DMS source filter as a SQL condition with bound values: its conditions ORed."""
+def filter_clause(table: sa.Table, source_filter: SourceFilter, dialect: str = "") -> sa.ColumnElement[bool]:
+    """One DMS source filter as a SQL condition with bound values: its conditions ORed.
+
+    ``dialect`` is the source's SQLAlchemy dialect name; on ``sqlite`` time columns are compared as
+    times (see the module docstring), which needs the functions :meth:`SourceTable.batches` registers.
+    """
     if source_filter.column not in table.columns:
         raise FilterColumnNotFound(
             f"filter column {source_filter.column!r} is not a column of {table.schema}.{table.name}"
         )
     column = table.columns[source_filter.column]
-    return sa.or_(*(_condition_clause(column, condition) for condition in source_filter.conditions))
+    return sa.or_(*(_condition_clause(column, condition, dialect) for condition in source_filter.conditions))
 
 
-def _condition_clause(column: sa.Column[Any], condition: FilterCondition) -> sa.ColumnElement[bool]:
+def _condition_clause(
+    column: sa.Column[Any], condition: FilterCondition, dialect: str
+) -> sa.ColumnElement[bool]:
     operator = condition.operator
     if operator == "null":
         return column.is_(None)
     if operator == "notnull":
         return column.is_not(None)
+    compared, value_of = _comparison_terms(column, dialect)
     if operator in RANGE_OPERATORS:
-        start = filter_value(column, condition.start_value)
-        end = filter_value(column, condition.end_value)
+        start = value_of(column, condition.start_value)
+        end = value_of(column, condition.end_value)
         # Both bounds are inclusive; NOT BETWEEN keeps SQL's rule that a NULL matches neither.
-        return column.between(start, end) if operator == "between" else sa.not_(column.between(start, end))
+        return (
+            compared.between(start, end) if operator == "between" else sa.not_(compared.between(start, end))
+        )
     if operator not in _COMPARISONS:
         raise FilterValueError(f"unknown filter operator {operator!r} on column {column.name!r}")
-    return _COMPARISONS[operator](column, filter_value(column, condition.value))
+    return _COMPARISONS[operator](compared, value_of(column, condition.value))
+
+
+def _comparison_terms(
+    column: sa.Column[Any], dialect: str
+) -> tuple[sa.ColumnElement[Any], Callable[[sa.Column[Any], str | None], Any]]:
+    """What a comparison filter compares: the column with its converted filter value, except for a
+    SQLite time column, whose stored text and the filter value are both turned into time keys."""
+    kind = next((k for k in _SQLITE_TIME_KINDS if isinstance(column.type, k[0])), None)
+    if dialect != "sqlite" or kind is None:
+        return column, filter_value
+    _, function_name, key = kind
+
+    def value_key(filtered: sa.Column[Any], raw: str | None) -> int:
+        return key(filter_value(filtered, raw))
+
+    stored_key = getattr(sa.func, function_name)(column, sa.literal(column.name), type_=sa.BigInteger)
+    return stored_key, value_key
+
+
+def timestamp_key(moment: dt.datetime) -> int:
+    """Microseconds from the epoch to ``moment``'s UTC instant; a moment without an offset is UTC.
+
+    An integer, not a float: two stored times a microsecond apart must never compare equal.
+    """
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def time_of_day_key(moment: dt.time) -> int:
+    """Microseconds since midnight; a time with an offset counts at its UTC wall-clock time."""
+    micros = ((moment.hour * 60 + moment.minute) * 60 + moment.second) * 1_000_000 + moment.microsecond
+    offset = moment.utcoffset()
+    if offset:
+        micros = (micros - offset // _MICROSECOND) % _DAY_MICROSECONDS
+    return micros
+
+
+def _stored_timestamp_key(text: str) -> int:
+    return timestamp_key(dt.datetime.fromisoformat(text))
+
+
+def _stored_time_of_day_key(text: str) -> int:
+    return time_of_day_key(dt.time.fromisoformat(text))
+
+
+_SQLITE_TIME_KINDS: tuple[tuple[type[Any], str, Callable[[Any], int]], ...] = (
+    (sa.DateTime, SQLITE_TIME_KEY, timestamp_key),
+    (sa.Time, SQLITE_TIME_OF_DAY_KEY, time_of_day_key),
+)
+"""SQLite column kinds compared as times: the column type, its SQL function, the key of a filter value."""
+
+_SQLITE_STORED_KEYS: dict[str, Callable[[str], int]] = {
+    SQLITE_TIME_KEY: _stored_timestamp_key,
+    SQLITE_TIME_OF_DAY_KEY: _stored_time_of_day_key,
+}
+"""How each SQLite function reads stored text: ``fromisoformat``, as SQLAlchemy reads the column, so
+a row is compared as exactly the value that is then written to bronze."""
+
+
+class _SqliteTimeKeys:
+    """The time-key functions of one SQLite connection; remembers the first stored text that is no time."""
+
+    def __init__(self) -> None:
+        self.unreadable: str | None = None
+
+    @classmethod
+    def register(cls, connection: Connection) -> _SqliteTimeKeys:
+        keys = cls()
+        driver_connection = connection.connection.driver_connection
+        for function_name, stored_key in _SQLITE_STORED_KEYS.items():
+            driver_connection.create_function(  # type: ignore[union-attr]
+                function_name, 2, functools.partial(keys._key, stored_key), deterministic=True
+            )
+        return keys
+
+    def _key(self, stored_key: Callable[[str], int], stored: Any, column_name: str) -> int | None:
+        if stored is None:
+            return None
+        try:
+            if not isinstance(stored, str):
+                raise TypeError(f"a {type(stored).__name__}, not text")
+            return stored_key(stored)
+        except (TypeError, ValueError) as error:
+            # DMS would never hold such a value in a time column; leaving the row out of a gte run
+            # would lose it silently, so the table fails instead.
+            if self.unreadable is None:
+                self.unreadable = (
+                    f"column {column_name!r} holds {stored!r}, which is not a time ({error}); DMS compares "
+                    "filter values with this column as times, so the row cannot be filtered"
+                )
+            raise
 
 
 def filter_value(column: sa.Column[Any], raw: str | None) -> Any:

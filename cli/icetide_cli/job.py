@@ -91,6 +91,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--manifest", default="", metavar="PATH", help="also write the run manifest JSON to PATH"
     )
+    run.add_argument(
+        "--expected-rows",
+        default="",
+        metavar="N",
+        help=(
+            "rows DMS reported for these files (its fullLoadRows); the job refuses to commit, with "
+            "BronzeRowCountMismatch, when the folder holds another number. Default: not checked"
+        ),
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -115,6 +124,7 @@ def job_arguments(args: argparse.Namespace) -> JobArguments:
             "change_sequence_column": args.change_sequence_column,
             "catalog": DEFAULT_LOCAL_CATALOG,
             "warehouse": args.warehouse,
+            "expected_rows": args.expected_rows,
         }
     )
 

@@ -120,8 +120,13 @@ def progress(task: Mapping[str, Any] | None, task_arn: str) -> dict[str, Any]:
     }
 
 
-def statistics(task: Mapping[str, Any] | None, tables: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
-    """The run's DMS statistics; ``fullLoadRows`` is None when table statistics are unavailable."""
+def statistics(task: Mapping[str, Any] | None, tables: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run's DMS statistics: task counts, each table's full-load rows and their total.
+
+    ``expectedRows`` is that total as text, the Glue job's ``--expected_rows`` (Glue arguments are
+    strings): the job refuses to commit when the bronze files hold another number of rows, so a file
+    lost or added between DMS and the job never reaches silver.
+    """
     task_stats = (task or {}).get("ReplicationTaskStats") or {}
     table_rows = [
         {
@@ -130,10 +135,12 @@ def statistics(task: Mapping[str, Any] | None, tables: Sequence[Mapping[str, Any
             "fullLoadRows": int(table.get("FullLoadRows") or 0),
             "state": table.get("TableState"),
         }
-        for table in tables or ()
+        for table in tables
     ]
+    full_load_rows = sum(int(table.get("FullLoadRows") or 0) for table in tables)
     return {
-        "fullLoadRows": None if tables is None else sum(row["fullLoadRows"] for row in table_rows),
+        "fullLoadRows": full_load_rows,
+        "expectedRows": str(full_load_rows),
         "tablesLoaded": int(task_stats.get("TablesLoaded") or 0),
         "tablesErrored": int(task_stats.get("TablesErrored") or 0),
         "tables": table_rows,

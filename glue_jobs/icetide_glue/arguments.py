@@ -31,6 +31,7 @@ OPTIONAL_ARGUMENTS = (
     "change_sequence_column",
     "catalog",
     "warehouse",
+    "expected_rows",
 )
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
@@ -38,6 +39,7 @@ _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Run ids are Step Functions execution names (or hand-picked locally); they end up in snapshot
 # summaries and SQL literals, so keep them to a plain alphabet.
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$")
+_ROW_COUNT = re.compile(r"[0-9]+")
 
 ResolveOptions = Callable[[list[str], list[str]], Mapping[str, str]]
 
@@ -66,6 +68,9 @@ class JobArguments:
     change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN
     catalog: str = DEFAULT_CATALOG
     warehouse: str | None = None
+    # The rows DMS reported for this run (fullLoadRows); the job refuses to commit another number.
+    # None: nobody counted (a run started by hand), so the job cannot check and says so.
+    expected_rows: int | None = None
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -95,6 +100,8 @@ class JobArguments:
                 f"{self.target_table}: --load_mode merge needs --primary_keys; a table without keys "
                 "must be loaded with --load_mode append"
             )
+        if self.expected_rows is not None and self.expected_rows < 0:
+            raise InvalidJobArguments(f"--expected_rows {self.expected_rows} must not be negative")
         if self.load_mode is LoadMode.APPEND and self.append_after and not self.watermark_column:
             raise InvalidJobArguments(
                 f"--append_after {self.append_after!r} needs --watermark_column: it is the value of "
@@ -140,7 +147,19 @@ class JobArguments:
             change_sequence_column=optional("change_sequence_column") or DEFAULT_CHANGE_SEQUENCE_COLUMN,
             catalog=optional("catalog") or DEFAULT_CATALOG,
             warehouse=optional("warehouse"),
+            expected_rows=_row_count(optional("expected_rows")),
         )
+
+
+def _row_count(text: str | None) -> int | None:
+    """``--expected_rows`` as a number; blank means "not counted"."""
+    if text is None:
+        return None
+    if not _ROW_COUNT.fullmatch(text):
+        raise InvalidJobArguments(
+            f"--expected_rows {text!r} must be a whole number of rows (DMS's fullLoadRows), or empty"
+        )
+    return int(text)
 
 
 def split_column_list(text: str | None) -> tuple[str, ...]:
@@ -180,6 +199,12 @@ def command_line_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--catalog", default=DEFAULT_CATALOG, help="Spark catalog holding the silver table")
     parser.add_argument("--warehouse", help="local only: a directory for a file-system (hadoop) catalog")
+    parser.add_argument(
+        "--expected_rows",
+        default="",
+        help="rows DMS reported for this run (fullLoadRows); the job refuses to commit when the bronze "
+        "files hold another number (empty: not checked)",
+    )
     return parser
 
 

@@ -62,3 +62,9 @@ class IncompatibleSchemaChange(IcetideJobError):
 
 class ManifestWriteError(IcetideJobError):
     """The run manifest could not be written to its URI."""
+
+
+class BronzeRowCountMismatch(IcetideJobError):
+    """The bronze files hold another number of rows than DMS reported loading for the run
+    (``--expected_rows``): a file was lost or added between the DMS task and the job, and merging
+    what is there would put a wrong picture of the source into silver."""

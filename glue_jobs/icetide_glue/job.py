@@ -2,8 +2,9 @@
 
 Order of work, chosen so that a failure leaves silver untouched and a rerun changes nothing:
 1. a snapshot already carrying this run id → hand back its manifest (``alreadyCommitted``);
-2. read the run's DMS files; none → an empty manifest;
-3. check the whole batch and the whole schema change before any DDL;
+2. read the run's DMS files; none → an empty manifest (if DMS reported no rows either);
+3. check the whole batch, its row count against DMS's (``--expected_rows``) and the whole schema
+   change before any DDL;
 4. create or evolve the table, then ONE commit (MERGE, or append for key-less tables, without
    the rows silver already holds) that carries the run id and the run's statistics in its
    snapshot summary;
@@ -34,6 +35,7 @@ from icetide_glue.changes import (
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.manifest import RunManifest, write_manifest
+from icetide_glue.row_count import check_row_count
 from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
     SilverTable,
@@ -67,6 +69,8 @@ def _load_run(spark: SparkSession, args: JobArguments, table: SilverTable) -> Ru
             )
     bronze = read_bronze(spark, args.bronze_uri)
     if bronze is None:
+        # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
+        check_row_count(args.expected_rows, 0, args.bronze_uri)
         return RunManifest(args.run_id, str(table), watermark_column=args.watermark_column)
     changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
     changes = changes.persist()
@@ -91,6 +95,8 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     summary = inspect_batch(changes, keys, watermark, args.timestamp_column, args.change_sequence_column)
+    # Before any DDL or commit: a lost or added bronze file must not reach silver.
+    check_row_count(args.expected_rows, summary.rows_read, args.bronze_uri)
     source = source_schema(changes)
     if exists:
         # Raises before any ALTER when one column cannot follow: the table stays as it was.

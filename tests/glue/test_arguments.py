@@ -33,6 +33,7 @@ def test_command_line_with_only_required_arguments_takes_the_documented_defaults
         change_sequence_column="AR_H_CHANGE_SEQ",
         catalog="glue_catalog",
         warehouse=None,
+        expected_rows=None,
     )
     assert (args.database, args.table_name) == ("icetide_silver", "dbo_orders")
 
@@ -57,8 +58,11 @@ def test_command_line_reads_every_argument() -> None:
             "local",
             "--warehouse",
             "/tmp/wh",
+            "--expected_rows",
+            "1200",
         ]
     )
+    assert args.expected_rows == 1200
     assert args.manifest_uri == "s3://raw/manifests/x.json"
     assert args.primary_keys == ("tenant", "order_id")
     assert args.load_mode is LoadMode.MERGE
@@ -84,6 +88,12 @@ def test_glue_resolver_is_asked_only_for_arguments_the_run_carries() -> None:
     assert asked == [["target_table", "run_id", "bronze_uri", "load_mode"]]
     assert args.load_mode is LoadMode.APPEND
     assert args.primary_keys == ()
+    assert args.expected_rows is None
+
+    # The state machine passes DMS's count as a string, like every Glue argument.
+    counted = parse_glue_options([*argv, "--expected_rows", "10"], fake_get_resolved_options)
+    assert asked[-1] == ["target_table", "run_id", "bronze_uri", "load_mode", "expected_rows"]
+    assert counted.expected_rows == 10
 
 
 def test_merge_without_keys_is_refused_with_the_way_out() -> None:
@@ -100,6 +110,12 @@ def test_merge_without_keys_is_refused_with_the_way_out() -> None:
         (["--load_mode", "upsert"], "--load_mode 'upsert' is not one of merge, append"),
         (["--primary_keys", "id,ID"], "--primary_keys 'id,ID' names a column twice"),
         (["--catalog", "my-catalog", "--primary_keys", "id"], "--catalog 'my-catalog' is not a valid"),
+        (["--primary_keys", "id", "--expected_rows", "-1"], "--expected_rows '-1' must be a whole number"),
+        (["--primary_keys", "id", "--expected_rows", "1.5"], "--expected_rows '1.5' must be a whole number"),
+        (
+            ["--primary_keys", "id", "--expected_rows", "null"],
+            "--expected_rows 'null' must be a whole number",
+        ),
     ],
 )
 def test_bad_values_name_the_argument(extra: list[str], message: str) -> None:
@@ -140,3 +156,15 @@ def test_a_merge_accepts_and_ignores_append_after_without_a_watermark_column() -
     args = parse_command_line([*REQUIRED, "--primary_keys", "id", "--append_after", "1000"])
 
     assert (args.load_mode, args.watermark_column, args.append_after) == (LoadMode.MERGE, None, "1000")
+
+
+def test_expected_rows_blank_means_not_counted_and_zero_is_a_count() -> None:
+    merge = [*REQUIRED, "--primary_keys", "id"]
+
+    assert parse_command_line([*merge, "--expected_rows", ""]).expected_rows is None
+    assert parse_command_line([*merge, "--expected_rows", " 0 "]).expected_rows == 0
+
+
+def test_a_negative_expected_row_count_is_refused_when_built_directly() -> None:
+    with pytest.raises(InvalidJobArguments, match="--expected_rows -3 must not be negative"):
+        JobArguments(target_table="d.t", run_id="r", bronze_uri="b", primary_keys=("id",), expected_rows=-3)

@@ -468,15 +468,6 @@ def test_polling_describes_the_task_exactly_once(running_task, load_event, lambd
 # --- read_task_statistics -----------------------------------------------------------------------
 
 
-def test_statistics_without_table_statistics_leave_rows_unknown(running_task, load_event, lambda_context):
-    # moto does not implement DescribeTableStatistics; its task statistics are fixed (1 table loaded).
-    result = handlers.read_task_statistics.handler(
-        _task_event(load_event, "read_task_statistics", running_task), lambda_context
-    )
-
-    assert result == {"fullLoadRows": None, "tablesLoaded": 1, "tablesErrored": 0, "tables": []}
-
-
 def test_table_statistics_are_read_page_by_page(aws):
     arn = f"arn:aws:dms:eu-west-1:123456789012:task:{RUN_RESOURCE_ID}"
     first = {"SchemaName": "dbo", "TableName": "orders", "FullLoadRows": 7, "TableState": "Table completed"}

@@ -80,6 +80,7 @@ def test_statistics_sum_the_tables_rows():
 
     assert statistics(_task("stopped", errored=1), tables) == {
         "fullLoadRows": 12,
+        "expectedRows": "12",
         "tablesLoaded": 1,
         "tablesErrored": 1,
         "tables": [
@@ -87,3 +88,14 @@ def test_statistics_sum_the_tables_rows():
             {"schema": "dbo", "table": "orders_archive", "fullLoadRows": 5, "state": "Table error"},
         ],
     }
+
+
+def test_statistics_of_a_task_that_loaded_no_row_expect_zero_rows():
+    # A table DMS found nothing to load for: its folder never appears, and the job must read 0 rows.
+    tables = [
+        {"SchemaName": "dbo", "TableName": "orders", "FullLoadRows": 0, "TableState": "Table completed"}
+    ]
+
+    result = statistics(_task("stopped"), tables)
+
+    assert (result["fullLoadRows"], result["expectedRows"]) == (0, "0")

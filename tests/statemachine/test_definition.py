@@ -161,7 +161,10 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
         "--watermark_column.$",
         "--append_after.$",
         "--timestamp_column.$",
+        "--expected_rows.$",
     }
+    # DMS's count, as text (Glue arguments are strings): read_task_statistics writes it.
+    assert glue["Parameters"]["Arguments"]["--expected_rows.$"] == "$.statistics.expectedRows"
 
 
 def test_sample_waits_and_bounds_are_positive_whole_numbers() -> None:

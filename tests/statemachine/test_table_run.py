@@ -173,6 +173,7 @@ def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: LocalTabl
         "--watermark_column": "updated_at",
         "--append_after": "",  # a merge table: re-read boundary rows are merged on the key
         "--timestamp_column": "dms_timestamp",
+        "--expected_rows": "10",  # FULL_LOAD_ROWS, as the DMS stand-in's statistics reported it
     }
 
 

@@ -232,18 +232,18 @@ def delete_task(arn: str) -> DeleteOutcome:
     return _delete("delete_replication_task", ReplicationTaskArn=arn)
 
 
-def table_statistics(task_arn: str) -> list[dict[str, Any]] | None:
-    """Per-table statistics of a task (all pages), or None when the service cannot give them."""
+def table_statistics(task_arn: str) -> list[dict[str, Any]]:
+    """Per-table statistics of a task (all pages).
+
+    DMS answers for every task it has; any error is raised, never read as "no statistics": the
+    Glue job checks the rows it reads against these counts, and a run without them would commit
+    unchecked.
+    """
     dms = client("dms")
     tables: list[dict[str, Any]] = []
     request: dict[str, Any] = {"ReplicationTaskArn": task_arn}
     while True:
-        try:
-            response = dms.describe_table_statistics(**request)
-        except NotImplementedError:
-            # moto (5.2.x) does not implement DescribeTableStatistics and raises this from the
-            # mocked call; the real service always answers. Only this case means "not available".
-            return None
+        response = dms.describe_table_statistics(**request)
         tables.extend(response.get("TableStatistics", []))
         marker = response.get("Marker")
         if not marker:

@@ -1,0 +1,169 @@
+"""The job refuses to commit when its bronze files hold another number of rows than DMS reported.
+
+DMS's ``FullLoadRows`` reaches the job as ``--expected_rows``. A file lost or added between the DMS
+task and the job makes the counts differ; merging what is there would put a wrong picture of the
+source into silver and move the watermark past rows that never arrived. The refusal comes before
+any DDL or commit: silver keeps its snapshot, schema and rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from glue.dms_files import write_dms_file
+from glue.frames import assert_frame_equal
+from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table, snapshot_ids
+from icetide_cli.main import main as icetide
+from icetide_glue.arguments import JobArguments
+from icetide_glue.errors import BronzeRowCountMismatch
+from icetide_glue.job import run_job
+
+pytestmark = pytest.mark.spark
+
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
+)
+# The second run's files also carry a new source column: its ALTER TABLE must not happen either.
+BRONZE_WITH_NOTE = pa.schema([*BRONZE, ("note", pa.string())])
+ID_AND_V = StructType([StructField("id", LongType()), StructField("v", StringType())])
+
+
+def _run(
+    spark: SparkSession, table: str, run_id: str, bronze: Path, expected_rows: int | None
+) -> dict[str, Any]:
+    arguments = JobArguments(
+        target_table=f"{SILVER_DATABASE}.{table}",
+        run_id=run_id,
+        bronze_uri=str(bronze),
+        primary_keys=("id",),
+        watermark_column="id",
+        catalog=CATALOG,
+        expected_rows=expected_rows,
+    )
+    return run_job(spark, arguments)
+
+
+def _two_rows(bronze: Path) -> Path:
+    """DMS's one full-load file of rows 1 'a' and 2 'b'."""
+    write_dms_file(
+        bronze,
+        "LOAD00000001.parquet",
+        BRONZE,
+        [("I", "2026-11-21 06:00:00", 1, "a"), ("I", "2026-11-21 06:00:00", 2, "b")],
+    )
+    return bronze
+
+
+def _first_load(spark: SparkSession, table: str, tmp_path: Path) -> dict[str, Any]:
+    bronze = _two_rows(tmp_path / "first")
+    return _run(spark, table, f"{table}-1", bronze, expected_rows=2)
+
+
+@pytest.mark.parametrize(
+    ("table", "files", "rows_in_files"),
+    [
+        # DMS wrote LOAD00000001 (2 rows) and LOAD00000002 (1 row); the second is gone.
+        ("lost_file", ["LOAD00000001.parquet"], 2),
+        # A stray copy of LOAD00000001 sits beside DMS's two files.
+        ("added_file", ["LOAD00000001.parquet", "LOAD00000002.parquet", "LOAD00000003.parquet"], 5),
+    ],
+)
+def test_a_lost_or_added_file_is_refused_before_any_ddl_or_commit(
+    spark: SparkSession, tmp_path: Path, table: str, files: list[str], rows_in_files: int
+) -> None:
+    first = _first_load(spark, table, tmp_path)
+    snapshots_before = snapshot_ids(spark, table)
+    columns_before = spark.table(silver_table(table)).columns
+    content = {
+        "LOAD00000001.parquet": [
+            ("U", "2026-11-21 07:00:00", 2, "B", "x"),
+            ("I", "2026-11-21 07:00:00", 3, "c", "y"),
+        ],
+        "LOAD00000002.parquet": [("I", "2026-11-21 07:00:00", 4, "d", "z")],
+        "LOAD00000003.parquet": [
+            ("U", "2026-11-21 07:00:00", 2, "B", "x"),
+            ("I", "2026-11-21 07:00:00", 3, "c", "y"),
+        ],
+    }
+    bronze = tmp_path / "second"
+    for name in files:
+        write_dms_file(bronze, name, BRONZE_WITH_NOTE, content[name])
+
+    message = f"the bronze files hold {rows_in_files} row(s) but DMS reported 3 (--expected_rows"
+    with pytest.raises(BronzeRowCountMismatch, match=re.escape(message)):
+        _run(spark, table, f"{table}-2", bronze, expected_rows=3)
+
+    assert first["snapshotId"] == snapshots_before[-1]
+    assert snapshot_ids(spark, table) == snapshots_before
+    assert spark.table(silver_table(table)).columns == columns_before
+    assert "note" not in columns_before
+    assert_frame_equal(spark.table(silver_table(table)).select("id", "v"), [(1, "a"), (2, "b")], ID_AND_V)
+
+
+def test_a_bronze_folder_gone_missing_is_not_an_empty_run(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(BronzeRowCountMismatch, match=re.escape("hold 0 row(s) but DMS reported 4")):
+        _run(spark, "missing_folder", "missing_folder-1", tmp_path / "never_written", expected_rows=4)
+
+    assert not spark.catalog.tableExists(silver_table("missing_folder"))
+
+
+def test_no_folder_and_no_rows_reported_is_an_empty_run(spark: SparkSession, tmp_path: Path) -> None:
+    # DMS writes no folder for a table without rows, and reports 0 for it.
+    manifest = _run(spark, "nothing_new", "nothing_new-1", tmp_path / "never_written", expected_rows=0)
+
+    assert (manifest["rowsRead"], manifest["snapshotId"]) == (0, None)
+
+
+def test_a_rerun_of_a_committed_run_hands_back_its_manifest_without_counting(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    first = _first_load(spark, "rerun_counted", tmp_path)
+    # Its files are archived after the commit: a rerun finds none, and must not count them.
+    shutil.rmtree(tmp_path / "first")
+
+    again = _run(spark, "rerun_counted", "rerun_counted-1", tmp_path / "first", expected_rows=2)
+
+    assert again == {**first, "alreadyCommitted": True}
+    assert snapshot_ids(spark, "rerun_counted") == [first["snapshotId"]]
+
+
+def test_without_a_count_the_job_loads_and_says_it_did_not_check(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bronze = tmp_path / "by_hand"
+    write_dms_file(bronze, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 06:00:00", 1, "a")])
+
+    with caplog.at_level(logging.WARNING, logger="icetide_glue.row_count"):
+        manifest = _run(spark, "uncounted", "uncounted-1", bronze, expected_rows=None)
+
+    assert (manifest["rowsRead"], manifest["rowsInserted"]) == (1, 1)
+    assert [record.getMessage() for record in caplog.records] == [
+        f"no --expected_rows: the 1 row(s) in {bronze} are not checked against DMS's count"
+    ]
+
+
+def test_icetide_job_run_takes_the_count_and_refuses_in_one_line(
+    spark: SparkSession, warehouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bronze = _two_rows(tmp_path / "by_cli")
+    arguments = ["job", "run", "--bronze", str(bronze), "--warehouse", str(warehouse),
+                 "--table", "silver.cli_counted", "--keys", "id", "--run-id", "cli-counted-1"]  # fmt: skip
+
+    refused = icetide([*arguments, "--expected-rows", "3"])
+    error_lines = capsys.readouterr().err.strip().splitlines()
+    loaded = icetide([*arguments, "--expected-rows", "2"])
+
+    assert refused == 1
+    assert error_lines[-1].startswith(
+        "error: BronzeRowCountMismatch: the bronze files hold 2 row(s) but DMS reported 3 (--expected_rows"
+    ), error_lines
+    assert loaded == 0

@@ -1,0 +1,123 @@
+"""read_task_statistics: DMS's row counts, read with DescribeTableStatistics and never guessed.
+
+The counts become the Glue job's ``--expected_rows``, so a run must not go on without them: the
+handler reads them from the DMS stand-in (which, unlike moto, answers DescribeTableStatistics), and
+any error DMS answers fails the state instead of turning into "no statistics".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+
+import handlers.read_task_statistics
+from icetide.adapters.clients import client
+from icetide_local.dms.lifecycle import TABLE_COMPLETED, DmsLifecycle, ReplicationTaskRun, TableStatistics
+
+TASK_ARN = "arn:aws:dms:eu-west-1:123456789012:task:icetide-dbo-orders-20261121t0700z"
+
+
+def _seven_orders_and_two_lines(run: ReplicationTaskRun) -> list[TableStatistics]:
+    return [
+        TableStatistics(schema="dbo", table="orders", full_load_rows=7),
+        TableStatistics(schema="dbo", table="order_lines", full_load_rows=2),
+    ]
+
+
+@pytest.fixture
+def finished_task(aws: None) -> Iterator[str]:
+    """A full-load task of the DMS stand-in that ran to its end, reporting 7 + 2 rows."""
+    dms = boto3.client("dms")
+    with DmsLifecycle(mover=_seven_orders_and_two_lines, instance_describes_until_available=0).install():
+        source = dms.create_endpoint(EndpointIdentifier="source", EndpointType="source", EngineName="sqlite")
+        target = dms.create_endpoint(
+            EndpointIdentifier="target",
+            EndpointType="target",
+            EngineName="s3",
+            S3Settings={
+                "BucketName": "raw",
+                "BucketFolder": "bronze/dbo_orders/run",
+                "DataFormat": "parquet",
+            },
+        )
+        instance = dms.create_replication_instance(
+            ReplicationInstanceIdentifier="instance", ReplicationInstanceClass="dms.t3.medium"
+        )
+        mapping = {
+            "rules": [
+                {
+                    "rule-type": "selection",
+                    "rule-id": "1",
+                    "rule-name": "1",
+                    "object-locator": {"schema-name": "dbo", "table-name": "orders"},
+                    "rule-action": "include",
+                }
+            ]
+        }
+        arn = dms.create_replication_task(
+            ReplicationTaskIdentifier="task",
+            SourceEndpointArn=source["Endpoint"]["EndpointArn"],
+            TargetEndpointArn=target["Endpoint"]["EndpointArn"],
+            ReplicationInstanceArn=instance["ReplicationInstance"]["ReplicationInstanceArn"],
+            MigrationType="full-load",
+            TableMappings=json.dumps(mapping),
+        )["ReplicationTask"]["ReplicationTaskArn"]
+        by_arn = [{"Name": "replication-task-arn", "Values": [arn]}]
+        dms.describe_replication_tasks(Filters=by_arn)  # creating -> ready
+        dms.start_replication_task(ReplicationTaskArn=arn, StartReplicationTaskType="start-replication")
+        for _ in range(3):  # starting -> running (the mover runs) -> stopped
+            dms.describe_replication_tasks(Filters=by_arn)
+        yield arn
+
+
+def _event(load_event: Any, task_arn: str) -> dict[str, Any]:
+    event: dict[str, Any] = load_event("read_task_statistics")
+    event["task"] = {"replicationTaskArn": task_arn}
+    return event
+
+
+def test_the_stand_ins_table_statistics_give_the_rows_the_job_must_read(
+    finished_task, load_event, lambda_context
+):
+    result = handlers.read_task_statistics.handler(_event(load_event, finished_task), lambda_context)
+
+    assert result == {
+        "fullLoadRows": 9,
+        "expectedRows": "9",
+        "tablesLoaded": 2,
+        "tablesErrored": 0,
+        "tables": [
+            {"schema": "dbo", "table": "orders", "fullLoadRows": 7, "state": TABLE_COMPLETED},
+            {"schema": "dbo", "table": "order_lines", "fullLoadRows": 2, "state": TABLE_COMPLETED},
+        ],
+    }
+
+
+def test_statistics_dms_refuses_fail_the_state_instead_of_going_on_uncounted(aws, load_event, lambda_context):
+    # Before, a call that could not be answered (NotImplementedError) left fullLoadRows null and the
+    # run went on; now whatever DMS answers instead of statistics is the state's error.
+    task = {
+        "ReplicationTaskArn": TASK_ARN,
+        "Status": "stopped",
+        "StopReason": "Stop Reason FULL_LOAD_ONLY_FINISHED",
+    }
+    with Stubber(client("dms")) as stubbed:
+        stubbed.add_response(
+            "describe_replication_tasks",
+            {"ReplicationTasks": [task]},
+            {"Filters": [{"Name": "replication-task-arn", "Values": [TASK_ARN]}]},
+        )
+        stubbed.add_client_error(
+            "describe_table_statistics",
+            service_error_code="AccessDeniedFault",
+            service_message="not authorized to perform dms:DescribeTableStatistics",
+            expected_params={"ReplicationTaskArn": TASK_ARN},
+        )
+        with pytest.raises(ClientError, match="AccessDeniedFault"):
+            handlers.read_task_statistics.handler(_event(load_event, TASK_ARN), lambda_context)

@@ -26,7 +26,6 @@ OPTIONAL_ARGUMENTS = (
     "primary_keys",
     "load_mode",
     "watermark_column",
-    "append_after",
     "timestamp_column",
     "change_sequence_column",
     "catalog",
@@ -62,8 +61,6 @@ class JobArguments:
     primary_keys: tuple[str, ...] = ()
     load_mode: LoadMode = LoadMode.MERGE
     watermark_column: str | None = None
-    # Append mode only: the stored watermark, as text; rows at or below it were appended before.
-    append_after: str | None = None
     timestamp_column: str = DEFAULT_TIMESTAMP_COLUMN
     change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN
     catalog: str = DEFAULT_CATALOG
@@ -102,11 +99,6 @@ class JobArguments:
             )
         if self.expected_rows is not None and self.expected_rows < 0:
             raise InvalidJobArguments(f"--expected_rows {self.expected_rows} must not be negative")
-        if self.load_mode is LoadMode.APPEND and self.append_after and not self.watermark_column:
-            raise InvalidJobArguments(
-                f"--append_after {self.append_after!r} needs --watermark_column: it is the value of "
-                "that column up to which rows were already appended"
-            )
 
     @property
     def database(self) -> str:
@@ -142,7 +134,6 @@ class JobArguments:
             primary_keys=split_column_list(optional("primary_keys")),
             load_mode=load_mode,
             watermark_column=optional("watermark_column"),
-            append_after=optional("append_after"),
             timestamp_column=optional("timestamp_column") or DEFAULT_TIMESTAMP_COLUMN,
             change_sequence_column=optional("change_sequence_column") or DEFAULT_CHANGE_SEQUENCE_COLUMN,
             catalog=optional("catalog") or DEFAULT_CATALOG,
@@ -183,11 +174,6 @@ def command_line_parser() -> argparse.ArgumentParser:
     parser.add_argument("--load_mode", default=LoadMode.MERGE.value, help="merge (default) or append")
     parser.add_argument(
         "--watermark_column", default="", help="column whose largest value is the new watermark"
-    )
-    parser.add_argument(
-        "--append_after",
-        default="",
-        help="append mode: append only rows whose watermark column is above this value (merge ignores it)",
     )
     parser.add_argument(
         "--timestamp_column", default=DEFAULT_TIMESTAMP_COLUMN, help="DMS TimestampColumnName (change time)"

@@ -24,7 +24,6 @@ class IcetideJobError(Exception):
         return f"{type(self).__name__}: {self}"
 
 
-
 class InvalidJobArguments(IcetideJobError):
     """An argument is missing or malformed (the message names the argument)."""
 
@@ -48,7 +47,6 @@ class UnreadableBronzeFile(IcetideJobError):
 class NoParquetInBronze(IcetideJobError):
     """The run's bronze folder holds files but no parquet file: the DMS endpoint writes another
     format (``DataFormat`` must be ``parquet``). Not an empty run, which would move nothing."""
-
 
 
 class InvalidChangeData(IcetideJobError):

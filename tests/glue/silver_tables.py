@@ -39,7 +39,6 @@ def load_into_silver(
     load_mode: LoadMode = LoadMode.MERGE,
     watermark_column: str | None = None,
     manifest_uri: str | None = None,
-    append_after: str | None = None,
 ) -> dict[str, Any]:
     """Run the job on a bronze folder into ``silver.<table>`` and return its manifest."""
     arguments = JobArguments(
@@ -50,7 +49,6 @@ def load_into_silver(
         load_mode=load_mode,
         watermark_column=watermark_column,
         manifest_uri=manifest_uri,
-        append_after=append_after,
         catalog=CATALOG,
     )
     return run_job(spark, arguments)

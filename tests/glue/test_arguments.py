@@ -139,25 +139,6 @@ def test_missing_required_arguments_are_listed() -> None:
         JobArguments.from_options({"target_table": "d.t", "run_id": " "})
 
 
-def test_append_after_is_read_and_blank_means_none() -> None:
-    append = [*REQUIRED, "--load_mode", "append", "--watermark_column", "mlb_id"]
-
-    assert parse_command_line([*append, "--append_after", "1000"]).append_after == "1000"
-    assert parse_command_line([*append, "--append_after", ""]).append_after is None
-    assert parse_command_line(append).append_after is None
-
-
-def test_append_after_without_a_watermark_column_is_refused_in_append_mode() -> None:
-    with pytest.raises(InvalidJobArguments, match="--append_after '1000' needs --watermark_column"):
-        parse_command_line([*REQUIRED, "--load_mode", "append", "--append_after", "1000"])
-
-
-def test_a_merge_accepts_and_ignores_append_after_without_a_watermark_column() -> None:
-    args = parse_command_line([*REQUIRED, "--primary_keys", "id", "--append_after", "1000"])
-
-    assert (args.load_mode, args.watermark_column, args.append_after) == (LoadMode.MERGE, None, "1000")
-
-
 def test_expected_rows_blank_means_not_counted_and_zero_is_a_count() -> None:
     merge = [*REQUIRED, "--primary_keys", "id"]
 

@@ -159,7 +159,6 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
         "--primary_keys.$",
         "--load_mode.$",
         "--watermark_column.$",
-        "--append_after.$",
         "--timestamp_column.$",
         "--expected_rows.$",
     }

@@ -171,13 +171,12 @@ def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: LocalTabl
         "--primary_keys": "order_id",
         "--load_mode": "merge",
         "--watermark_column": "updated_at",
-        "--append_after": "",  # a merge table: re-read boundary rows are merged on the key
         "--timestamp_column": "dms_timestamp",
         "--expected_rows": "10",  # FULL_LOAD_ROWS, as the DMS stand-in's statistics reported it
     }
 
 
-def test_an_append_table_tells_the_glue_job_to_skip_up_to_its_watermark(make_stack: StackFactory) -> None:
+def test_an_append_table_runs_the_glue_job_in_append_mode(make_stack: StackFactory) -> None:
     stack = make_stack()
     item = orders_item(loadMode="append")
     del item["primaryKeys"]  # a key-less table, like every item of the blog post
@@ -186,10 +185,9 @@ def test_an_append_table_tells_the_glue_job_to_skip_up_to_its_watermark(make_sta
     stack.run(TABLE)
 
     [job_run] = stack.glue.runs
-    assert (job_run.arguments["--load_mode"], job_run.arguments["--append_after"]) == (
-        "append",
-        "2026-11-21 05:59:58",
-    )
+    # The job itself skips rows silver already holds (append_once.py): no watermark bound is passed.
+    assert (job_run.arguments["--load_mode"], job_run.arguments["--primary_keys"]) == ("append", "")
+    assert not any("append_after" in name for name in job_run.arguments)
 
 
 def test_a_nominal_run_takes_23_state_transitions(stack: LocalTableRunStack) -> None:

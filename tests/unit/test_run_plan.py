@@ -73,7 +73,6 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "loadMode": "merge",
         "watermarkColumn": "updated_at",
         "previousWatermark": "2026-11-21 06:00:00",
-        "appendAfter": "",
         "replicationInstanceArn": None,
         "bronzeUri": "s3://raw-bucket/bronze/dbo_Orders/dbo_Orders-20261121T0700Z/",
         "manifestUri": "s3://raw-bucket/manifests/dbo_Orders/dbo_Orders-20261121T0700Z.json",
@@ -133,37 +132,6 @@ MLB_APPEND = {
     "startvalue": "0",
     "endvalue": "1000",
 }
-
-
-@pytest.mark.parametrize(
-    ("change", "expected"),
-    [
-        # DynamoDB hands numbers back as Decimal; the Glue argument is its plain text.
-        pytest.param({"watermark": Decimal("1000")}, "1000", id="between-number"),
-        pytest.param(
-            {
-                "filtercolumn": "updated_at",
-                "filteroperator": "gte",
-                "startvalue": "2026-01-01 00:00:00",
-                "endvalue": None,
-                "watermark": "2026-11-21 06:00:00",
-            },
-            "2026-11-21 06:00:00",
-            id="gte-timestamp",
-        ),
-        pytest.param({"watermark": Decimal("1000"), "primaryKeys": "mlb_id"}, "", id="merge"),
-        pytest.param({}, "", id="no-watermark-yet"),
-        pytest.param(
-            {"filteroperator": "eq", "endvalue": None, "watermark": Decimal("1000")},
-            "",
-            id="eq-does-not-move",
-        ),
-    ],
-)
-def test_an_append_run_skips_up_to_the_stored_watermark(change: dict[str, Any], expected: str) -> None:
-    raw = {key: value for key, value in {**MLB_APPEND, **change}.items() if value is not None}
-
-    assert plan_of(raw)["appendAfter"] == expected
 
 
 def test_a_watermark_the_lookback_cannot_apply_to_is_an_invalid_item() -> None:
@@ -244,7 +212,7 @@ def test_the_blog_items_ignored_endvalue_does_not_reach_the_table_mapping(blog_l
             "filter-conditions": [{"filter-operator": "lte", "value": "1"}],
         }
     ]
-    assert (plan["previousWatermark"], plan["appendAfter"]) == (None, "")
+    assert plan["previousWatermark"] is None
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from icetide import watermark
-from icetide.control.model import ControlItem, LoadMode
-from icetide.control.values import scalar_text
+from icetide.control.model import ControlItem
 from icetide.dms.operators import WATERMARK_BOUNDED
 from icetide.dms.table_mapping import table_mapping_json
 from icetide.dms.task_settings import task_settings_json
@@ -38,22 +37,6 @@ def run_lower_bound(item: ControlItem) -> watermark.Watermark | None:
     except ValueError as exc:
         # A stored watermark the lookback cannot apply to is a fault of the item, not of the run.
         raise InvalidControlItem([f"watermark: {exc}"]) from None
-
-
-def append_after(item: ControlItem) -> str:
-    """The value an append-only run must skip up to, inclusive (RunPlan `appendAfter`), or "".
-
-    DMS has no strict "greater than": a `gte`/`between` run starts AT the stored watermark and so
-    re-reads the rows holding it. A merge absorbs them on the key; an append would add them again
-    every run. So an append run tells the Glue job to keep only rows above the stored watermark.
-    Glue arguments are strings: the watermark travels as its text (`1000`, `2026-11-21 06:00:00`).
-    """
-    stored = item.watermark
-    if item.load_mode is not LoadMode.APPEND or item.filter_operator not in WATERMARK_BOUNDED:
-        return ""
-    if stored is None or (isinstance(stored, str) and not stored.strip()):
-        return ""
-    return scalar_text(stored)
 
 
 def build_run_plan(
@@ -88,7 +71,6 @@ def build_run_plan(
         # Glue arguments are strings: "no watermark column" travels as "".
         "watermarkColumn": item.filter_column or "",
         "previousWatermark": watermark.to_json(item.watermark),
-        "appendAfter": append_after(item),
         "tableMapping": table_mapping_json(item, run_lower_bound(item)),
         "taskSettings": task_settings_json(item),
         "replicationInstanceArn": item.replication_instance_arn or stack_instance_arn or None,

@@ -63,3 +63,51 @@ def test_a_malformed_number_is_a_value_error() -> None:
 def test_empty_sets_cannot_be_stored() -> None:
     with pytest.raises(ValueError, match="does not store empty sets"):
         to_typed_json({"tags": set()})
+
+
+def test_a_number_boto3_would_read_as_nan_is_a_value_error() -> None:
+    for text in ("NaN", "Infinity"):
+        with pytest.raises(ValueError, match="is not a valid DynamoDB N value"):
+            from_typed_json({"startvalue": {"N": text}})
+    with pytest.raises(ValueError, match="is not a valid DynamoDB NS value"):
+        from_typed_json({"shards": {"NS": ["1", "five"]}})
+
+
+def test_a_flag_that_is_not_a_boolean_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"\{'BOOL': 'false'\} is not a valid DynamoDB BOOL value"):
+        from_typed_json({"enabled": {"BOOL": "false"}})
+
+
+def test_a_nested_error_names_the_innermost_value() -> None:
+    with pytest.raises(ValueError, match=r"^\{'N': 'five'\} is not a valid DynamoDB N value$"):
+        from_typed_json({"lastRunStats": {"M": {"rows": {"L": [{"N": "five"}]}}}})
+
+
+def test_binary_from_a_boto3_client_response_is_taken_as_bytes() -> None:
+    assert from_typed_json({"blob": {"B": b"hello"}, "blobs": {"BS": [b"a"]}}) == {
+        "blob": b"hello",
+        "blobs": {b"a"},
+    }
+
+
+def test_floats_and_exponents_encode_as_plain_numbers() -> None:
+    assert to_typed_json({"f": 0.1, "e": Decimal("1E+3"), "fs": {2.5, 1}, "l": [0.5]}) == {
+        "f": {"N": "0.1"},
+        "e": {"N": "1000"},
+        "fs": {"NS": ["1", "2.5"]},
+        "l": {"L": [{"N": "0.5"}]},
+    }
+
+
+def test_set_members_are_written_in_sorted_order() -> None:
+    letters = set("qwertyuiopasdfghjkl")
+    assert to_typed_json({"tags": letters}) == {"tags": {"SS": sorted(letters)}}
+
+
+def test_values_dynamodb_cannot_hold_are_value_errors() -> None:
+    with pytest.raises(ValueError, match="cannot store a float in DynamoDB"):
+        to_typed_json({"x": float("nan")})
+    with pytest.raises(ValueError, match="cannot store a object in DynamoDB"):
+        to_typed_json({"x": object()})
+    with pytest.raises(ValueError, match="cannot store a set in DynamoDB"):
+        to_typed_json({"x": {"a", 1}})

@@ -1,31 +1,37 @@
-"""The Iceberg jars a local SparkSession needs, fetched once from Maven Central.
+"""The Iceberg jars a local SparkSession needs, downloaded once from Maven Central.
 
 On AWS, Glue provides Iceberg (``--datalake-formats iceberg``). Locally, Spark needs the official
 runtime jar on its classpath, or ``MERGE INTO`` and ``USING iceberg`` do not exist. The jars are
-cached outside git in ``$ICETIDE_JARS_DIR`` (default ``~/.cache/icetide/jars``) and fetched with
-Maven, which reuses ``~/.m2`` when the artifacts are already there.
+cached outside git in ``$ICETIDE_JARS_DIR`` (default ``~/.cache/icetide/jars``), each downloaded over
+HTTPS and checked against the SHA-1 that Maven Central publishes beside it. Neither Maven nor
+Spark's own ``spark.jars.packages`` is used: Maven would be one more thing to install, and Ivy
+re-resolves on every session start, prints a report each time and keeps two copies of 110 MB.
+Once the jars are cached, sessions start without the network.
 
 Run as ``python -m icetide_local.jars`` (the Makefile's ``jars`` target does).
 """
 
 from __future__ import annotations
 
+import hashlib
+import http.client
 import os
-import shutil
-import subprocess
 import sys
+import tempfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 JARS_DIR_VARIABLE = "ICETIDE_JARS_DIR"
 DEFAULT_JARS_DIR = Path.home() / ".cache" / "icetide" / "jars"
-# Pinned so the local job runs the same Iceberg as the one the docs and benchmarks describe.
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+# Long enough for a slow link to deliver the next chunk, short enough that a dead one is reported.
+DOWNLOAD_TIMEOUT_SECONDS = 60
 
 
 class JarFetchError(RuntimeError):
-    """A jar could not be fetched: Maven is missing, or it failed to download an artifact."""
+    """A jar could not be fetched: the repository is unreachable, or the download is corrupt."""
 
 
 @dataclass(frozen=True)
@@ -42,10 +48,16 @@ class MavenArtifact:
 
     @property
     def jar_name(self) -> str:
-        # The name maven-dependency-plugin:copy gives the jar in the output directory.
+        # The file name the jar has in a Maven repository, and so in the cache.
         return f"{self.artifact}-{self.version}.jar"
 
+    def jar_url(self, repository: str = MAVEN_CENTRAL) -> str:
+        """Where a Maven repository (Maven Central by default) serves the jar."""
+        group_path = self.group.replace(".", "/")
+        return f"{repository.rstrip('/')}/{group_path}/{self.artifact}/{self.version}/{self.jar_name}"
 
+
+# Pinned so the local job runs the same Iceberg as the one the docs and benchmarks describe.
 ICEBERG_ARTIFACTS: tuple[MavenArtifact, ...] = (
     MavenArtifact("org.apache.iceberg", "iceberg-spark-runtime-3.5_2.12", "1.10.0"),
     MavenArtifact("org.apache.iceberg", "iceberg-aws-bundle", "1.10.0"),
@@ -70,42 +82,75 @@ def missing_jars(directory: Path | None = None) -> list[MavenArtifact]:
     return [artifact for artifact in ICEBERG_ARTIFACTS if not (target / artifact.jar_name).is_file()]
 
 
-def maven_copy_command(artifact: MavenArtifact, directory: Path) -> list[str]:
-    """The mvn command line that copies one artifact's jar into ``directory``."""
-    return [
-        "mvn",
-        "-q",
-        "-B",
-        DEPENDENCY_PLUGIN,
-        f"-Dartifact={artifact.coordinate}",
-        f"-DoutputDirectory={directory}",
-    ]
+def _read_url(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:  # noqa: S310
+        return bytes(response.read())
 
 
-def ensure_jars(directory: Path | None = None, progress: TextIO = sys.stderr) -> list[Path]:
+def published_sha1(artifact: MavenArtifact, repository: str = MAVEN_CENTRAL) -> str:
+    """The SHA-1 the repository publishes in ``<jar>.sha1`` (some files add the name after it)."""
+    url = f"{artifact.jar_url(repository)}.sha1"
+    try:
+        text = _read_url(url).decode("ascii").strip()
+    except (OSError, http.client.HTTPException, UnicodeDecodeError) as error:
+        raise JarFetchError(f"cannot read {url}: {error}") from error
+    digest = text.split()[0].lower() if text else ""
+    if len(digest) != 40 or any(char not in "0123456789abcdef" for char in digest):
+        raise JarFetchError(f"{url} does not hold a SHA-1: {text[:80]!r}")
+    return digest
+
+
+def download_jar(artifact: MavenArtifact, directory: Path, repository: str = MAVEN_CENTRAL) -> Path:
+    """Download one jar into ``directory`` and return its path, only once its SHA-1 matches.
+
+    The jar is written to a temporary file beside its final name and renamed when verified, so an
+    interrupted or corrupt download never leaves a jar that the next session would load.
+    """
+    expected = published_sha1(artifact, repository)
+    url = artifact.jar_url(repository)
+    digest = hashlib.sha1(usedforsecurity=False)
+    with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{artifact.jar_name}.", delete=False) as part:
+        try:
+            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:  # noqa: S310
+                while chunk := response.read(1 << 20):
+                    digest.update(chunk)
+                    part.write(chunk)
+        except (OSError, http.client.HTTPException) as error:  # HTTPException: e.g. a cut-off body
+            Path(part.name).unlink()
+            raise JarFetchError(f"cannot download {url}: {error!r}") from error
+    if digest.hexdigest() != expected:
+        Path(part.name).unlink()
+        raise JarFetchError(
+            f"{url} has SHA-1 {digest.hexdigest()}, but the repository publishes {expected}: "
+            "the download is corrupt (nothing was cached; run it again)"
+        )
+    jar = directory / artifact.jar_name
+    os.chmod(part.name, 0o644)  # the temporary file is private; the cached jar is an ordinary file
+    os.replace(part.name, jar)
+    return jar
+
+
+def ensure_jars(
+    directory: Path | None = None, progress: TextIO = sys.stderr, repository: str = MAVEN_CENTRAL
+) -> list[Path]:
     """Fetch the jars that are not cached yet and return every jar's path.
 
-    Jars already in the cache are skipped, so this is cheap to call before every session.
+    Jars already in the cache are skipped without touching the network, so this is cheap to call
+    before every session and works offline once the cache is warm.
     """
     target = directory or jars_dir()
     missing = missing_jars(target)
-    if missing and shutil.which("mvn") is None:
-        names = ", ".join(artifact.coordinate for artifact in missing)
-        raise JarFetchError(
-            f"Maven (mvn) is not on PATH, and the local Spark job needs {names} in {target}. "
-            "Install Maven (e.g. apt-get install maven) or copy the jars into that directory."
-        )
-    target.mkdir(parents=True, exist_ok=True)
+    if missing:
+        target.mkdir(parents=True, exist_ok=True)
     for number, artifact in enumerate(missing, start=1):
         print(f"fetching {artifact.coordinate} ({number}/{len(missing)}) into {target}", file=progress)
-        result = subprocess.run(
-            maven_copy_command(artifact, target), capture_output=True, text=True, check=False
-        )
-        if result.returncode != 0 or not (target / artifact.jar_name).is_file():
-            detail = (result.stdout + result.stderr).strip()[-2000:]
+        try:
+            download_jar(artifact, target, repository)
+        except JarFetchError as error:
             raise JarFetchError(
-                f"mvn could not fetch {artifact.coordinate} (exit code {result.returncode}): {detail}"
-            )
+                f"{error}. The local Spark job needs {artifact.coordinate} in {target} "
+                f"(${JARS_DIR_VARIABLE}); without network access, copy {artifact.jar_name} there."
+            ) from error
     return jar_paths(target)
 
 

@@ -9,7 +9,7 @@ A refused run (an :class:`~icetide_glue.errors.IcetideJobError`) still fails the
 state machine's Catch sees it, but with one line, ``<ErrorName>: <message>``: Glue shows the last
 exception's message as the run's ``ErrorMessage`` (Step Functions passes it on inside a
 ``States.TaskFailed`` cause), and the failure record takes the error's name from its start
-(``icetide.failure``).
+(``icetide.run.failure``).
 """
 
 from __future__ import annotations

@@ -13,9 +13,8 @@ from decimal import Decimal
 from typing import Any
 
 from icetide.control.codec import from_typed_json
+from icetide_cli.control_items import UnreadableItems, read_items_file
 from icetide_cli.main import add_command_group
-from icetide_cli.tables import UnreadableItems
-from icetide_cli.tables_put import read_items_file
 from icetide_local.stack.dms_source import SourceUrlInvalid, source_endpoint_settings
 from icetide_local.stack.local_stack import StartWorkflowFailed
 from icetide_local.stack.report import STAT_NAMES, format_rows, render_cycle

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -23,12 +22,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from icetide.control.codec import encode_value, from_typed_json, is_typed_json
 from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
-from icetide_cli.tables import (
+from icetide_cli.control_items import (
     EXIT_INVALID_ITEM,
     EXIT_OK,
     EXIT_UNREADABLE,
     UnreadableItems,
-    read_items,
+    read_items_file,
     validate_items,
 )
 
@@ -97,18 +96,6 @@ def put_command(args: argparse.Namespace) -> int:
         print(f"icetide tables put: {_aws_reason(exc)}", file=sys.stderr)
         return EXIT_AWS_ERROR
     return EXIT_OK
-
-
-def read_items_file(path: str) -> list[Any]:
-    """The raw items of a tables file (`-`: standard input), in any format `tables validate` reads.
-
-    Raises UnreadableItems naming the file and the reason (`tables put` and `local run` share it).
-    """
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-        return read_items(text)
-    except (OSError, UnicodeDecodeError, UnreadableItems) as exc:
-        raise UnreadableItems(f"cannot read control items from {path}: {exc}") from exc
 
 
 def control_table_of_stack(stack_name: str) -> str:

@@ -11,13 +11,13 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide import locking
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
 from icetide.control.model import ControlItem
-from icetide.control.plan import build_run_plan
-from icetide.handler_inputs import RunInput, parse_input
 from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.run import locking
+from icetide.run.handler_inputs import RunInput, parse_input
+from icetide.run.plan import build_run_plan
 from icetide.settings import Settings, load_settings
 
 

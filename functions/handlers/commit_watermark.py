@@ -16,15 +16,15 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide import run_state
-from icetide import watermark as wm
 from icetide.adapters import s3
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
+from icetide.control import watermark as wm
 from icetide.errors import ManifestInvalid
-from icetide.handler_inputs import CommitInput, parse_input
-from icetide.manifest import RunManifest
 from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.run import commit
+from icetide.run.handler_inputs import CommitInput, parse_input
+from icetide.run.manifest import RunManifest
 from icetide.settings import load_settings
 
 
@@ -40,19 +40,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise ManifestInvalid(
             f"no run manifest at {plan.manifest_uri}: the Glue job did not write one"
         ) from missing
-    run_state.check_manifest(manifest, run_id=run.run_id, watermark_column=plan.watermark_column)
-    step = run_state.next_watermark(plan.previous_watermark, manifest.new_watermark)
-    stats = run_state.run_stats(manifest, run.statistics.full_load_rows if run.statistics else None)
+    commit.check_manifest(manifest, run_id=run.run_id, watermark_column=plan.watermark_column)
+    step = commit.next_watermark(plan.previous_watermark, manifest.new_watermark)
+    stats = commit.run_stats(manifest, run.statistics.full_load_rows if run.statistics else None)
 
     write = ControlTable(settings.control_table_name).commit_run(
         run.target_table_name,
         run.run_id,
-        previous_forms=run_state.stored_forms(plan.previous_watermark),
+        previous_forms=commit.stored_forms(plan.previous_watermark),
         watermark=wm.to_dynamo(step.watermark),
         stats=stats,
         now=stored_time(utc_now()),
     )
-    committed_now = run_state.commit_result(
+    committed_now = commit.commit_result(
         run.target_table_name,
         run.run_id,
         written=write.written,

@@ -13,11 +13,11 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms
-from icetide.bronze_target import s3_target_settings
+from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.identifiers import RunDmsResources
 from icetide.dms.task_settings import MIGRATION_TYPE
-from icetide.handler_inputs import CreateTaskInput, parse_input
 from icetide.observability import observed
+from icetide.run.handler_inputs import CreateTaskInput, parse_input
 from icetide.settings import load_settings
 
 

@@ -16,10 +16,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms
-from icetide.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, DeleteOutcome
+from icetide.dms.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, DeleteOutcome
 from icetide.dms.identifiers import RunDmsResources
-from icetide.handler_inputs import CleanupInput, parse_input
 from icetide.observability import logger, observed
+from icetide.run.handler_inputs import CleanupInput, parse_input
 from icetide.settings import load_settings
 
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide import replication_status
 from icetide.adapters import dms
+from icetide.dms import replication_status
 from icetide.dms.identifiers import RunDmsResources
-from icetide.handler_inputs import PlanInput, parse_input
 from icetide.observability import observed
+from icetide.run.handler_inputs import PlanInput, parse_input
 from icetide.settings import load_settings
 
 

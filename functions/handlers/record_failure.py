@@ -15,9 +15,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
-from icetide.failure import failure_message
-from icetide.handler_inputs import FailureInput, parse_input
 from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.run.failure import failure_message
+from icetide.run.handler_inputs import FailureInput, parse_input
 from icetide.settings import load_settings
 
 

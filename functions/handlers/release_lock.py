@@ -11,8 +11,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters.control_table import ControlTable
-from icetide.handler_inputs import RunInput, parse_input
 from icetide.observability import logger, observed
+from icetide.run.handler_inputs import RunInput, parse_input
 from icetide.settings import load_settings
 
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide import replication_status
 from icetide.adapters import dms
-from icetide.handler_inputs import TaskInput, parse_input
+from icetide.dms import replication_status
 from icetide.observability import logger, observed
+from icetide.run.handler_inputs import TaskInput, parse_input
 
 
 @observed()

@@ -10,13 +10,13 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide import scheduling
 from icetide.adapters import stepfunctions
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import utc_now
 from icetide.dms.identifiers import run_id, schedule_slot
-from icetide.handler_inputs import ScheduleEvent, parse_input
 from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.run import scheduling
+from icetide.run.handler_inputs import ScheduleEvent, parse_input
 from icetide.settings import load_settings
 
 

@@ -37,7 +37,7 @@ def _imported_modules(tree: ast.Module) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-            # `from icetide import locking` imports the module icetide.locking.
+            # `from icetide.run import locking` imports the module icetide.run.locking.
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return {name for name in names if name.split(".")[0] in _OWN_PACKAGES}
 

@@ -22,9 +22,9 @@ import handlers.read_task_statistics
 import handlers.start_replication_task
 from icetide.adapters import dms
 from icetide.adapters.clients import client
+from icetide.dms.replication_status import ReplicationInstanceMissing, ReplicationTaskMissing
 from icetide.errors import DmsQuotaExceeded, DmsResourceNotOurs, DmsResourceNotReady, InvalidTableMapping
-from icetide.handler_inputs import InvalidHandlerInput
-from icetide.replication_status import ReplicationInstanceMissing, ReplicationTaskMissing
+from icetide.run.handler_inputs import InvalidHandlerInput
 from icetide.settings import SettingsInvalid
 
 # The run id, lowercase, "_" -> "-", prefixed, then 16 hex of sha256('["icetide", "dbo_orders",

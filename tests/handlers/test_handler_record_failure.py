@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 import handlers.record_failure
-from icetide.failure import MAX_MESSAGE_LENGTH, failure_message
+from icetide.run.failure import MAX_MESSAGE_LENGTH, failure_message
 
 GLUE_MESSAGE = "AnalysisException: cannot resolve column 'order_id' in MERGE condition"
 

@@ -11,8 +11,8 @@ import boto3
 import pytest
 
 import handlers.start_workflow
-from icetide.handler_inputs import InvalidHandlerInput
-from icetide.scheduling import ExecutionStartFailed
+from icetide.run.handler_inputs import InvalidHandlerInput
+from icetide.run.scheduling import ExecutionStartFailed
 from icetide.settings import SettingsInvalid
 
 STATE_MACHINE_ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:icetide-table-run"

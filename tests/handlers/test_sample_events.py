@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from icetide import handler_inputs
+from icetide.run import handler_inputs
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 INPUT_OF_HANDLER = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from icetide.dms.replication_status import ReplicationTaskMissing, must_start, progress, statistics
 from icetide.errors import DmsResourceNotReady
-from icetide.replication_status import ReplicationTaskMissing, must_start, progress, statistics
 
 ARN = "arn:aws:dms:eu-west-1:123456789012:task:icetide-dbo-orders-20261121t0700z"
 

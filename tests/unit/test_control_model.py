@@ -9,7 +9,7 @@ import pytest
 
 from icetide.control.codec import from_typed_json
 from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES, ControlItem, LoadMode, RunStatus
-from icetide.dms.operators import FilterOperator
+from icetide.control.operators import FilterOperator
 from icetide.errors import InvalidControlItem
 
 WILDCARD_ERROR = (

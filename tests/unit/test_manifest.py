@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from icetide.errors import ManifestInvalid
-from icetide.manifest import RunManifest
+from icetide.run.manifest import RunManifest
 
 CONTRACT_EXAMPLE = """{"runId": "dbo_orders-20261121T0700Z", "targetTable": "icetide_silver.dbo_orders",
  "rowsRead": 10, "rowsInserted": 4, "rowsUpdated": 5, "rowsDeleted": 1, "rowsUnchanged": 0,

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from icetide.control.model import ControlItem
-from icetide.control.plan import build_run_plan
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
+from icetide.run.plan import build_run_plan
 
 ORDERS = {
     "targetTableName": "dbo_Orders",

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from icetide import watermark
+from icetide.control import watermark
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 Every write that decides something (taking the lock, committing the watermark) is one conditional
 ``UpdateItem``, so two runs can never both win; the adapter reports whether the condition held and
-what the item looked like, and the domain (``icetide.locking``, ``icetide.run_state``) decides what
+what the item looked like, and the domain (``icetide.run.locking``, ``icetide.run.commit``) decides what
 that means. Items travel as plain dicts (numbers as Decimal), the form ``ControlItem.parse`` takes.
 """
 

@@ -16,7 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from icetide.adapters.clients import client, error_code
-from icetide.cleanup import DeleteOutcome
+from icetide.dms.cleanup import DeleteOutcome
 from icetide.errors import DmsQuotaExceeded, DmsResourceNotOurs, DmsResourceNotReady
 
 _NOT_FOUND = "ResourceNotFoundFault"

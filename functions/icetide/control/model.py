@@ -32,11 +32,11 @@ from pydantic import (
     model_validator,
 )
 
+from icetide.control.operators import OPERATOR_NAMES, VALUE_SHAPES, FilterOperator, ValueShape, parse_operator
 from icetide.control.problems import attribute_of, likely_meant, problem_lines, unknown_attribute_lines
 from icetide.control.values import as_decimal, scalar_text
-from icetide.dms.operators import OPERATOR_NAMES, VALUE_SHAPES, FilterOperator, ValueShape, parse_operator
+from icetide.control.watermark import compare
 from icetide.errors import InvalidControlItem
-from icetide.watermark import compare
 
 TARGET_TABLE_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 SOURCE_NAME_MAX_LENGTH = 128

@@ -1,1 +1,2 @@
-"""What icetide asks of AWS DMS, as data: filter operators, table mappings, task settings, identifiers."""
+"""What icetide asks of AWS DMS, as data: identifiers, table mappings, task settings, the per-run S3
+target (bronze), what a task's status means, and the rules for deleting a run's DMS resources."""

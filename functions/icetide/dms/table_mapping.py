@@ -11,8 +11,14 @@ import json
 from typing import Any
 
 from icetide.control.model import ControlItem
+from icetide.control.operators import (
+    VALUE_SHAPES,
+    WATERMARK_BOUNDED,
+    FilterOperator,
+    ValueShape,
+    parse_operator,
+)
 from icetide.control.values import scalar_text
-from icetide.dms.operators import VALUE_SHAPES, WATERMARK_BOUNDED, FilterOperator, ValueShape, parse_operator
 from icetide.errors import InvalidTableMapping
 
 
@@ -55,7 +61,7 @@ def source_filter(
 def build_table_mapping(item: ControlItem, lower_bound: object = None) -> dict[str, Any]:
     """The table mapping of a run of `item`.
 
-    `lower_bound` (the watermark minus the lookback, see `icetide.watermark.lower_bound`) replaces the
+    `lower_bound` (the watermark minus the lookback, see `icetide.control.watermark.lower_bound`) replaces the
     configured start value of `gte` and `between`; every other operator keeps its values as configured.
     """
     filters = []

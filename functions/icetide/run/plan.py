@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from icetide import watermark
+from icetide.control import watermark
 from icetide.control.model import ControlItem
-from icetide.dms.operators import WATERMARK_BOUNDED
+from icetide.control.operators import WATERMARK_BOUNDED
 from icetide.dms.table_mapping import table_mapping_json
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from icetide.control.problems import problem_lines
+from icetide.control.watermark import Watermark
 from icetide.errors import IcetideError, InvalidTableMapping
-from icetide.watermark import Watermark
 
 
 class InvalidHandlerInput(IcetideError):
@@ -34,7 +34,7 @@ class ScheduleEvent(_Input):
 
 
 class RunPlan(_Input):
-    """The RunPlan built by ``icetide.control.plan`` at lock time; the fields the handlers use."""
+    """The RunPlan built by ``icetide.run.plan`` at lock time; the fields the handlers use."""
 
     model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from icetide import watermark as wm
+from icetide.control import watermark as wm
 from icetide.control.model import RunStatus
 from icetide.control.values import as_decimal
 from icetide.errors import LockLost, ManifestInvalid, WatermarkConflict
-from icetide.locking import missing_item
-from icetide.manifest import RunManifest
+from icetide.run.locking import missing_item
+from icetide.run.manifest import RunManifest
 
 
 @dataclass(frozen=True)

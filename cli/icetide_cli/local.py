@@ -15,9 +15,9 @@ from typing import Any
 from icetide.control.codec import from_typed_json
 from icetide_cli.control_items import UnreadableItems, read_items_file
 from icetide_cli.main import add_command_group
-from icetide_local.stack.dms_source import SourceUrlInvalid, source_endpoint_settings
-from icetide_local.stack.local_stack import StartWorkflowFailed
-from icetide_local.stack.report import STAT_NAMES, format_rows, render_cycle
+from icetide_local.cycle_report import STAT_NAMES, format_rows, render_cycle
+from icetide_local.local_stack import StartWorkflowFailed
+from icetide_local.standins.dms.data_mover import SourceUrlInvalid, source_endpoint_settings
 from icetide_local.workspace import Workspace, WorkspaceError
 
 EXIT_OK = 0
@@ -124,7 +124,7 @@ def run_command(args: argparse.Namespace) -> int:
     if not items:
         print(f"icetide local run: {args.tables} holds no control item", file=sys.stderr)
         return EXIT_USAGE
-    from icetide_local.stack.workspace_cycle import run_workspace_cycle
+    from icetide_local.workspace_cycle import run_workspace_cycle
 
     try:
         workspace = Workspace.open(args.workspace)

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import sqlalchemy as sa
 from pyiceberg.table import StaticTable
 
-from icetide_local.harness import StackNames
+from icetide_local.cycle_report import CycleReport, render_cycle
 from icetide_local.sample_source import (
     CUSTOMERS,
     ORDERS,
@@ -29,9 +29,9 @@ from icetide_local.sample_source import (
     create_sample_source,
     sample_control_items,
 )
-from icetide_local.stack.report import CycleReport, render_cycle
-from icetide_local.stack.workspace_cycle import run_workspace_cycle
+from icetide_local.stepfunctions import StackNames
 from icetide_local.workspace import Workspace, WorkspaceError
+from icetide_local.workspace_cycle import run_workspace_cycle
 
 SILVER_DATABASE = StackNames().glue_database
 # The sample tables by their control items' targetTableName.

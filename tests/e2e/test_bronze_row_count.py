@@ -22,8 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from e2e.helpers import silver_table
-from icetide_local.dms import lifecycle
-from icetide_local.stack import dms_source
+from icetide_local.standins.dms import data_mover, lifecycle
 
 pytestmark = pytest.mark.spark
 
@@ -47,7 +46,7 @@ class StrayFileMover:
     """
 
     def __init__(self, source_url: str, *, armed: bool) -> None:
-        self.replicate = dms_source.replicator_mover(source_url)
+        self.replicate = data_mover.replicator_mover(source_url)
         self.armed = armed
 
     def __call__(self, run: lifecycle.ReplicationTaskRun) -> Sequence[lifecycle.TableStatistics]:
@@ -97,7 +96,7 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
         return movers[-1]
 
     # The local stack builds its DMS stand-in's mover through this name, once per `local run`.
-    monkeypatch.setattr("icetide_local.stack.local_stack.replicator_mover", stray_file_mover)
+    monkeypatch.setattr("icetide_local.local_stack.replicator_mover", stray_file_mover)
     workspace = tmp_path / "ws"
     tables_file = write_tables([ITEM])
 

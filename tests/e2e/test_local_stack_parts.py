@@ -10,14 +10,14 @@ import pytest
 import sqlalchemy as sa
 from moto import mock_aws
 
-from icetide_local.dms.lifecycle import ReplicationTaskRun, TableStatistics
-from icetide_local.stack.dms_source import (
+from icetide_local.standins.dms.data_mover import (
     SourceTablesFailed,
     SourceUrlInvalid,
     replicator_mover,
     source_endpoint_settings,
 )
-from icetide_local.stack.glue_spark import BronzeUriInvalid, stage_bronze
+from icetide_local.standins.dms.lifecycle import ReplicationTaskRun, TableStatistics
+from icetide_local.standins.glue_spark import BronzeUriInvalid, stage_bronze
 
 
 def test_the_source_endpoint_names_the_database_but_never_the_password():

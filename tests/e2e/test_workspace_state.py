@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from icetide_local.stack.workspace_cycle import loadable_items, next_slot
 from icetide_local.workspace import (
     Workspace,
     WorkspaceBusy,
@@ -15,6 +14,7 @@ from icetide_local.workspace import (
     keep_unconfigured,
     merge_run_state,
 )
+from icetide_local.workspace_cycle import loadable_items, next_slot
 
 SAVED_ORDERS = {
     "targetTableName": {"S": "orders"},

@@ -18,7 +18,12 @@ from botocore.stub import Stubber
 
 import handlers.read_task_statistics
 from icetide.adapters.clients import client
-from icetide_local.dms.lifecycle import TABLE_COMPLETED, DmsLifecycle, ReplicationTaskRun, TableStatistics
+from icetide_local.standins.dms.lifecycle import (
+    TABLE_COMPLETED,
+    DmsLifecycle,
+    ReplicationTaskRun,
+    TableStatistics,
+)
 
 TASK_ARN = "arn:aws:dms:eu-west-1:123456789012:task:icetide-dbo-orders-20261121t0700z"
 

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from icetide_local.dms.replicator import FullLoadResult, run_full_load
-from icetide_local.dms.s3_target import LocalDirectorySink
 from icetide_local.postgres import temporary_postgres
+from icetide_local.standins.dms.replicator import FullLoadResult, run_full_load
+from icetide_local.standins.dms.s3_target import LocalDirectorySink
 
 BUCKET_FOLDER = "bronze/orders/orders-20261121T0700Z"
 

@@ -17,8 +17,13 @@ import pytest
 import sqlalchemy as sa
 from moto import mock_aws
 
-from icetide_local.dms.replicator import TABLE_COMPLETED, TABLE_ERROR, full_load_file_name, run_full_load
-from icetide_local.dms.source import SourceUnreachable
+from icetide_local.standins.dms.replicator import (
+    TABLE_COMPLETED,
+    TABLE_ERROR,
+    full_load_file_name,
+    run_full_load,
+)
+from icetide_local.standins.dms.source import SourceUnreachable
 
 ELEVEN_ROWS = [{"id": n, "name": f"item {n}"} for n in range(1, 12)]
 FIXED_TRANSFER_TIME = dt.datetime(2026, 11, 21, 7, 0, 5, 123456, tzinfo=dt.UTC)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from icetide_local.dms.replicator import TABLE_COMPLETED, TABLE_ERROR
+from icetide_local.standins.dms.replicator import TABLE_COMPLETED, TABLE_ERROR
 
 # Row 6 sits half a second after 06:00 to test microsecond boundaries; row 7 holds NULLs.
 ORDERS_ROWS = [

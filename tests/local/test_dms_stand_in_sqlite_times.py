@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from icetide_local.dms.replicator import TABLE_COMPLETED, TABLE_ERROR
+from icetide_local.standins.dms.replicator import TABLE_COMPLETED, TABLE_ERROR
 
 WATERMARK = "2026-11-21 12:00:00"  # how the Glue job writes a timestamp watermark (UTC)
 

@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
-from icetide_local.dms.replicator import TableMappingError, TableSelection, parse_table_mapping
-from icetide_local.dms.s3_target import LocalDirectorySink, S3TargetSettings, UnsupportedTargetSettings
-from icetide_local.dms.source import FilterCondition, SourceFilter
+from icetide_local.standins.dms.replicator import TableMappingError, TableSelection, parse_table_mapping
+from icetide_local.standins.dms.s3_target import (
+    LocalDirectorySink,
+    S3TargetSettings,
+    UnsupportedTargetSettings,
+)
+from icetide_local.standins.dms.source import FilterCondition, SourceFilter
 
 
 def employee_rule(

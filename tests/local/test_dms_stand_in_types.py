@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from icetide_local.dms.replicator import TABLE_COMPLETED
+from icetide_local.standins.dms.replicator import TABLE_COMPLETED
 
 DMS_COLUMNS = [
     pa.field("Op", pa.string(), nullable=False),

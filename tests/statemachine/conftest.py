@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from icetide_local.dms.lifecycle import DmsLifecycle
-from icetide_local.harness import LocalTableRunStack
+from icetide_local.standins.dms.lifecycle import DmsLifecycle
+from icetide_local.stepfunctions import TableRunHarness
 from statemachine.orders import (
     FAST_SUBSTITUTIONS,
     StackFactory,
@@ -21,21 +21,21 @@ from statemachine.orders import (
 
 @pytest.fixture
 def make_stack() -> Iterator[StackFactory]:
-    """Build local stacks (closed at the end of the test); keyword arguments go to LocalTableRunStack."""
+    """Build local stacks (closed at the end of the test); keyword arguments go to TableRunHarness."""
     with contextlib.ExitStack() as stacks:
 
-        def make(substitutions: dict[str, str] | None = None, **options: Any) -> LocalTableRunStack:
+        def make(substitutions: dict[str, str] | None = None, **options: Any) -> TableRunHarness:
             options.setdefault("glue_runner", orders_manifest())
             options.setdefault("dms", DmsLifecycle(mover=orders_replication))
             return stacks.enter_context(
-                LocalTableRunStack(substitutions={**FAST_SUBSTITUTIONS, **(substitutions or {})}, **options)
+                TableRunHarness(substitutions={**FAST_SUBSTITUTIONS, **(substitutions or {})}, **options)
             )
 
         yield make
 
 
 @pytest.fixture
-def stack(make_stack: StackFactory) -> LocalTableRunStack:
+def stack(make_stack: StackFactory) -> TableRunHarness:
     """A local stack holding the dbo_orders control item."""
     local = make_stack()
     local.put_control_item(orders_item())

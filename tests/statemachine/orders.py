@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from icetide_local.dms.lifecycle import ReplicationTaskRun, TableStatistics
-from icetide_local.glue_standin import JobRunner, manifest_writer
-from icetide_local.harness import LocalTableRunStack
+from icetide_local.standins.dms.lifecycle import ReplicationTaskRun, TableStatistics
+from icetide_local.standins.glue import JobRunner, manifest_writer
+from icetide_local.stepfunctions import TableRunHarness
 
 TABLE = "dbo_orders"
 PREVIOUS_WATERMARK = "2026-11-21 05:59:58"
@@ -29,8 +29,8 @@ FAST_SUBSTITUTIONS = {
     "MaxInstanceChecks": "3",
 }
 
-StackFactory = Callable[..., LocalTableRunStack]
-"""The ``make_stack`` fixture: keyword arguments go to LocalTableRunStack."""
+StackFactory = Callable[..., TableRunHarness]
+"""The ``make_stack`` fixture: keyword arguments go to TableRunHarness."""
 
 
 def orders_item(**attributes: Any) -> dict[str, Any]:
@@ -66,7 +66,7 @@ def orders_replication(run: ReplicationTaskRun) -> list[TableStatistics]:
     return [TableStatistics(schema="dbo", table="orders", full_load_rows=FULL_LOAD_ROWS)]
 
 
-def create_shared_instance(stack: LocalTableRunStack) -> str:
+def create_shared_instance(stack: TableRunHarness) -> str:
     """A long-lived replication instance, available, as a user who reuses one would have; its ARN."""
     dms = stack.client("dms")
     arn = dms.create_replication_instance(

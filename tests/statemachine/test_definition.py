@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from icetide_local.harness.definition import (
+from icetide_local.stepfunctions.definition import (
     DEFINITION_PATH,
     SUBSTITUTIONS_PATH,
     handler_module,

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from icetide_local.dms.lifecycle import (
+from icetide_local.standins.dms.lifecycle import (
     FATAL_ERROR,
     FULL_LOAD_FINISHED,
     STOPPED_BY_USER,

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from icetide_local.glue_standin import GlueStandIn, ManifestUriInvalid, failing_job, manifest_writer
+from icetide_local.standins.glue import GlueStandIn, ManifestUriInvalid, failing_job, manifest_writer
 
 REGION = "eu-west-1"
 JOB = "icetide-bronze-to-silver"

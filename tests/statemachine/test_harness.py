@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from icetide_local.harness import Fault, FaultPlan, LocalTableRunStack, RunReport
-from icetide_local.harness.definition import SubstitutionError, handler_module, render_definition
+from icetide_local.stepfunctions import Fault, FaultPlan, RunReport, TableRunHarness
+from icetide_local.stepfunctions.definition import SubstitutionError, handler_module, render_definition
 from statemachine.orders import StackFactory
 
 GLUE_ONLY_MACHINE = {
@@ -171,7 +171,7 @@ def test_a_stack_undoes_its_patches_and_lambda_environment_when_it_closes(
 
     monkeypatch.delenv("CONTROL_TABLE_NAME", raising=False)
     original = LambdaFunction.invoke
-    with LocalTableRunStack(substitutions={"PollSeconds": "0"}) as stack:
+    with TableRunHarness(substitutions={"PollSeconds": "0"}) as stack:
         patched = LambdaFunction.invoke
         stack.client("lambda").invoke(FunctionName="icetide-release-lock", Payload=b"{}")
         during = os.environ.get("CONTROL_TABLE_NAME")

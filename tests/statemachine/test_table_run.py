@@ -16,9 +16,14 @@ from botocore.exceptions import ClientError
 
 import handlers.commit_watermark
 from icetide.adapters import dms
-from icetide_local.dms.lifecycle import TABLE_ERROR, DmsLifecycle, ReplicationTaskRun, TableStatistics
-from icetide_local.glue_standin import JobRunner, failing_job
-from icetide_local.harness import SNS_PUBLISH, Fault, LocalTableRunStack, RunReport
+from icetide_local.standins.dms.lifecycle import (
+    TABLE_ERROR,
+    DmsLifecycle,
+    ReplicationTaskRun,
+    TableStatistics,
+)
+from icetide_local.standins.glue import JobRunner, failing_job
+from icetide_local.stepfunctions import SNS_PUBLISH, Fault, RunReport, TableRunHarness
 from statemachine.orders import (
     FULL_LOAD_ROWS,
     NEW_WATERMARK,
@@ -84,7 +89,7 @@ TASK_FAILURES = [
 ]
 
 
-def _make_fail(stack: LocalTableRunStack, target: str) -> None:
+def _make_fail(stack: TableRunHarness, target: str) -> None:
     # Once, with an error no Retry matches: the state fails; later calls (cleanup) succeed.
     if target == SNS_PUBLISH:
         stack.faults.inject(target, Fault("InvalidParameter", INJECTED, times=1))  # an AWS error code
@@ -92,14 +97,14 @@ def _make_fail(stack: LocalTableRunStack, target: str) -> None:
         stack.faults.inject(target, Fault("InjectedFailure", INJECTED, times=1))
 
 
-def _put_orders(stack: LocalTableRunStack, instance: str) -> str | None:
+def _put_orders(stack: TableRunHarness, instance: str) -> str | None:
     """Write the dbo_orders item; with a "shared instance", create one it reuses and return its ARN."""
     shared = create_shared_instance(stack) if instance == "shared instance" else None
     stack.put_control_item(orders_item(**({"replicationInstanceArn": shared} if shared else {})))
     return shared
 
 
-def _item(stack: LocalTableRunStack) -> dict[str, Any]:
+def _item(stack: TableRunHarness) -> dict[str, Any]:
     item = stack.control_item(TABLE)
     assert item is not None, "the control item disappeared"
     return item
@@ -112,12 +117,12 @@ def _assert_failed(report: RunReport, failed_state: str, error: str) -> None:
     assert (report.cause or "").startswith(f"{failed_state} failed with {error}: "), report.cause
 
 
-def _handlers_called(stack: LocalTableRunStack, handler: str) -> list[str | None]:
+def _handlers_called(stack: TableRunHarness, handler: str) -> list[str | None]:
     """The error type of each call of ``handler`` (None: it succeeded)."""
     return [call.error_type for call in stack.lambdas.invocations if call.handler == handler]
 
 
-def test_a_run_merges_cleans_up_notifies_and_commits_the_watermark(stack: LocalTableRunStack) -> None:
+def test_a_run_merges_cleans_up_notifies_and_commits_the_watermark(stack: TableRunHarness) -> None:
     report = stack.run(TABLE)
 
     assert report.status == "SUCCEEDED", report.render()
@@ -159,7 +164,7 @@ def test_a_run_merges_cleans_up_notifies_and_commits_the_watermark(stack: LocalT
     assert sorted(arn.split(":")[5] for arn in deleted["deleted"]) == ["endpoint", "rep", "task"]
 
 
-def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: LocalTableRunStack) -> None:
+def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: TableRunHarness) -> None:
     stack.run(TABLE)
 
     [job_run] = stack.glue.runs
@@ -190,7 +195,7 @@ def test_an_append_table_runs_the_glue_job_in_append_mode(make_stack: StackFacto
     assert not any("append_after" in name for name in job_run.arguments)
 
 
-def test_a_nominal_run_takes_23_state_transitions(stack: LocalTableRunStack) -> None:
+def test_a_nominal_run_takes_23_state_transitions(stack: TableRunHarness) -> None:
     report = stack.run(TABLE)
 
     assert report.states_entered == NOMINAL_STATES, report.render()
@@ -256,7 +261,7 @@ def test_a_locked_table_fails_at_once_and_leaves_the_lock_and_dms_alone(make_sta
     ],
 )
 def test_a_transient_error_is_retried_and_the_run_succeeds(
-    stack: LocalTableRunStack, handler: str, transient_error: str
+    stack: TableRunHarness, handler: str, transient_error: str
 ) -> None:
     stack.faults.inject(handler, Fault(transient_error, INJECTED, times=1))
 
@@ -307,7 +312,7 @@ def test_polls_are_bounded_and_a_task_that_never_finishes_is_stopped_and_deleted
     assert stack.notifications()[-1].message["error"] == "ReplicationTaskTimedOut"
 
 
-def _wait_lengths(stack: LocalTableRunStack, execution_arn: str) -> list[int]:
+def _wait_lengths(stack: TableRunHarness, execution_arn: str) -> list[int]:
     events = stack.client("stepfunctions").get_execution_history(executionArn=execution_arn)["events"]
     return [
         json.loads(event["stateEnteredEventDetails"]["input"])["polling"]["waitSeconds"]
@@ -433,7 +438,7 @@ def test_an_endpoint_and_task_created_before_create_task_failed_are_deleted(
     assert "lockHolder" not in item
 
 
-def _deleted_by_cleanup(stack: LocalTableRunStack) -> list[str]:
+def _deleted_by_cleanup(stack: TableRunHarness) -> list[str]:
     """The ARNs the cleanup path deleted, as the failure notification names them."""
     failure = stack.notifications()[-1]
     assert failure.attributes["status"] == "FAILED"
@@ -455,7 +460,7 @@ def _glue_job_then(stack_changes: Callable[[], None]) -> JobRunner:
 
 
 def test_a_run_whose_lock_was_taken_over_commits_nothing_and_leaves_the_new_holder_alone(
-    stack: LocalTableRunStack,
+    stack: TableRunHarness,
 ) -> None:
     # The run outlived the lock's staleness and a later run took the table over before the commit.
     taken_at = "2026-11-21T14:00:03Z"
@@ -487,7 +492,7 @@ def test_a_run_whose_lock_was_taken_over_commits_nothing_and_leaves_the_new_hold
     assert (failed.message["failedState"], failed.message["error"]) == ("Commit watermark", "LockLost")
 
 
-def test_a_watermark_moved_during_the_run_fails_the_commit_and_is_kept(stack: LocalTableRunStack) -> None:
+def test_a_watermark_moved_during_the_run_fails_the_commit_and_is_kept(stack: TableRunHarness) -> None:
     moved = "2026-11-21 06:30:00"
     stack.glue.runner = _glue_job_then(lambda: stack.put_control_item({**_item(stack), "watermark": moved}))
 
@@ -502,7 +507,7 @@ def test_a_watermark_moved_during_the_run_fails_the_commit_and_is_kept(stack: Lo
 
 
 def test_a_commit_whose_answer_was_lost_is_retried_and_the_run_succeeds(
-    stack: LocalTableRunStack, monkeypatch: pytest.MonkeyPatch
+    stack: TableRunHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The Lambda service fails after the handler committed: Step Functions retries the state, and
     # the retry finds the run's own commit instead of a lost lock.
@@ -559,7 +564,7 @@ def test_when_cleanup_cannot_delete_the_failure_is_still_recorded_notified_and_u
 
 
 def test_when_recording_fails_the_run_is_still_cleaned_up_notified_and_unlocked(
-    stack: LocalTableRunStack,
+    stack: TableRunHarness,
 ) -> None:
     _make_fail(stack, "read_task_statistics")
     stack.faults.inject("record_failure", Fault("InjectedFailure", INJECTED, times=None))
@@ -575,7 +580,7 @@ def test_when_recording_fails_the_run_is_still_cleaned_up_notified_and_unlocked(
     assert stack.notifications()[-1].message["failedState"] == FIRST_FAILURE
 
 
-def test_when_notifying_fails_the_run_is_still_recorded_and_unlocked(stack: LocalTableRunStack) -> None:
+def test_when_notifying_fails_the_run_is_still_recorded_and_unlocked(stack: TableRunHarness) -> None:
     _make_fail(stack, "read_task_statistics")
     stack.faults.inject(SNS_PUBLISH, Fault("InvalidParameter", INJECTED, times=None))
 
@@ -590,7 +595,7 @@ def test_when_notifying_fails_the_run_is_still_recorded_and_unlocked(stack: Loca
 
 
 def test_when_unlocking_fails_the_run_still_ends_failed_with_its_first_error(
-    stack: LocalTableRunStack,
+    stack: TableRunHarness,
 ) -> None:
     _make_fail(stack, "read_task_statistics")
     stack.faults.inject("release_lock", Fault("InjectedFailure", INJECTED, times=None))

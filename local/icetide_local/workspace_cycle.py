@@ -15,13 +15,13 @@ from typing import Any
 from icetide.clock import utc_now
 from icetide.control.codec import from_typed_json, is_typed_json, to_typed_json
 from icetide.dms.identifiers import schedule_slot
-from icetide_local.stack.local_stack import (
+from icetide_local.cycle_report import CycleReport
+from icetide_local.local_stack import (
     DEFAULT_EXECUTION_TIMEOUT_SECONDS,
     LOCAL_ENVIRONMENT,
     LocalStack,
     Progress,
 )
-from icetide_local.stack.report import CycleReport
 from icetide_local.workspace import TypedItem, Workspace, keep_unconfigured, merge_run_state
 
 SLOT_MINUTES = int(LOCAL_ENVIRONMENT["SCHEDULE_SLOT_MINUTES"])

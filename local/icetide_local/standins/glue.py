@@ -8,7 +8,8 @@ The run is ``RUNNING`` until the runner returns (``SUCCEEDED``) or raises (``FAI
 exception as ``ErrorMessage``), which is what ``startJobRun.sync`` waits for.
 
 Runners: :func:`manifest_writer` writes a fixture run manifest to ``--manifest_uri`` (tests of the
-state machine); :func:`failing_job` fails; the local end-to-end stack plugs in the real Spark job.
+state machine); :func:`failing_job` fails; the local stack plugs in the real Spark job
+(:mod:`icetide_local.standins.glue_spark`).
 """
 
 from __future__ import annotations

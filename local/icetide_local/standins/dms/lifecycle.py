@@ -13,11 +13,12 @@ real task would look to a poller::
     running -> stopping -> stopped "Stop Reason NORMAL"         (stop_replication_task)
 
 and refuses what DMS refuses: starting a task that is not ready, deleting a task that is running or
-stopping, deleting an instance that still has tasks.
+stopping, deleting an instance that still has tasks, creating an endpoint whose identifier is taken
+(:mod:`icetide_local.standins.dms.endpoints`).
 
 Data movement is pluggable: a :data:`DataMover` is called when a task starts running, with the task's
 table mapping, settings and target endpoint (:class:`ReplicationTaskRun`), and returns the tables'
-statistics. The default mover moves nothing; the local end-to-end stack plugs in a replicator that
+statistics. The default mover moves nothing; the local stack plugs in the replicator that
 copies source rows into bronze parquet files.
 """
 
@@ -37,6 +38,8 @@ from moto.dms import models as dms_models
 from moto.dms.exceptions import InvalidResourceStateFault, ResourceNotFoundFault
 from moto.dms.responses import DatabaseMigrationServiceResponse
 from moto.moto_api import state_manager
+
+from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 
 FULL_LOAD_FINISHED = "Stop Reason FULL_LOAD_ONLY_FINISHED"
 FATAL_ERROR = "Stop Reason FATAL_ERROR"
@@ -169,6 +172,7 @@ class DmsLifecycle:
                 )
             )
             patches.enter_context(_instance_transition(self.instance_describes_until_available))
+            patches.enter_context(unique_endpoint_identifiers())
             yield self
 
 

@@ -1,14 +1,16 @@
-"""The local stack: the real table-run state machine, executed by moto with icetide's handlers.
+"""A test harness: the table-run state machine in moto, with stand-ins whose behaviour a test chooses.
 
-:class:`LocalTableRunStack` is a context manager. Inside it, ``mock_aws`` runs moto's Step
+:class:`TableRunHarness` is a context manager. Inside it, ``mock_aws`` runs moto's Step
 Functions interpreter on ``statemachine/table_run.asl.json`` (placeholders filled as SAM would),
-every Lambda task calls our handler in-process (:mod:`icetide_local.harness.lambdas`), DMS tasks
-live through their lifecycle (:mod:`icetide_local.dms.lifecycle`) and the Glue task runs a
-pluggable job runner (:mod:`icetide_local.glue_standin`). The stack provisions what the template
-would: control table, raw bucket, source endpoint, SNS topic (with an SQS queue subscribed so
-tests can read what was published), Glue job, Lambda functions, state machine.
+every Lambda task calls our handler in-process (:mod:`icetide_local.stepfunctions.lambdas`), DMS tasks
+live through their lifecycle (:mod:`icetide_local.standins.dms.lifecycle`, moving no data unless
+given a data mover) and the Glue task runs a pluggable job runner (:mod:`icetide_local.standins.glue`,
+by default one that writes an empty manifest). The harness provisions what the template would:
+control table, raw bucket, source endpoint, SNS topic (with an SQS queue subscribed so tests can
+read what was published), Glue job, Lambda functions, state machine. The local stack
+(:class:`icetide_local.local_stack.LocalStack`) is this harness with real data movement.
 
-    with LocalTableRunStack(substitutions={"PollSeconds": "0"}) as stack:
+    with TableRunHarness(substitutions={"PollSeconds": "0"}) as stack:
         stack.put_control_item({...})
         report = stack.run("dbo_orders")
 """
@@ -31,18 +33,18 @@ from moto import mock_aws
 
 from icetide.adapters.clients import reset_clients
 from icetide.dms.identifiers import run_id as make_run_id
-from icetide_local.dms.lifecycle import DmsLifecycle
-from icetide_local.glue_standin import GlueStandIn, JobRunner, manifest_writer
-from icetide_local.harness.definition import (
+from icetide_local.standins.dms.lifecycle import DmsLifecycle
+from icetide_local.standins.glue import GlueStandIn, JobRunner, manifest_writer
+from icetide_local.stepfunctions.definition import (
     FUNCTION_ARN_SUFFIX,
     handler_module,
     load_substitutions,
     render_definition,
 )
-from icetide_local.harness.faults import FaultPlan, failing_sns_publish
-from icetide_local.harness.lambdas import InProcessLambdas
-from icetide_local.harness.moto_patches import patched_moto
-from icetide_local.harness.report import RunReport, execution_report
+from icetide_local.stepfunctions.execution_report import RunReport, execution_report
+from icetide_local.stepfunctions.faults import FaultPlan, failing_sns_publish
+from icetide_local.stepfunctions.lambdas import InProcessLambdas
+from icetide_local.stepfunctions.moto_patches import patched_moto
 
 # Runs started without a run id get consecutive hourly slots from here, so each is distinct.
 FIRST_SLOT = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
@@ -102,7 +104,7 @@ class DmsInventory:
     target_endpoints: list[str]
 
 
-class LocalTableRunStack:
+class TableRunHarness:
     """The table-run state machine and everything it calls, in moto, for one ``with`` block."""
 
     def __init__(
@@ -144,7 +146,7 @@ class LocalTableRunStack:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def __enter__(self) -> LocalTableRunStack:
+    def __enter__(self) -> TableRunHarness:
         stack = self._exit_stack
         try:
             # Not lambda use_docker=False: moto's "simple" Lambda backend would echo payloads instead

@@ -1,6 +1,6 @@
-"""The DMS stand-in's side of the local stack: the source endpoint, and the data mover behind tasks.
+"""The replicator plugged into the DMS lifecycle: the local stack's source endpoint and data mover.
 
-The harness's DMS lifecycle calls a data mover when a task starts running; here that mover is the
+The DMS lifecycle calls a data mover when a task starts running; here that mover is the
 replicator, reading the user's database (a SQLAlchemy URL) and writing DMS's parquet files into the
 run's S3 target folder in moto. The URL, which may hold a password, stays in this process's memory:
 the moto source endpoint records only what DMS would show (engine, server, port, database, user).
@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from icetide_local.dms import lifecycle
-from icetide_local.dms.replicator import TABLE_ERROR, run_full_load
+from icetide_local.standins.dms import lifecycle
+from icetide_local.standins.dms.replicator import TABLE_ERROR, run_full_load
 
 # SQLAlchemy backend name -> DMS EngineName (sqlite is the stand-in's own: DMS has no SQLite source).
 _DMS_ENGINE_NAMES = {

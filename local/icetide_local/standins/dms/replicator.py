@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from icetide_local.dms.s3_target import ObjectSink, S3ObjectSink, S3TargetSettings
-from icetide_local.dms.source import (
+from icetide_local.standins.dms.s3_target import ObjectSink, S3ObjectSink, S3TargetSettings
+from icetide_local.standins.dms.source import (
     FILTER_OPERATORS,
     NULL_OPERATORS,
     RANGE_OPERATORS,

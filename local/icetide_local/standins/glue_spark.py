@@ -69,7 +69,7 @@ class SparkGlueJob:
         with tempfile.TemporaryDirectory(prefix="icetide-bronze-") as staging:
             files = stage_bronze(options.get("bronze_uri", ""), Path(staging))
             self.progress(f"{options.get('target_table')}: Spark job on {files} staged bronze file(s)")
-            options.update(bronze_uri=staging, catalog=self.catalog, warehouse=str(self.warehouse))
+            options.update(bronze_uri=staging, catalog=self.catalog)
             run_job(self._job_session(), JobArguments.from_options(options))
 
     def _job_session(self) -> SparkSession:

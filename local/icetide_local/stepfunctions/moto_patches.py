@@ -1,7 +1,7 @@
 """Fixes for the two bugs of moto 5.2.5's Step Functions interpreter that the table-run machine hits.
 
-Both are patched here and nowhere else, only while the local stack runs (:func:`patched_moto`),
-together with one speed-up (3.):
+Both are patched here and nowhere else, only while the harness (and so the local stack) runs
+(:func:`patched_moto`), together with one speed-up (3.):
 
 1. ``arn:aws:states:::glue:startJobRun.sync`` always fails. moto 5.2.5's
    ``StateTaskServiceCallback._eval_integration_pattern`` ends with

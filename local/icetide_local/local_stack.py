@@ -1,9 +1,11 @@
-"""The local stack: the harness's state machine in moto, with data really moving.
+"""The local stack: the whole of icetide on this machine, moving data from a real database to Iceberg.
 
-`LocalStack` grows the state-machine harness (`icetide_local.harness.LocalTableRunStack`) into the
-whole application: the DMS stand-in's tasks run the replicator against a real source database, the
-Glue stand-in's job runs are the real Spark job on a local Iceberg warehouse, and a cycle starts
-the way it does in AWS, with an EventBridge scheduled event sent to the real StartWorkflow Lambda.
+:class:`LocalStack` extends the state-machine test harness
+(:class:`icetide_local.stepfunctions.TableRunHarness`) with real data movement: the DMS stand-in's
+tasks run the replicator against a real source database, the Glue stand-in's job runs are the real
+Spark job on a local Iceberg warehouse, and a cycle starts the way it does in AWS, with an
+EventBridge scheduled event sent to the real StartWorkflow Lambda. ``icetide local run`` and the
+demo use it through :mod:`icetide_local.workspace_cycle`.
 """
 from __future__ import annotations
 
@@ -20,11 +22,11 @@ from unittest import mock
 
 from icetide.clock import stored_time
 from icetide.control.codec import from_typed_json
-from icetide_local.dms.lifecycle import DmsLifecycle
-from icetide_local.harness import LocalTableRunStack
-from icetide_local.stack.dms_source import replicator_mover, source_endpoint_settings
-from icetide_local.stack.glue_spark import SparkGlueJob
-from icetide_local.stack.report import CycleReport, TableRun
+from icetide_local.cycle_report import CycleReport, TableRun
+from icetide_local.standins.dms.data_mover import replicator_mover, source_endpoint_settings
+from icetide_local.standins.dms.lifecycle import DmsLifecycle
+from icetide_local.standins.glue_spark import SparkGlueJob
+from icetide_local.stepfunctions import TableRunHarness
 
 Progress = Callable[[str], None]
 
@@ -55,8 +57,8 @@ def _quiet(_: str) -> None:
     """The default progress sink: say nothing."""
 
 
-class LocalStack(LocalTableRunStack):
-    """The table-run stack with real data movement, plus the StartWorkflow function that starts cycles.
+class LocalStack(TableRunHarness):
+    """The table-run harness with real data movement, plus the StartWorkflow function that starts cycles.
 
     ``source_url`` is the source database (SQLAlchemy URL); silver tables go to ``warehouse``.
     ``handler_log`` receives the handlers' Powertools log lines (default: standard output).

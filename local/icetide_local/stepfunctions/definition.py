@@ -2,7 +2,7 @@
 
 In AWS, SAM fills the ``${...}`` placeholders of ``statemachine/table_run.asl.json`` from the
 template's ``DefinitionSubstitutions``; ``statemachine/substitutions.json`` lists the same keys with
-a sample value each. The local stack does the same textual substitution, so moto executes exactly
+a sample value each. The harness does the same textual substitution, so moto executes exactly
 the file that is deployed.
 """
 

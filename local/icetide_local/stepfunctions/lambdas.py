@@ -1,7 +1,7 @@
 """Lambda functions served in-process by icetide's own handlers, inside moto.
 
 moto's Lambda backend runs function code in Docker (none here) or only echoes the payload. The
-local stack replaces ``LambdaFunction.invoke`` so that a function whose ``Handler`` is
+harness replaces ``LambdaFunction.invoke`` so that a function whose ``Handler`` is
 ``handlers.acquire_lock.handler`` imports that module and calls it, with the function's configured
 environment variables, as the Lambda runtime would. An exception becomes a function error the way
 AWS reports one: the ``x-amz-function-error`` header and an ``{"errorType", "errorMessage",
@@ -24,7 +24,7 @@ from unittest import mock
 
 from moto.awslambda.models import LambdaFunction
 
-from icetide_local.harness.faults import FaultPlan
+from icetide_local.stepfunctions.faults import FaultPlan
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,13 @@ class LambdaContext:
     log_stream_name: str = "local"
 
     def get_remaining_time_in_millis(self) -> int:
-        # The local stack does not stop handlers; report the whole budget.
+        # The harness does not stop handlers; report the whole budget.
         return self.timeout_seconds * 1000
 
 
 @dataclass(frozen=True)
 class LambdaInvocation:
-    """One invocation as the local stack saw it (for reports and test failure messages)."""
+    """One invocation as the harness saw it (for reports and test failure messages)."""
 
     handler: str
     event: Any

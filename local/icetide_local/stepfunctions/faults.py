@@ -1,4 +1,4 @@
-"""Failures a test injects into the local stack, per target, to drive the state machine's Retry and Catch.
+"""Failures a test injects into the harness, per target, to drive the state machine's Retry and Catch.
 
 A target is a handler module name (``"commit_watermark"``: that Lambda fails before the handler
 runs) or :data:`SNS_PUBLISH` (moto's SNS refuses to publish). A fault fires ``times`` times and
@@ -40,7 +40,7 @@ class Fault:
 
 @dataclass
 class FaultPlan:
-    """The faults of one local stack; safe to use from moto's execution threads."""
+    """The faults of one harness; safe to use from moto's execution threads."""
 
     _pending: dict[str, Fault] = field(default_factory=dict)
     _remaining: dict[str, int | None] = field(default_factory=dict)

@@ -1,0 +1,7 @@
+"""The DMS stand-in: what AWS DMS does for a run, done locally inside moto's DMS backend.
+
+``lifecycle`` moves replication tasks through DMS's statuses and calls a pluggable data mover when
+a task starts running; ``endpoints`` makes endpoint identifiers unique, as DMS does.
+``replicator``, ``source`` and ``s3_target`` move the rows (a full load from a real database into
+DMS's parquet files); ``data_mover`` plugs the replicator into the lifecycle for the local stack.
+"""

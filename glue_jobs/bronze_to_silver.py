@@ -1,9 +1,9 @@
 """Glue entrypoint: parse the arguments, build the session, run :func:`icetide_glue.job.run_job`.
 
-On Glue the arguments come through ``getResolvedOptions`` and the catalog (Glue Data Catalog +
-S3FileIO) through the job's ``--conf`` / ``--datalake-formats``. Without awsglue the same
-``--name value`` arguments go through argparse, and ``--warehouse DIR`` selects a local
-file-system catalog. The run manifest is printed as the last line of stdout.
+AWS Glue runs this script, and only Glue: the arguments come through awsglue's
+``getResolvedOptions``, the session is Glue's, its catalog (Glue Data Catalog + S3FileIO) set by
+the job's ``--conf`` / ``--datalake-formats``. The run manifest is printed as the last line of
+stdout. On a laptop, ``icetide job run`` runs the same job (cli/icetide_cli/job.py).
 
 A refused run (an :class:`~icetide_glue.errors.IcetideJobError`) still fails the job run, so the
 state machine's Catch sees it, but with one line, ``<ErrorName>: <message>``: Glue shows the last
@@ -16,36 +16,28 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from awsglue.utils import getResolvedOptions
 from pyspark.sql import SparkSession
 
-from icetide_glue.arguments import JobArguments, parse_command_line, parse_glue_options
+from icetide_glue.arguments import JobArguments, parse_glue_options
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.job import run_job
 from icetide_glue.manifest import manifest_line
 
+SCRIPT_NAME = "bronze_to_silver.py"
+
 
 def resolve_arguments(argv: Sequence[str]) -> JobArguments:
-    """Glue's resolver when running on Glue, argparse otherwise (``argv`` without program name)."""
-    try:
-        from awsglue.utils import getResolvedOptions
-    except ImportError:
-        return parse_command_line(argv)
-    return parse_glue_options([sys.argv[0] if sys.argv else "bronze_to_silver.py", *argv], getResolvedOptions)
+    """The job run's arguments through Glue's resolver (``argv`` without program name)."""
+    return parse_glue_options([sys.argv[0] if sys.argv else SCRIPT_NAME, *argv], getResolvedOptions)
 
 
-def build_session(args: JobArguments) -> SparkSession:
-    """The Glue job's session, or with ``--warehouse`` the local one (Iceberg jars, hadoop catalog)."""
-    if args.warehouse:
-        # Local only: icetide_local is not deployed to Glue.
-        from icetide_local.spark import local_spark_session
-
-        return local_spark_session(
-            Path(args.warehouse), catalog=args.catalog, app_name="icetide-bronze-to-silver"
-        )
+def build_session() -> SparkSession:
+    """The Glue job's session; its catalog comes from the job's configuration."""
     spark = SparkSession.builder.getOrCreate()
+    # Watermarks and change times are compared in UTC, whatever zone the cluster runs in.
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     return spark
 
@@ -55,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         args = resolve_arguments(arguments)
-        manifest = run_job(build_session(args), args)
+        manifest = run_job(build_session(), args)
     except IcetideJobError as error:
         # Re-raised, not swallowed: the job run must fail. Its message starts with the error's
         # name whether or not Glue prefixes the class name itself (the failure record drops a

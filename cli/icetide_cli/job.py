@@ -1,7 +1,9 @@
 """`icetide job run`: the Glue job on a folder of DMS files, into a local Iceberg warehouse.
 
-It runs the same :func:`icetide_glue.job.run_job` as the Glue entrypoint; only the configuration
-differs (a file-system catalog on ``--warehouse`` instead of the Glue Data Catalog).
+The one way to run the job outside Glue. It runs the same :func:`icetide_glue.job.run_job` as the
+Glue entrypoint (glue_jobs/bronze_to_silver.py, Glue-only); only the session differs: local Spark
+with a file-system catalog on ``--warehouse`` (:mod:`icetide_local.spark`) instead of Glue's
+session and the Glue Data Catalog.
 """
 
 from __future__ import annotations
@@ -123,7 +125,6 @@ def job_arguments(args: argparse.Namespace) -> JobArguments:
             "timestamp_column": args.timestamp_column,
             "change_sequence_column": args.change_sequence_column,
             "catalog": DEFAULT_LOCAL_CATALOG,
-            "warehouse": args.warehouse,
             "expected_rows": args.expected_rows,
         }
     )

@@ -1,13 +1,12 @@
 """The Glue job's arguments (docs/contracts.md, "Glue job arguments"), parsed once and validated.
 
-On Glue the entrypoint resolves them with ``getResolvedOptions``; locally the same ``--name value``
-pairs go through argparse. Both paths end in :meth:`JobArguments.from_options`, so a value means
-the same thing wherever the job runs.
+On Glue the entrypoint resolves them with ``getResolvedOptions`` (:func:`parse_glue_options`);
+``icetide job run`` maps its own options onto the same names. Both end in
+:meth:`JobArguments.from_options`, so a value means the same thing wherever the job runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ OPTIONAL_ARGUMENTS = (
     "timestamp_column",
     "change_sequence_column",
     "catalog",
-    "warehouse",
     "expected_rows",
 )
 
@@ -64,7 +62,6 @@ class JobArguments:
     timestamp_column: str = DEFAULT_TIMESTAMP_COLUMN
     change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN
     catalog: str = DEFAULT_CATALOG
-    warehouse: str | None = None
     # The rows DMS reported for this run (fullLoadRows); the job refuses to commit another number.
     # None: nobody counted (a run started by hand), so the job cannot check and says so.
     expected_rows: int | None = None
@@ -137,7 +134,6 @@ class JobArguments:
             timestamp_column=optional("timestamp_column") or DEFAULT_TIMESTAMP_COLUMN,
             change_sequence_column=optional("change_sequence_column") or DEFAULT_CHANGE_SEQUENCE_COLUMN,
             catalog=optional("catalog") or DEFAULT_CATALOG,
-            warehouse=optional("warehouse"),
             expected_rows=_row_count(optional("expected_rows")),
         )
 
@@ -158,46 +154,6 @@ def split_column_list(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
     return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-def command_line_parser() -> argparse.ArgumentParser:
-    """The local twin of Glue's argument resolution: the same ``--name value`` pairs."""
-    parser = argparse.ArgumentParser(
-        prog="bronze_to_silver.py",
-        description="Dedupe one run's DMS files and MERGE them into an Iceberg silver table.",
-    )
-    parser.add_argument("--target_table", required=True, help="silver table as database.table")
-    parser.add_argument("--run_id", required=True, help="the run id (Step Functions execution name)")
-    parser.add_argument("--bronze_uri", required=True, help="folder of this run's DMS parquet files")
-    parser.add_argument("--manifest_uri", help="where to write the run manifest (s3://, file:// or a path)")
-    parser.add_argument("--primary_keys", default="", help="comma-separated key columns (merge mode)")
-    parser.add_argument("--load_mode", default=LoadMode.MERGE.value, help="merge (default) or append")
-    parser.add_argument(
-        "--watermark_column", default="", help="column whose largest value is the new watermark"
-    )
-    parser.add_argument(
-        "--timestamp_column", default=DEFAULT_TIMESTAMP_COLUMN, help="DMS TimestampColumnName (change time)"
-    )
-    parser.add_argument(
-        "--change_sequence_column",
-        default=DEFAULT_CHANGE_SEQUENCE_COLUMN,
-        help="change sequence column, used when the files carry it",
-    )
-    parser.add_argument("--catalog", default=DEFAULT_CATALOG, help="Spark catalog holding the silver table")
-    parser.add_argument("--warehouse", help="local only: a directory for a file-system (hadoop) catalog")
-    parser.add_argument(
-        "--expected_rows",
-        default="",
-        help="rows DMS reported for this run (fullLoadRows); the job refuses to commit when the bronze "
-        "files hold another number (empty: not checked)",
-    )
-    return parser
-
-
-def parse_command_line(argv: Sequence[str]) -> JobArguments:
-    """Parse ``--name value`` pairs (program name excluded) into validated arguments."""
-    namespace = command_line_parser().parse_args(list(argv))
-    return JobArguments.from_options(vars(namespace))
 
 
 def parse_glue_options(argv: Sequence[str], resolve: ResolveOptions) -> JobArguments:

@@ -1,4 +1,7 @@
-"""The job's arguments: the same names and meaning through Glue's resolver and through argparse."""
+"""The job's arguments: their names and meaning through Glue's resolver (getResolvedOptions).
+
+``icetide job run`` maps its own options onto the same model (tests/glue/test_entrypoints.py).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from icetide_glue.arguments import JobArguments, LoadMode, parse_command_line, parse_glue_options
+from glue.awsglue_fake import get_resolved_options
+from icetide_glue.arguments import JobArguments, LoadMode, parse_glue_options
 from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
 
 REQUIRED = [
@@ -19,8 +23,13 @@ REQUIRED = [
 ]
 
 
+def parse_glue_arguments(arguments: list[str]) -> JobArguments:
+    """``arguments`` (no program name) as a Glue job run receives and resolves them."""
+    return parse_glue_options(["bronze_to_silver.py", *arguments], get_resolved_options)
+
+
 def test_command_line_with_only_required_arguments_takes_the_documented_defaults() -> None:
-    args = parse_command_line([*REQUIRED, "--primary_keys", "order_id"])
+    args = parse_glue_arguments([*REQUIRED, "--primary_keys", "order_id"])
     assert args == JobArguments(
         target_table="icetide_silver.dbo_orders",
         run_id="dbo_orders-20261121T0700Z",
@@ -32,14 +41,13 @@ def test_command_line_with_only_required_arguments_takes_the_documented_defaults
         timestamp_column="dms_timestamp",
         change_sequence_column="AR_H_CHANGE_SEQ",
         catalog="glue_catalog",
-        warehouse=None,
         expected_rows=None,
     )
     assert (args.database, args.table_name) == ("icetide_silver", "dbo_orders")
 
 
 def test_command_line_reads_every_argument() -> None:
-    args = parse_command_line(
+    args = parse_glue_arguments(
         [
             *REQUIRED,
             "--manifest_uri",
@@ -56,8 +64,6 @@ def test_command_line_reads_every_argument() -> None:
             "seq",
             "--catalog",
             "local",
-            "--warehouse",
-            "/tmp/wh",
             "--expected_rows",
             "1200",
         ]
@@ -71,7 +77,7 @@ def test_command_line_reads_every_argument() -> None:
         "ts",
         "seq",
     )
-    assert (args.catalog, args.warehouse) == ("local", "/tmp/wh")
+    assert args.catalog == "local"
 
 
 def test_glue_resolver_is_asked_only_for_arguments_the_run_carries() -> None:
@@ -101,7 +107,7 @@ def test_merge_without_keys_is_refused_with_the_way_out() -> None:
         MissingPrimaryKeys,
         match="needs --primary_keys; a table without keys must be loaded with --load_mode append",
     ):
-        parse_command_line(REQUIRED)
+        parse_glue_arguments(REQUIRED)
 
 
 @pytest.mark.parametrize(
@@ -120,7 +126,7 @@ def test_merge_without_keys_is_refused_with_the_way_out() -> None:
 )
 def test_bad_values_name_the_argument(extra: list[str], message: str) -> None:
     with pytest.raises(InvalidJobArguments, match=message):
-        parse_command_line([*REQUIRED, *extra])
+        parse_glue_arguments([*REQUIRED, *extra])
 
 
 def test_bad_table_and_run_id_are_refused() -> None:
@@ -142,8 +148,8 @@ def test_missing_required_arguments_are_listed() -> None:
 def test_expected_rows_blank_means_not_counted_and_zero_is_a_count() -> None:
     merge = [*REQUIRED, "--primary_keys", "id"]
 
-    assert parse_command_line([*merge, "--expected_rows", ""]).expected_rows is None
-    assert parse_command_line([*merge, "--expected_rows", " 0 "]).expected_rows == 0
+    assert parse_glue_arguments([*merge, "--expected_rows", ""]).expected_rows is None
+    assert parse_glue_arguments([*merge, "--expected_rows", " 0 "]).expected_rows == 0
 
 
 def test_a_negative_expected_row_count_is_refused_when_built_directly() -> None:

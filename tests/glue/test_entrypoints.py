@@ -1,16 +1,25 @@
-"""The same job through the Glue-style entrypoint and through `icetide job run`."""
+"""The same job through the Glue entrypoint (awsglue faked) and through `icetide job run`.
+
+The entrypoint is Glue's only: it resolves its arguments with awsglue's getResolvedOptions and takes
+the active session (Glue's; here the tests' session). `icetide job run` is the local entry: it
+builds local Spark with a file-system catalog on ``--warehouse``.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType
 
-import bronze_to_silver
+from glue.awsglue_fake import awsglue_installed
 from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal, silver_schema
 from glue.silver_tables import CATALOG, silver_table
@@ -38,16 +47,29 @@ def bronze(tmp_path: Path) -> Path:
     return tmp_path / "bronze"
 
 
+@pytest.fixture
+def glue_entrypoint() -> Iterator[ModuleType]:
+    """``bronze_to_silver`` imported as on Glue, where ``awsglue`` exists."""
+    with awsglue_installed():
+        sys.modules.pop("bronze_to_silver", None)
+        yield importlib.import_module("bronze_to_silver")
+    sys.modules.pop("bronze_to_silver", None)
+
+
 def last_stdout_line(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     lines = capsys.readouterr().out.strip().splitlines()
     return json.loads(lines[-1])
 
 
-def test_glue_entrypoint_without_awsglue(
-    spark: SparkSession, warehouse: Path, bronze: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_glue_entrypoint(
+    spark: SparkSession,
+    glue_entrypoint: ModuleType,
+    bronze: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     manifest_path = tmp_path / "manifest.json"
-    returned = bronze_to_silver.main(
+    returned = glue_entrypoint.main(
         [
             "--target_table",
             "silver.via_glue_entrypoint",
@@ -63,8 +85,9 @@ def test_glue_entrypoint_without_awsglue(
             "id",
             "--catalog",
             CATALOG,
-            "--warehouse",
-            str(warehouse),
+            # Glue adds its own arguments; the job's resolver asks only for the job's.
+            "--JOB_ID",
+            "j_0123",
         ]
     )
     printed = last_stdout_line(capsys)
@@ -103,6 +126,8 @@ def test_icetide_job_run(
         ]
     )
     assert exit_code == 0
+    # --warehouse DIR: the table lands in a file-system catalog on DIR.
+    assert (warehouse / "silver" / "via_cli" / "metadata").is_dir()
     printed = last_stdout_line(capsys)
     assert printed == json.loads(manifest_path.read_text())
     assert (printed["runId"], printed["rowsInserted"], printed["alreadyCommitted"]) == ("cli-1", 2, False)

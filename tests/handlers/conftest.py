@@ -20,6 +20,7 @@ from moto import mock_aws
 
 from icetide.adapters.clients import reset_clients
 from icetide.control.codec import from_typed_json, to_typed_json
+from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 ACCOUNT = "123456789012"
@@ -99,8 +100,11 @@ def handler_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def aws(handler_env: None) -> Iterator[None]:
-    """moto for every AWS call of the test, with the handlers' clients built inside it."""
-    with mock_aws():
+    """moto for every AWS call of the test, with the handlers' clients built inside it.
+
+    Endpoint identifiers are unique, as in DMS (moto would replace an endpoint of a taken name).
+    """
+    with mock_aws(), unique_endpoint_identifiers():
         reset_clients()
         yield
     reset_clients()

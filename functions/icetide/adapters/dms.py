@@ -142,13 +142,7 @@ def describe_endpoint_by_id(identifier: str) -> dict[str, Any] | None:
 def create_s3_target_endpoint(
     identifier: str, *, s3_settings: Mapping[str, Any], tags: Mapping[str, str]
 ) -> dict[str, Any]:
-    """Create an S3 target endpoint, or return the one already created under ``identifier``.
-
-    Looked up first because moto, unlike DMS, silently replaces an endpoint of the same name.
-    """
-    existing = describe_endpoint_by_id(identifier)
-    if existing is not None:
-        return _adopted("Endpoint", existing, identifier, tags)
+    """Create an S3 target endpoint, or return the one already created under ``identifier``."""
     request = {
         "EndpointIdentifier": identifier,
         "EndpointType": "target",

@@ -153,3 +153,22 @@ def test_integer_and_text_filters_are_untouched(sqlite_source, full_load, bronze
     result = full_load(sqlite_source, "events", gte_two)
     assert result.tables[0].state == TABLE_COMPLETED
     assert bronze.ids("main", "events") == {2, 10}  # as numbers: text would put "10" before "2"
+
+
+@pytest.mark.parametrize(
+    ("stored", "bound", "at_or_after_as_times"),
+    [
+        ("2026-11-21 12:00:00", "2026-11-21 12:00:00.000000", True),  # the boundary row itself
+        ("2026-11-21T13:00:00+02:00", "2026-11-21 12:00:00.000000", False),  # 11:00 UTC
+    ],
+    ids=["boundary-row-missed", "earlier-row-read"],
+)
+def test_the_text_comparison_the_stand_in_used_before_gets_the_boundary_wrong(
+    sqlite_source, stored, bound, at_or_after_as_times
+):
+    """The fault the time comparison fixes, shown on SQLite itself: compared as text (the stand-in's
+    old filter), the row stamped exactly at the watermark is not `>=` it, and a row an hour before
+    the watermark in another zone is."""
+    with sqlite_source.engine.begin() as connection:
+        as_text = connection.exec_driver_sql("SELECT ? >= ?", (stored, bound)).scalar()
+    assert bool(as_text) is not at_or_after_as_times

@@ -7,11 +7,11 @@ STAMP := $(VENV)/.installed
 JARS_DIR ?= $(HOME)/.cache/icetide/jars
 export ICETIDE_JARS_DIR := $(JARS_DIR)
 
-.PHONY: help venv jars test demo lint build clean
+.PHONY: help venv jars test test-fast demo lint build clean
 .DEFAULT_GOAL := help
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "icetide needs $(PYTHON) (the Python of AWS Glue 5.1)"; exit 1; }
@@ -26,15 +26,18 @@ venv: $(STAMP) ## create .venv with icetide and its dev dependencies
 jars: venv ## fetch the Iceberg runtime jars from Maven Central (cached outside git)
 	$(BIN)/python -m icetide_local.jars
 
-test: venv jars ## run the whole test suite (Spark and PostgreSQL included)
+test: lint jars ## ruff and mypy (tests included), then the whole test suite (Spark and PostgreSQL included)
 	$(BIN)/python -m pytest
+
+test-fast: venv ## the inner loop: unit and handler tests only (no Spark, no PostgreSQL, no AWS tools), well under a minute
+	$(BIN)/python -m pytest tests/unit tests/handlers -q
 
 demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step Functions -> Spark/Iceberg)
 	$(BIN)/icetide local demo
 
-lint: venv ## ruff, mypy, ASL and template checks
-	$(BIN)/ruff check functions deploy glue_jobs cli local tests
-	$(BIN)/mypy functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local
+lint: venv ## ruff and mypy over every package, the Glue entrypoint and the tests (make test runs it first)
+	$(BIN)/ruff check functions deploy glue_jobs cli local tests benchmarks
+	$(BIN)/mypy functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py tests
 
 build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
 	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spark
 # row has a null filter value.
 ROWS = [(1, "a"), (2, "b"), (3, "c"), (3, "c"), (4, "d"), (5, "e"), (None, "null")]
 # operator -> (its values in the control item, the v values it selects)
-OPERATORS = {
+OPERATORS: dict[str, tuple[dict[str, int], set[int | None]]] = {
     "lte": ({"startvalue": 3}, {1, 2, 3}),
     "ste": ({"startvalue": 3}, {1, 2, 3}),
     "gte": ({"startvalue": 3}, {3, 4, 5}),

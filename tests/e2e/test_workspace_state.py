@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from icetide_local.workspace import (
+    TypedItem,
     Workspace,
     WorkspaceBusy,
     WorkspaceError,
@@ -16,7 +17,7 @@ from icetide_local.workspace import (
 )
 from icetide_local.workspace_cycle import loadable_items, next_slot
 
-SAVED_ORDERS = {
+SAVED_ORDERS: TypedItem = {
     "targetTableName": {"S": "orders"},
     "sourceSchema": {"S": "main"},
     "sourceTable": {"S": "orders"},

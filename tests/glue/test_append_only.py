@@ -198,7 +198,7 @@ def test_a_timestamp_row_read_again_in_another_session_zone_is_still_recognised(
     try:
         manifest = load_run("boundary_ts", "boundary-ts-2", tmp_path / "r2", **by_time)
     finally:
-        spark.conf.set("spark.sql.session.timeZone", zone)
+        spark.conf.set("spark.sql.session.timeZone", zone or "UTC")
 
     assert (manifest["rowsInserted"], manifest["rowsUnchanged"]) == (1, 1)
     assert manifest["newWatermark"] == "2026-11-21 06:00:00.000001"

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import boto3
 import pytest
@@ -24,7 +24,7 @@ from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 ACCOUNT = "123456789012"
-REGION = "eu-west-1"
+REGION: Final = "eu-west-1"
 CONTROL_TABLE = "icetide-control"
 RAW_BUCKET = f"icetide-raw-{ACCOUNT}-{REGION}"
 STATE_MACHINE_NAME = "icetide-table-run"
@@ -156,8 +156,8 @@ def state_machine(aws: None) -> str:
 
 @pytest.fixture
 def raw_bucket(aws: None) -> str:
-    location = {"LocationConstraint": REGION}
-    boto3.client("s3").create_bucket(Bucket=RAW_BUCKET, CreateBucketConfiguration=location)
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=RAW_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     return RAW_BUCKET
 
 

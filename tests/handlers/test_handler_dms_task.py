@@ -8,6 +8,7 @@ never finishes by itself, and no stop reason is reported.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import boto3
 import pytest
@@ -36,11 +37,11 @@ def _backend() -> DatabaseMigrationServiceBackend:
     return dms_backends["123456789012"]["eu-west-1"]
 
 
-def _instances() -> list[dict]:
+def _instances() -> list[Any]:
     return boto3.client("dms").describe_replication_instances()["ReplicationInstances"]
 
 
-def _target_endpoints() -> list[dict]:
+def _target_endpoints() -> list[Any]:
     endpoints = boto3.client("dms").describe_endpoints()["Endpoints"]
     return [endpoint for endpoint in endpoints if endpoint["EndpointType"].lower() == "target"]
 

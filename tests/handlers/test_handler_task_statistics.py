@@ -73,7 +73,7 @@ def finished_task(aws: None) -> Iterator[str]:
             MigrationType="full-load",
             TableMappings=json.dumps(mapping),
         )["ReplicationTask"]["ReplicationTaskArn"]
-        by_arn = [{"Name": "replication-task-arn", "Values": [arn]}]
+        by_arn: list[Any] = [{"Name": "replication-task-arn", "Values": [arn]}]
         dms.describe_replication_tasks(Filters=by_arn)  # creating -> ready
         dms.start_replication_task(ReplicationTaskArn=arn, StartReplicationTaskType="start-replication")
         for _ in range(3):  # starting -> running (the mover runs) -> stopped

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from icetide.run import handler_inputs
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
-INPUT_OF_HANDLER = {
+INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "start_workflow": handler_inputs.ScheduleEvent,
     "acquire_lock": handler_inputs.RunInput,
     "release_lock": handler_inputs.RunInput,
@@ -33,7 +35,7 @@ def test_there_is_one_sample_event_per_handler():
 
 @pytest.mark.parametrize("name", sorted(INPUT_OF_HANDLER))
 def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
-    parsed = handler_inputs.parse_input(INPUT_OF_HANDLER[name], load_event(name))
+    parsed: Any = handler_inputs.parse_input(INPUT_OF_HANDLER[name], load_event(name))
 
     if name == "start_workflow":
         assert parsed.time == datetime(2026, 11, 21, 7, 0, tzinfo=UTC)

@@ -131,7 +131,7 @@ def test_a_missing_table_is_a_table_error_and_the_others_still_load(source_db, i
     result = run_full_load(mapping, s3_settings, source_db.url, bronze.sink)
     missing, loaded = result.tables
     assert (missing.table, missing.state, missing.full_load_rows) == ("no_such_table", TABLE_ERROR, 0)
-    assert f"{source_db.schema}.no_such_table does not exist" in missing.error_message
+    assert f"{source_db.schema}.no_such_table does not exist" in (missing.error_message or "")
     assert (loaded.table, loaded.state, loaded.full_load_rows) == ("items", TABLE_COMPLETED, 11)
     assert (result.tables_loaded, result.tables_errored, result.full_load_rows) == (1, 1, 11)
     assert not bronze.table_dir(source_db.schema, "no_such_table").exists()

@@ -123,6 +123,7 @@ def one_filter(*conditions: dict[str, Any]) -> dict[str, Any]:
 
 
 WILDCARD_LOCATOR = {"schema-name": "test", "table-name": "emp%"}
+WILDCARD_EXTRA: dict[str, Any] = {"object-locator": WILDCARD_LOCATOR}
 NOTEQ_1, IS_NULL = {"filter-operator": "noteq", "value": "1"}, {"filter-operator": "null"}
 
 
@@ -137,7 +138,7 @@ NOTEQ_1, IS_NULL = {"filter-operator": "noteq", "value": "1"}, {"filter-operator
         ),
         pytest.param({"rules": [employee_rule(action="maybe")]}, "rule-action 'maybe'", id="action"),
         pytest.param(
-            {"rules": [employee_rule(**{"object-locator": WILDCARD_LOCATOR})]}, "wildcard", id="wildcard"
+            {"rules": [employee_rule(**WILDCARD_EXTRA)]}, "wildcard", id="wildcard"
         ),
         pytest.param(
             {"rules": [{**employee_rule(), "rule-type": "transformation"}]},

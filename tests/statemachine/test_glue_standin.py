@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import boto3
 import pytest
@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from icetide_local.standins.glue import GlueStandIn, ManifestUriInvalid, failing_job, manifest_writer
 
-REGION = "eu-west-1"
+REGION: Final = "eu-west-1"
 JOB = "icetide-bronze-to-silver"
 
 

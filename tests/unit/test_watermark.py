@@ -64,7 +64,7 @@ def test_a_text_watermark_is_its_own_lower_bound_and_refuses_a_lookback() -> Non
 
 def test_a_value_that_is_no_string_or_number_is_refused() -> None:
     with pytest.raises(ValueError, match="watermark True is neither a number nor a string"):
-        watermark.compare(True, "abd")  # type: ignore[arg-type]
+        watermark.compare(True, "abd")
 
 
 def test_later_returns_the_larger_value_as_given() -> None:

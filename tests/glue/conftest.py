@@ -7,13 +7,17 @@ session and the warehouse without sharing state.
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from glue.awsglue_fake import awsglue_installed
 from glue.silver_tables import CATALOG, load_into_silver
 
 LoadRun = Callable[..., dict[str, Any]]
@@ -37,3 +41,12 @@ def spark(warehouse: Path) -> Iterator[SparkSession]:
 def load_run(spark: SparkSession) -> LoadRun:
     """``load_run(table, run_id, bronze, keys=..., ...)``: the job into the test warehouse."""
     return functools.partial(load_into_silver, spark)
+
+
+@pytest.fixture
+def glue_entrypoint() -> Iterator[ModuleType]:
+    """``bronze_to_silver`` imported as on Glue, where ``awsglue`` exists."""
+    with awsglue_installed():
+        sys.modules.pop("bronze_to_silver", None)
+        yield importlib.import_module("bronze_to_silver")
+    sys.modules.pop("bronze_to_silver", None)

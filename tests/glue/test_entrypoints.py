@@ -7,10 +7,7 @@ builds local Spark with a file-system catalog on ``--warehouse``.
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -19,7 +16,6 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType
 
-from glue.awsglue_fake import awsglue_installed
 from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal, silver_schema
 from glue.silver_tables import CATALOG, silver_table
@@ -45,15 +41,6 @@ def bronze(tmp_path: Path) -> Path:
         [("I", "2026-11-21 06:00:00", 1, "a"), ("I", "2026-11-21 06:00:00", 2, "b")],
     )
     return tmp_path / "bronze"
-
-
-@pytest.fixture
-def glue_entrypoint() -> Iterator[ModuleType]:
-    """``bronze_to_silver`` imported as on Glue, where ``awsglue`` exists."""
-    with awsglue_installed():
-        sys.modules.pop("bronze_to_silver", None)
-        yield importlib.import_module("bronze_to_silver")
-    sys.modules.pop("bronze_to_silver", None)
 
 
 def last_stdout_line(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-import bronze_to_silver
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, silver_table
@@ -152,7 +152,7 @@ def test_change_sequences_that_do_not_sort_as_numbers_are_refused(
 
 
 def test_the_glue_entrypoint_fails_with_one_line_that_starts_with_the_errors_name(
-    spark: SparkSession, warehouse: Path, tmp_path: Path
+    spark: SparkSession, glue_entrypoint: ModuleType, tmp_path: Path
 ) -> None:
     """Glue shows the last exception's message as the run's ErrorMessage, and the failure record
     takes the error's name from its start."""
@@ -161,7 +161,7 @@ def test_the_glue_entrypoint_fails_with_one_line_that_starts_with_the_errors_nam
     arguments = ["--target_table", "silver.glue_refusal", "--run_id", "glue-refusal-1"]
     arguments += ["--bronze_uri", str(tmp_path), "--primary_keys", "id", "--catalog", CATALOG]
     with pytest.raises(BronzeSchemaError) as raised:
-        bronze_to_silver.main([*arguments, "--warehouse", str(warehouse)])
+        glue_entrypoint.main(arguments)
     assert str(raised.value) == (
         "BronzeSchemaError: the DMS timestamp column (--timestamp_column) 'dms_timestamp' is bigint, not a "
         "'yyyy-MM-dd HH:mm:ss[.SSSSSS]' string or a timestamp: these columns order the changes (in silver "

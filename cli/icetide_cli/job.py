@@ -17,6 +17,8 @@ from icetide_cli.main import add_command_group
 from icetide_glue.arguments import (
     DEFAULT_CHANGE_SEQUENCE_COLUMN,
     DEFAULT_TIMESTAMP_COLUMN,
+    DEFAULT_TOMBSTONE_RETENTION_DAYS,
+    DeleteMode,
     JobArguments,
     LoadMode,
 )
@@ -102,6 +104,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "BronzeRowCountMismatch, when the folder holds another number. Default: not checked"
         ),
     )
+    run.add_argument(
+        "--delete-mode",
+        choices=[mode.value for mode in DeleteMode],
+        default=DeleteMode.HARD.value,
+        help=(
+            "what an Op D row does: 'hard' removes the key's row; 'soft' keeps it with its last known "
+            "values and sets _icetide_deleted_at to the delete's change time (default hard)"
+        ),
+    )
+    run.add_argument(
+        "--tombstone-retention-days",
+        default=str(DEFAULT_TOMBSTONE_RETENTION_DAYS),
+        metavar="DAYS",
+        help=(
+            "how long a deleted key is remembered in <table>__icetide_tombstones, counted back from the "
+            "batch's newest change time, so an older change arriving later cannot bring it back "
+            f"(default {DEFAULT_TOMBSTONE_RETENTION_DAYS})"
+        ),
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -126,6 +147,8 @@ def job_arguments(args: argparse.Namespace) -> JobArguments:
             "change_sequence_column": args.change_sequence_column,
             "catalog": DEFAULT_LOCAL_CATALOG,
             "expected_rows": args.expected_rows,
+            "delete_mode": args.delete_mode,
+            "tombstone_retention_days": args.tombstone_retention_days,
         }
     )
 

@@ -9,13 +9,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
-from icetide_glue.columns import ACTION
+from icetide_glue.columns import ACTION, CHANGE_TS, REMEMBER
 from icetide_glue.commit import commit_with_properties
 from icetide_glue.silver import SilverTable
-from icetide_glue.sql import ChangeAction, classify_changes_sql, merge_sql
+from icetide_glue.sql import MEMORY_COLUMNS, ChangeAction, classify_changes_sql, memory_merge_sql, merge_sql
 
 CHANGES_VIEW = "icetide_changes"
 CHANGES_TO_APPLY_VIEW = "icetide_changes_to_apply"
+CHANGES_TO_REMEMBER_VIEW = "icetide_changes_to_remember"
+_MICROS_PER_DAY = 86_400_000_000
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class ClassifiedChanges:
     def release(self) -> None:
         """Free the cache and the run's temporary views (a session may run many jobs)."""
         self.frame.unpersist()
-        for view in (CHANGES_VIEW, CHANGES_TO_APPLY_VIEW):
+        for view in (CHANGES_VIEW, CHANGES_TO_APPLY_VIEW, CHANGES_TO_REMEMBER_VIEW):
             self.frame.sparkSession.catalog.dropTempView(view)
 
 
@@ -55,17 +57,24 @@ def classify_changes(
     latest: DataFrame,
     keys: Sequence[str],
     value_columns: Sequence[str] = (),
+    memory: SilverTable | None = None,
+    soft_delete: bool = False,
 ) -> ClassifiedChanges:
     """Label each change (one per key, aligned to silver) with what the MERGE will do to it.
 
     ``value_columns`` are the source columns compared with silver to tell a real update from a
-    re-read of an unchanged row.
+    re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults.
     """
     latest.createOrReplaceTempView(CHANGES_VIEW)
-    statement = classify_changes_sql(table.sql_name, CHANGES_VIEW, keys, value_columns)
-    frame = spark.sql(statement).persist(
-        StorageLevel.MEMORY_AND_DISK
+    statement = classify_changes_sql(
+        table.sql_name,
+        CHANGES_VIEW,
+        keys,
+        value_columns,
+        memory_table=memory.sql_name if memory is not None else None,
+        soft_delete=soft_delete,
     )
+    frame = spark.sql(statement).persist(StorageLevel.MEMORY_AND_DISK)
     by_action = {row[ACTION]: int(row["count"]) for row in frame.groupBy(ACTION).count().collect()}
     counts = ChangeCounts(
         inserted=by_action.get(ChangeAction.INSERT.value, 0),
@@ -76,6 +85,36 @@ def classify_changes(
     return ClassifiedChanges(frame=frame, counts=counts)
 
 
+def remember_changes(
+    spark: SparkSession,
+    memory: SilverTable,
+    classified: ClassifiedChanges,
+    keys: Sequence[str],
+    retention_days: int,
+) -> None:
+    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver MERGE,
+    pruning entries older than ``retention_days`` before the batch's newest change time.
+
+    If the silver commit then fails, the entries are harmless: a delete equal to its tombstone
+    still removes the row on the retry, and a skipped update only recorded what silver already
+    holds. Nothing to remember: no commit (pruning waits for the next run that remembers).
+    """
+    remembered = classified.frame.where(F.col(REMEMBER)).select(*keys, *MEMORY_COLUMNS)
+    if not remembered.take(1):
+        return
+    newest_micros = _newest_change_micros(classified.frame)
+    remembered.createOrReplaceTempView(CHANGES_TO_REMEMBER_VIEW)
+    statement = memory_merge_sql(
+        memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys, newest_micros - retention_days * _MICROS_PER_DAY
+    )
+    spark.sql(statement)
+
+
+def _newest_change_micros(frame: DataFrame) -> int:
+    row = frame.agg(F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest")).first()
+    return int(row["newest"]) if row is not None and row["newest"] is not None else 0
+
+
 def merge_changes(
     spark: SparkSession,
     table: SilverTable,
@@ -83,6 +122,7 @@ def merge_changes(
     keys: Sequence[str],
     columns: Sequence[str],
     snapshot_properties: Mapping[str, str],
+    soft_delete: bool = False,
 ) -> None:
     """One MERGE of the changes that change something, committed with ``snapshot_properties``.
 
@@ -90,7 +130,7 @@ def merge_changes(
     still protects newer silver rows on its own.
     """
     classified.to_apply().createOrReplaceTempView(CHANGES_TO_APPLY_VIEW)
-    statement = merge_sql(table.sql_name, CHANGES_TO_APPLY_VIEW, keys, columns)
+    statement = merge_sql(table.sql_name, CHANGES_TO_APPLY_VIEW, keys, columns, soft_delete=soft_delete)
     commit_with_properties(spark, snapshot_properties, lambda: spark.sql(statement))
 
 

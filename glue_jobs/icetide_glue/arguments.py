@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
 
@@ -29,7 +30,10 @@ OPTIONAL_ARGUMENTS = (
     "change_sequence_column",
     "catalog",
     "expected_rows",
+    "delete_mode",
+    "tombstone_retention_days",
 )
+DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -38,6 +42,7 @@ _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$")
 _ROW_COUNT = re.compile(r"[0-9]+")
 
+_Mode = TypeVar("_Mode", bound=StrEnum)
 ResolveOptions = Callable[[list[str], list[str]], Mapping[str, str]]
 
 
@@ -46,6 +51,13 @@ class LoadMode(StrEnum):
 
     MERGE = "merge"
     APPEND = "append"
+
+
+class DeleteMode(StrEnum):
+    """What an Op D does to a merge table: remove the row, or keep it marked ``_icetide_deleted_at``."""
+
+    HARD = "hard"
+    SOFT = "soft"
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,10 @@ class JobArguments:
     # The rows DMS reported for this run (fullLoadRows); the job refuses to commit another number.
     # None: nobody counted (a run started by hand), so the job cannot check and says so.
     expected_rows: int | None = None
+    delete_mode: DeleteMode = DeleteMode.HARD
+    # How long a deleted key (and a skipped update's change time) is remembered, counted back from
+    # the batch's newest change time.
+    tombstone_retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -96,6 +112,10 @@ class JobArguments:
             )
         if self.expected_rows is not None and self.expected_rows < 0:
             raise InvalidJobArguments(f"--expected_rows {self.expected_rows} must not be negative")
+        if self.tombstone_retention_days < 0:
+            raise InvalidJobArguments(
+                f"--tombstone_retention_days {self.tombstone_retention_days} must not be negative"
+            )
 
     @property
     def database(self) -> str:
@@ -116,13 +136,9 @@ class JobArguments:
             value = (options.get(name) or "").strip()
             return value or None
 
-        load_mode_text = optional("load_mode") or LoadMode.MERGE.value
-        try:
-            load_mode = LoadMode(load_mode_text.lower())
-        except ValueError:
-            raise InvalidJobArguments(
-                f"--load_mode {load_mode_text!r} is not one of {', '.join(m.value for m in LoadMode)}"
-            ) from None
+        load_mode = _choice(LoadMode, "--load_mode", optional("load_mode") or LoadMode.MERGE.value)
+        delete_mode = _choice(DeleteMode, "--delete_mode", optional("delete_mode") or DeleteMode.HARD.value)
+        retention = _row_count(optional("tombstone_retention_days"), "--tombstone_retention_days", "days")
         return cls(
             target_table=str(options["target_table"]).strip(),
             run_id=str(options["run_id"]).strip(),
@@ -135,17 +151,27 @@ class JobArguments:
             change_sequence_column=optional("change_sequence_column") or DEFAULT_CHANGE_SEQUENCE_COLUMN,
             catalog=optional("catalog") or DEFAULT_CATALOG,
             expected_rows=_row_count(optional("expected_rows")),
+            delete_mode=delete_mode,
+            tombstone_retention_days=DEFAULT_TOMBSTONE_RETENTION_DAYS if retention is None else retention,
         )
 
 
-def _row_count(text: str | None) -> int | None:
-    """``--expected_rows`` as a number; blank means "not counted"."""
+def _choice(modes: type[_Mode], name: str, text: str) -> _Mode:
+    """One of an enumeration's values (any case), or an error listing them."""
+    try:
+        return modes(text.lower())
+    except ValueError:
+        listed = ", ".join(m.value for m in modes)
+        raise InvalidJobArguments(f"{name} {text!r} is not one of {listed}") from None
+
+
+def _row_count(text: str | None, name: str = "--expected_rows", unit: str = "rows") -> int | None:
+    """``--expected_rows`` (or another whole-number argument) as a number; blank means "not given"."""
     if text is None:
         return None
     if not _ROW_COUNT.fullmatch(text):
-        raise InvalidJobArguments(
-            f"--expected_rows {text!r} must be a whole number of rows (DMS's fullLoadRows), or empty"
-        )
+        what = "of rows (DMS's fullLoadRows)" if unit == "rows" else f"of {unit}"
+        raise InvalidJobArguments(f"{name} {text!r} must be a whole number {what}, or empty")
     return int(text)
 
 

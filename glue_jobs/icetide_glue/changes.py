@@ -27,8 +27,11 @@ from pyspark.sql.types import (
 from icetide_glue.columns import (
     CHANGE_SEQ,
     CHANGE_TS,
+    DELETE,
+    DELETED_AT,
     DMS_OP_COLUMN,
     FILE_RANK,
+    HAS_IMAGE,
     INSERT,
     OP,
     ROW_INDEX,
@@ -213,3 +216,24 @@ def align_to_silver(changes: DataFrame, silver: StructType, keep_op: bool = True
     if keep_op and find_column(silver.fieldNames(), OP) is None:
         selected.append(F.col(OP))
     return changes.select(*selected)
+
+
+def mark_deletes(aligned: DataFrame, keys: Sequence[str], soft_delete: bool) -> DataFrame:
+    """Add what a delete needs: ``_icetide_has_image`` (false for a D row whose non-key source
+    columns are all null, PostgreSQL's default before-image: it must not overwrite values), and,
+    for soft deletes, ``_icetide_deleted_at`` = the delete's change time (null for I and U, which
+    revives a deleted row)."""
+    wanted = {key.lower() for key in keys}
+    values = [c for c in aligned.columns if c.lower() not in wanted and not is_metadata_column(c)]
+    has_image = F.lit(True)
+    if values:
+        has_image = (
+            F.greatest(*[column(c).isNotNull() for c in values])
+            if len(values) > 1
+            else column(values[0]).isNotNull()
+        )
+    marked = aligned.withColumn(HAS_IMAGE, has_image)
+    if soft_delete:
+        deleted_at = F.when(F.col(OP) == DELETE, F.col(CHANGE_TS)).cast(TimestampType())
+        marked = marked.withColumn(DELETED_AT, deleted_at)
+    return marked

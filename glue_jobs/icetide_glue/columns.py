@@ -24,11 +24,21 @@ OP = "_icetide_op"
 # again (append_once.py).
 ROW_HASH = "_icetide_row_hash"
 
+# Stored only in merge tables loaded with --delete_mode soft: the change time of the delete that
+# removed the row at the source (null while the row lives).
+DELETED_AT = "_icetide_deleted_at"
+
 # Working columns of one run, never stored.
 FILE_RANK = "_icetide_file_rank"
 ROW_INDEX = "_icetide_row_index"
 ACTION = "_icetide_action"
 IN_SILVER = "_icetide_in_silver"
+IN_MEMORY = "_icetide_in_memory"
+# True for a change the key's order memory (the tombstone table) must keep: a delete, or an update
+# skipped as unchanged, newer than everything silver and the memory know of its key.
+REMEMBER = "_icetide_remember"
+# True when a D row carries the deleted row's values (not PostgreSQL's keys-only before-image).
+HAS_IMAGE = "_icetide_has_image"
 
 MERGE_METADATA = StructType(
     [
@@ -37,6 +47,7 @@ MERGE_METADATA = StructType(
         StructField(RUN_ID, StringType()),
     ]
 )
+SOFT_DELETE_METADATA = StructType([*MERGE_METADATA.fields, StructField(DELETED_AT, TimestampType())])
 APPEND_METADATA = StructType(
     [*MERGE_METADATA.fields, StructField(OP, StringType()), StructField(ROW_HASH, BinaryType())]
 )

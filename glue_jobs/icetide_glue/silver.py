@@ -16,10 +16,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from icetide_glue.arguments import LoadMode
-from icetide_glue.columns import APPEND_METADATA, MERGE_METADATA
+from icetide_glue.arguments import DeleteMode, LoadMode
+from icetide_glue.columns import APPEND_METADATA, MERGE_METADATA, SOFT_DELETE_METADATA
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
+    MEMORY_COLUMNS,
     add_columns_sql,
     alter_column_type_sql,
     committed_snapshot_sql,
@@ -36,6 +37,8 @@ MERGE_TABLE_PROPERTIES = {
     "write.merge.mode": "merge-on-read",
 }
 APPEND_TABLE_PROPERTIES = {"format-version": "2"}
+# The tombstone table beside each merge table: `<table>__icetide_tombstones` in the same database.
+TOMBSTONE_TABLE_SUFFIX = "__icetide_tombstones"
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,12 @@ def silver_schema(spark: SparkSession, table: SilverTable) -> StructType:
 
 
 def create_silver_table(
-    spark: SparkSession, table: SilverTable, source: StructType, keys: Sequence[str], load_mode: LoadMode
+    spark: SparkSession,
+    table: SilverTable,
+    source: StructType,
+    keys: Sequence[str],
+    load_mode: LoadMode,
+    delete_mode: DeleteMode = DeleteMode.HARD,
 ) -> list[str]:
     """Create the table from a batch's source columns plus icetide's metadata columns.
 
@@ -80,7 +88,7 @@ def create_silver_table(
     """
     columns = plan_schema_changes(StructType([]), source).additions
     definitions = [(c.name, c.data_type.simpleString()) for c in columns]
-    definitions += [(f.name, f.dataType.simpleString()) for f in _metadata(load_mode).fields]
+    definitions += [(f.name, f.dataType.simpleString()) for f in _metadata(load_mode, delete_mode).fields]
     if load_mode is LoadMode.MERGE:
         statement = create_table_sql(
             table.sql_name, definitions, MERGE_TABLE_PROPERTIES, bucket_column=keys[0], buckets=SILVER_BUCKETS
@@ -92,11 +100,15 @@ def create_silver_table(
     return [f"created table {table} with {len(columns)} source column(s)"]
 
 
-def _metadata(load_mode: LoadMode) -> StructType:
-    return APPEND_METADATA if load_mode is LoadMode.APPEND else MERGE_METADATA
+def _metadata(load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD) -> StructType:
+    if load_mode is LoadMode.APPEND:
+        return APPEND_METADATA
+    return SOFT_DELETE_METADATA if delete_mode is DeleteMode.SOFT else MERGE_METADATA
 
 
-def add_missing_metadata_columns(spark: SparkSession, table: SilverTable, load_mode: LoadMode) -> list[str]:
+def add_missing_metadata_columns(
+    spark: SparkSession, table: SilverTable, load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD
+) -> list[str]:
     """Add the metadata columns this version stores and the table's creator did not (one ALTER).
 
     A table created by an earlier icetide keeps working: its rows read the new columns as null.
@@ -105,7 +117,7 @@ def add_missing_metadata_columns(spark: SparkSession, table: SilverTable, load_m
     present = {name.lower() for name in silver_schema(spark, table).fieldNames()}
     missing = [
         (f.name, f.dataType.simpleString())
-        for f in _metadata(load_mode).fields
+        for f in _metadata(load_mode, delete_mode).fields
         if f.name.lower() not in present
     ]
     if not missing:
@@ -132,3 +144,24 @@ def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> 
         return None
     stats = json.loads(row["run_stats"]) if row["run_stats"] else {}
     return CommittedRun(snapshot_id=int(row["snapshot_id"]), run_stats=stats)
+
+
+def tombstone_table(table: SilverTable) -> SilverTable:
+    """The table's order memory: deleted keys and skipped updates with their change times."""
+    return SilverTable(table.catalog, table.database, table.name + TOMBSTONE_TABLE_SUFFIX)
+
+
+def ensure_tombstone_table(
+    spark: SparkSession, table: SilverTable, silver: StructType, keys: Sequence[str]
+) -> SilverTable:
+    """Create the tombstone table on first need: silver's key columns (same types), then
+    ``_icetide_change_ts``, ``_icetide_change_seq``, ``_icetide_op`` (D, or U for a skipped update)
+    and ``_icetide_run_id``. Unpartitioned: it holds only recent deletes."""
+    memory = tombstone_table(table)
+    if table_exists(spark, memory):
+        return memory
+    types = {f.name.lower(): f.dataType.simpleString() for f in silver.fields}
+    metadata = {f.name: f.dataType.simpleString() for f in APPEND_METADATA.fields}
+    definitions = [(k, types[k.lower()]) for k in keys] + [(c, metadata[c]) for c in MEMORY_COLUMNS]
+    spark.sql(create_table_sql(memory.sql_name, definitions, APPEND_TABLE_PROPERTIES))
+    return memory

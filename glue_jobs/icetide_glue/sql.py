@@ -9,7 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from icetide_glue.columns import ACTION, CHANGE_SEQ, CHANGE_TS, DELETE, IN_SILVER, OP
+from icetide_glue.columns import (
+    ACTION,
+    CHANGE_SEQ,
+    CHANGE_TS,
+    DELETE,
+    DELETED_AT,
+    HAS_IMAGE,
+    IN_MEMORY,
+    IN_SILVER,
+    OP,
+    REMEMBER,
+    RUN_ID,
+)
 
 # Snapshot summary keys written with every icetide commit (see commit.py).
 RUN_ID_PROPERTY = "icetide.run-id"
@@ -111,66 +123,170 @@ def same_values(columns: Sequence[str], source: str = "s", target: str = "t") ->
     return " AND ".join(f"{source}.{quote_identifier(c)} <=> {target}.{quote_identifier(c)}" for c in columns)
 
 
+def passes_memory(source: str = "s", memory: str = "m") -> str:
+    """True when the key's order memory (tombstone table) does not stop the change.
+
+    An insert or update must be newer than the remembered change. A delete must not be older: the
+    same delete read again must still remove a silver row that a failed silver commit left behind
+    (the memory is written before the silver MERGE). No memory row: nothing stops it.
+    """
+    op, in_memory = f"{source}.{quote_identifier(OP)}", f"{memory}.{quote_identifier(IN_MEMORY)}"
+    return (
+        f"({in_memory} IS NULL OR ({op} = '{DELETE}' AND NOT {order_guard(memory, source)})"
+        f" OR ({op} <> '{DELETE}' AND {order_guard(source, memory)}))"
+    )
+
+
 def classify_changes_sql(
-    table: str, source_view: str, keys: Sequence[str], value_columns: Sequence[str] = ()
+    table: str,
+    source_view: str,
+    keys: Sequence[str],
+    value_columns: Sequence[str] = (),
+    memory_table: str | None = None,
+    soft_delete: bool = False,
 ) -> str:
-    """Label each deduplicated change with the :class:`ChangeAction` the MERGE will take.
+    """Label each deduplicated change with the :class:`ChangeAction` the MERGE will take, and
+    whether the key's order memory must keep it (``_icetide_remember``).
 
     It uses the same key join and order guard as :func:`merge_sql`, which is what makes the
     manifest's counts the MERGE's counts. An update whose ``value_columns`` (the source's columns,
     not icetide's) all equal silver's is ``unchanged``: a ``gte`` watermark re-reads its boundary
     rows every run, and DMS stamps them with a new transfer time, so without this check every
     re-read would rewrite an identical row. Only those columns of silver are read.
+
+    ``memory_table`` (the tombstone table) holds, per key, the newest delete and the newest update
+    skipped as unchanged: a change it does not pass (:func:`passes_memory`) is ``unchanged``. The
+    changes to remember are the deletes and the skipped updates newer than silver's row and the
+    memory. With ``soft_delete`` a delete keeps the row (so a delete of a key silver lacks, when
+    the D row carries its values, inserts it as deleted), and a revived row is never unchanged.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
     compared = [c for c in value_columns if c not in keys]
-    silver_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ, *compared))
-    same_row = (
-        [f"  WHEN {op} <> '{DELETE}' AND {same_values(compared)} THEN '{ChangeAction.UNCHANGED}'"]
-        if compared
+    silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
+    silver_columns = ", ".join(quote_identifier(c) for c in silver_side)
+    same_row = "FALSE"
+    if compared:
+        alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
+        same_row = f"{op} <> '{DELETE}' AND {alive}{same_values(compared)}"
+    memory_ok = passes_memory() if memory_table is not None else "TRUE"
+    soft_insert = (
+        [f"  WHEN {in_silver} IS NULL AND s.{quote_identifier(HAS_IMAGE)} THEN '{ChangeAction.DELETE}'"]
+        if soft_delete
         else []
     )
+    skipped_update = f"({in_silver} IS NOT NULL AND {same_row})"
+    remember = f"({memory_ok} AND {order_guard()} AND ({op} = '{DELETE}' OR {skipped_update}))"
+    memory_join = []
+    if memory_table is not None:
+        memory_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ))
+        memory_join = [
+            # Quoted names only, as above.
+            f"LEFT JOIN (SELECT {memory_columns}, TRUE AS {quote_identifier(IN_MEMORY)} "  # noqa: S608
+            f"FROM {memory_table}) m",
+            f"ON {key_condition(keys, 's', 'm')}",
+        ]
     return "\n".join(
         [
             "SELECT s.*, CASE",
+            *(
+                [f"  WHEN NOT {memory_ok} THEN '{ChangeAction.UNCHANGED}'"]
+                if memory_table is not None
+                else []
+            ),
             f"  WHEN {in_silver} IS NULL AND {op} <> '{DELETE}' THEN '{ChangeAction.INSERT}'",
+            *soft_insert,
             f"  WHEN {in_silver} IS NULL THEN '{ChangeAction.UNCHANGED}'",
             f"  WHEN NOT {order_guard()} THEN '{ChangeAction.UNCHANGED}'",
             f"  WHEN {op} = '{DELETE}' THEN '{ChangeAction.DELETE}'",
-            *same_row,
+            *([f"  WHEN {same_row} THEN '{ChangeAction.UNCHANGED}'"] if compared else []),
             f"  ELSE '{ChangeAction.UPDATE}'",
-            f"END AS {quote_identifier(ACTION)}",
+            f"END AS {quote_identifier(ACTION)},",
+            f"{remember} AS {quote_identifier(REMEMBER)}",
             f"FROM {quote_identifier(source_view)} s",
             # Every name is quoted by quote_identifier: nothing in this text comes unquoted from input.
             f"LEFT JOIN (SELECT {silver_columns}, TRUE AS {quote_identifier(IN_SILVER)} FROM {table}) t",  # noqa: S608
             f"ON {key_condition(keys)}",
+            *memory_join,
         ]
     )
 
 
-def merge_sql(table: str, source_view: str, keys: Sequence[str], columns: Sequence[str]) -> str:
+def merge_sql(
+    table: str, source_view: str, keys: Sequence[str], columns: Sequence[str], soft_delete: bool = False
+) -> str:
     """The one MERGE that inserts, updates and deletes a run's changes in a single commit.
 
     ``columns`` are every silver column (source and metadata): the source view carries all of
     them, with nulls for columns the source no longer has. The order guard sits in the matched
     clauses, so an older change never overwrites a newer row even if the view holds one.
+
+    With ``soft_delete`` a delete keeps the row: it takes the D row's values when the D row carries
+    them (``_icetide_has_image``), otherwise only the change time, sequence, run id and
+    ``_icetide_deleted_at`` change (a keys-only before-image never overwrites values with nulls);
+    a D row with values of a key silver lacks is inserted as deleted.
     """
     if not columns:
         raise ValueError(f"MERGE INTO {table} needs the silver column list")
     op = f"s.{quote_identifier(OP)}"
+    has_image = f"s.{quote_identifier(HAS_IMAGE)}"
     guard = order_guard()
-    assignments = ", ".join(f"t.{quote_identifier(c)} = s.{quote_identifier(c)}" for c in columns)
+    assignments = _assignments(columns)
     names = ", ".join(quote_identifier(c) for c in columns)
     values = ", ".join(f"s.{quote_identifier(c)}" for c in columns)
+    if soft_delete:
+        metadata_only = _assignments([CHANGE_TS, CHANGE_SEQ, RUN_ID, DELETED_AT])
+        deletes = [
+            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} AND {has_image} THEN UPDATE SET {assignments}",
+            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN UPDATE SET {metadata_only}",
+        ]
+        insert_when = f"({op} <> '{DELETE}' OR {has_image})"
+    else:
+        deletes = [f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN DELETE"]
+        insert_when = f"{op} <> '{DELETE}'"
     return "\n".join(
         [
             f"MERGE INTO {table} t",
             f"USING {quote_identifier(source_view)} s",
             f"ON {key_condition(keys)}",
-            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN DELETE",
+            *deletes,
             f"WHEN MATCHED AND {op} <> '{DELETE}' AND {guard} THEN UPDATE SET {assignments}",
-            f"WHEN NOT MATCHED AND {op} <> '{DELETE}' THEN INSERT ({names}) VALUES ({values})",  # noqa: S608
+            f"WHEN NOT MATCHED AND {insert_when} THEN INSERT ({names}) VALUES ({values})",  # noqa: S608
+        ]
+    )
+
+
+def _assignments(columns: Sequence[str]) -> str:
+    return ", ".join(f"t.{quote_identifier(c)} = s.{quote_identifier(c)}" for c in columns)
+
+
+# The order memory's own columns after the key columns (the tombstone table, see memory_merge_sql).
+MEMORY_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID)
+
+
+def memory_merge_sql(
+    memory_table: str, source_view: str, keys: Sequence[str], prune_before_micros: int
+) -> str:
+    """Remember the run's deletes and skipped updates, newest change per key winning, and forget
+    in the same commit what is older than the retention (``prune_before_micros``, epoch
+    microseconds, measured from the batch's newest change time, not the wall clock).
+
+    Idempotent: the same changes merged again change nothing, so a retry after a failed silver
+    commit re-applies them harmlessly.
+    """
+    columns = [*keys, *MEMORY_COLUMNS]
+    names = ", ".join(quote_identifier(c) for c in columns)
+    values = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
+    updates = ", ".join(f"m.{quote_identifier(c)} = r.{quote_identifier(c)}" for c in MEMORY_COLUMNS)
+    expired = f"m.{quote_identifier(CHANGE_TS)} < timestamp_micros({int(prune_before_micros)})"
+    return "\n".join(
+        [
+            f"MERGE INTO {memory_table} m",
+            f"USING {quote_identifier(source_view)} r",
+            f"ON {key_condition(keys, 'r', 'm')}",
+            f"WHEN MATCHED AND {order_guard('r', 'm')} THEN UPDATE SET {updates}",
+            f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})",  # noqa: S608
+            f"WHEN NOT MATCHED BY SOURCE AND {expired} THEN DELETE",
         ]
     )
 

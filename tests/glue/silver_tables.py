@@ -7,7 +7,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from icetide_glue.arguments import JobArguments, LoadMode
+from icetide_glue.arguments import DEFAULT_TOMBSTONE_RETENTION_DAYS, DeleteMode, JobArguments, LoadMode
 from icetide_glue.job import run_job
 
 CATALOG = "local"
@@ -39,6 +39,8 @@ def load_into_silver(
     load_mode: LoadMode = LoadMode.MERGE,
     watermark_column: str | None = None,
     manifest_uri: str | None = None,
+    delete_mode: DeleteMode = DeleteMode.HARD,
+    tombstone_retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS,
 ) -> dict[str, Any]:
     """Run the job on a bronze folder into ``silver.<table>`` and return its manifest."""
     arguments = JobArguments(
@@ -50,5 +52,7 @@ def load_into_silver(
         watermark_column=watermark_column,
         manifest_uri=manifest_uri,
         catalog=CATALOG,
+        delete_mode=delete_mode,
+        tombstone_retention_days=tombstone_retention_days,
     )
     return run_job(spark, arguments)

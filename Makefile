@@ -36,8 +36,8 @@ demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step
 	$(BIN)/icetide local demo
 
 lint: venv ## ruff and mypy over every package, the Glue entrypoint and the tests (make test runs it first)
-	$(BIN)/ruff check functions deploy glue_jobs cli local tests benchmarks
-	$(BIN)/mypy functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py tests
+	$(BIN)/ruff check contracts functions deploy glue_jobs cli local tests benchmarks
+	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py tests
 
 build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
 	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }

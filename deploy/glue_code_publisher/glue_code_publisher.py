@@ -1,9 +1,11 @@
-"""Publish the Glue job's script and a zip of its icetide_glue package to S3 (custom resource GlueCode).
+"""Publish the Glue job's script and a zip of its packages to S3 (custom resource GlueCode).
 
 Why: `sam package` uploads a layer's content but has no property for a Glue job's --extra-py-files.
-This custom resource copies both out of the layer version named in its properties into a folder
-named after their content, so a code change gives the job new locations (and CloudFormation deletes
-the old folder after a successful update). crhelper answers CloudFormation, which otherwise waits an
+This custom resource copies the script and the icetide_glue package out of the Glue code layer, and
+the icetide_contracts package (the contracts the job shares with the Lambdas) out of the contracts
+layer, named in its properties, into a folder named after their content: one zip holds both
+packages. So a change of either gives the job new locations (and CloudFormation deletes the old
+folder after a successful update). crhelper answers CloudFormation, which otherwise waits an
 hour for the resource: on success, on failure, and just before the function would time out.
 """
 
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 SCRIPT = "bronze_to_silver.py"
-PACKAGE = "icetide_glue"
+PACKAGE = "icetide_glue"  # from the Glue code layer; it names the zip too
+CONTRACTS_PACKAGE = "icetide_contracts"  # from the contracts layer
 LAYER_ROOT = "python/"  # where a python3.x layer build puts the sources
 # A fixed date makes the zip depend on the code only: same code, same folder.
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -47,26 +50,36 @@ class PublishFailed(Exception):
     """A step failed; the message names the original error, since CloudFormation shows only the text."""
 
 
-def glue_artifacts(layer_zip: bytes) -> tuple[bytes, bytes]:
-    """(script bytes, package zip bytes) taken from the bytes of a layer zip."""
-    with zipfile.ZipFile(io.BytesIO(layer_zip)) as layer:
-        names = set(layer.namelist())
-        if LAYER_ROOT + SCRIPT not in names:
+def package_modules(layer: zipfile.ZipFile, package: str) -> dict[str, bytes]:
+    """The `.py` files of `package` in a layer, by their name inside the package zip."""
+    folder = f"{LAYER_ROOT}{package}/"
+    names = [name for name in layer.namelist() if name.startswith(folder) and name.endswith(".py")]
+    if f"{folder}__init__.py" not in names:
+        raise GlueCodeMissing(f"the layer has no {folder}__init__.py")
+    return {name[len(LAYER_ROOT) :]: layer.read(name) for name in names}
+
+
+def glue_artifacts(glue_layer_zip: bytes, contracts_layer_zip: bytes) -> tuple[bytes, bytes]:
+    """(script bytes, package zip bytes) taken from the bytes of the two layer zips."""
+    with (
+        zipfile.ZipFile(io.BytesIO(glue_layer_zip)) as glue_layer,
+        zipfile.ZipFile(io.BytesIO(contracts_layer_zip)) as contracts_layer,
+    ):
+        if LAYER_ROOT + SCRIPT not in glue_layer.namelist():
             raise GlueCodeMissing(f"the layer has no {LAYER_ROOT}{SCRIPT}")
-        modules = sorted(n for n in names if n.startswith(f"{LAYER_ROOT}{PACKAGE}/") and n.endswith(".py"))
-        if f"{LAYER_ROOT}{PACKAGE}/__init__.py" not in modules:
-            raise GlueCodeMissing(f"the layer has no {LAYER_ROOT}{PACKAGE}/__init__.py")
+        modules = package_modules(glue_layer, PACKAGE) | package_modules(contracts_layer, CONTRACTS_PACKAGE)
         package = io.BytesIO()
         with zipfile.ZipFile(package, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name in modules:
-                entry = zipfile.ZipInfo(name[len(LAYER_ROOT) :], date_time=ZIP_DATE)
-                archive.writestr(entry, layer.read(name), zipfile.ZIP_DEFLATED)
-        return layer.read(LAYER_ROOT + SCRIPT), package.getvalue()
+            for name, content in sorted(modules.items()):
+                archive.writestr(zipfile.ZipInfo(name, date_time=ZIP_DATE), content, zipfile.ZIP_DEFLATED)
+        return glue_layer.read(LAYER_ROOT + SCRIPT), package.getvalue()
 
 
-def publish(s3: S3Client, bucket: str, prefix: str, layer_zip: bytes) -> tuple[dict[str, str], str]:
+def publish(
+    s3: S3Client, bucket: str, prefix: str, glue_layer_zip: bytes, contracts_layer_zip: bytes
+) -> tuple[dict[str, str], str]:
     """Upload script and package; returns (their s3:// locations, the folder's s3:// URI)."""
-    script, package = glue_artifacts(layer_zip)
+    script, package = glue_artifacts(glue_layer_zip, contracts_layer_zip)
     folder = f"{prefix.strip('/')}/{hashlib.sha256(script + package).hexdigest()[:16]}"
     s3.put_object(Bucket=bucket, Key=f"{folder}/{SCRIPT}", Body=script)
     s3.put_object(Bucket=bucket, Key=f"{folder}/{PACKAGE}.zip", Body=package)
@@ -111,10 +124,13 @@ def _reason_names_the_error(step: Step) -> Step:
 @helper.update
 @_reason_names_the_error
 def publish_the_layers_code(event: Event, _context: Any) -> str:
-    """Publish the layer's Glue code; the folder is the physical id, so new code replaces the resource."""
+    """Publish the layers' Glue code; the folder is the physical id, so new code replaces the resource."""
     properties = event["ResourceProperties"]
-    layer_zip = download_layer(properties["LayerVersionArn"])
-    locations, folder = publish(boto3.client("s3"), properties["Bucket"], properties["Prefix"], layer_zip)
+    glue_layer_zip = download_layer(properties["LayerVersionArn"])
+    contracts_layer_zip = download_layer(properties["ContractsLayerVersionArn"])
+    locations, folder = publish(
+        boto3.client("s3"), properties["Bucket"], properties["Prefix"], glue_layer_zip, contracts_layer_zip
+    )
     helper.Data.update(locations)
     return folder
 

@@ -19,9 +19,10 @@ from icetide.run import locking
 from icetide.run.handler_inputs import RunInput, parse_input
 from icetide.run.plan import build_run_plan
 from icetide.settings import Settings, load_settings
+from icetide_contracts.run_plan import RunPlan
 
 
-def _plan(item: ControlItem, run_id: str, settings: Settings) -> dict[str, Any]:
+def _plan(item: ControlItem, run_id: str, settings: Settings) -> RunPlan:
     return build_run_plan(
         item,
         run_id,
@@ -72,4 +73,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     locked_item = ControlItem.parse(write.item or {})
     if locked_item != item:
         plan = _plan(locked_item, run.run_id, settings)
-    return {"plan": plan}
+    return {"plan": plan.to_json()}

@@ -24,8 +24,9 @@ from icetide.errors import ManifestInvalid
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run import commit
 from icetide.run.handler_inputs import CommitInput, parse_input
-from icetide.run.manifest import RunManifest
+from icetide.run.manifest import read_manifest
 from icetide.settings import load_settings
+from icetide_contracts.watermark_text import watermark_json
 
 
 @observed()
@@ -35,7 +36,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = run.plan
 
     try:
-        manifest = RunManifest.parse_json(s3.read_text(plan.manifest_uri))
+        manifest = read_manifest(s3.read_text(plan.manifest_uri))
     except s3.ObjectNotFound as missing:
         raise ManifestInvalid(
             f"no run manifest at {plan.manifest_uri}: the Glue job did not write one"
@@ -69,8 +70,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "watermark kept: the run merged nothing past it", extra={"merged": manifest.new_watermark}
         )
     return {
-        "previousWatermark": wm.to_json(step.previous),
-        "watermark": wm.to_json(step.watermark),
+        "previousWatermark": watermark_json(step.previous),
+        "watermark": watermark_json(step.watermark),
         "advanced": step.advanced,
         "stats": stats,
     }

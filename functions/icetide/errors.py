@@ -53,7 +53,8 @@ class WatermarkConflict(IcetideError):
 
 
 class ManifestInvalid(IcetideError):
-    """The Glue job's run manifest is missing, not JSON, or breaks `icetide.run.manifest.RunManifest`.
+    """The Glue job's run manifest is missing, not JSON, or breaks its contract
+    (`icetide_contracts.run_manifest.RunManifest`).
 
     Not retried: the same manifest would be read again.
     """

@@ -14,12 +14,13 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from icetide_contracts.watermark_text import WatermarkJson
 from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN
 from icetide_glue.bronze import translate_unreadable_file
 from icetide_glue.changes import column
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, INSERT, OP, UPDATE
 from icetide_glue.errors import InvalidChangeData
-from icetide_glue.watermark import WatermarkValue, check_watermark_type, watermark_aggregate, watermark_json
+from icetide_glue.watermark import check_watermark_type, watermark_aggregate, watermark_json
 
 # How many offending values an error message quotes.
 _SAMPLE_SIZE = 5
@@ -33,7 +34,7 @@ class BatchSummary:
     """What a run read: its row count and the largest watermark-column value (None if no column)."""
 
     rows_read: int
-    new_watermark: WatermarkValue
+    new_watermark: WatermarkJson
 
 
 def _any_null(keys: Sequence[str]) -> Column:

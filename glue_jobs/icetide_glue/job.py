@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.append_once import rows_not_in_silver
 from icetide_glue.apply import append_changes, classify_changes, merge_changes
 from icetide_glue.arguments import JobArguments, LoadMode
@@ -34,7 +35,7 @@ from icetide_glue.changes import (
 )
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.manifest import RunManifest, write_manifest
+from icetide_glue.manifest import write_manifest
 from icetide_glue.row_count import check_row_count
 from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
@@ -111,7 +112,7 @@ def _land_changes(
         rows_read=summary.rows_read,
         watermark_column=args.watermark_column,
         new_watermark=summary.new_watermark,
-        schema_changes=tuple(schema_changes),
+        schema_changes=list(schema_changes),
     )
     silver = silver_schema(spark, table)
     if merging:

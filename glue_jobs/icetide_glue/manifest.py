@@ -1,84 +1,21 @@
-"""The run manifest (docs/contracts.md, "Run manifest"): what one run did, for ``commit_watermark``.
+"""Writing the run manifest (docs/contracts.md, "Run manifest"): what one run did, for ``commit_watermark``.
 
-It is written to ``--manifest_uri`` (s3:// on AWS, a path or file:// locally) and printed as the
-last line of stdout. Its statistics are also stored in the snapshot summary of the run's commit,
-so a rerun of a committed run can hand back the same manifest without reading anything again.
+Its one definition is ``icetide_contracts.run_manifest.RunManifest``, the class commit_watermark
+reads it with. It is written to ``--manifest_uri`` (s3:// on AWS, a path or file:// locally) and
+printed as the last line of stdout. Its statistics are also stored in the snapshot summary of the
+run's commit, so a rerun of a committed run can hand back the same manifest without reading anything
+again.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.errors import ManifestWriteError
-from icetide_glue.watermark import WatermarkValue
-
-
-@dataclass(frozen=True)
-class RunManifest:
-    """One run's outcome. Counts are rows: ``rows_read`` as read from bronze; inserted, updated,
-    deleted and unchanged partition the run's changes after deduplication (one per key)."""
-
-    run_id: str
-    target_table: str
-    rows_read: int = 0
-    rows_inserted: int = 0
-    rows_updated: int = 0
-    rows_deleted: int = 0
-    rows_unchanged: int = 0
-    watermark_column: str | None = None
-    new_watermark: WatermarkValue = None
-    snapshot_id: int | None = None
-    already_committed: bool = False
-    schema_changes: tuple[str, ...] = ()
-
-    def run_stats(self) -> dict[str, Any]:
-        """The part of the manifest a rerun reproduces from the snapshot summary."""
-        return {
-            "rowsRead": self.rows_read,
-            "rowsInserted": self.rows_inserted,
-            "rowsUpdated": self.rows_updated,
-            "rowsDeleted": self.rows_deleted,
-            "rowsUnchanged": self.rows_unchanged,
-            "watermarkColumn": self.watermark_column,
-            "newWatermark": self.new_watermark,
-            "schemaChanges": list(self.schema_changes),
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """The manifest as the contract spells it."""
-        stats = self.run_stats()
-        return {
-            "runId": self.run_id,
-            "targetTable": self.target_table,
-            **{key: stats[key] for key in stats if key != "schemaChanges"},
-            "snapshotId": self.snapshot_id,
-            "alreadyCommitted": self.already_committed,
-            "schemaChanges": stats["schemaChanges"],
-        }
-
-    @classmethod
-    def already_committed_run(
-        cls, run_id: str, target_table: str, snapshot_id: int, run_stats: dict[str, Any]
-    ) -> RunManifest:
-        """The manifest of a run whose commit is already in silver (statistics from its summary)."""
-        return cls(
-            run_id=run_id,
-            target_table=target_table,
-            rows_read=int(run_stats.get("rowsRead", 0)),
-            rows_inserted=int(run_stats.get("rowsInserted", 0)),
-            rows_updated=int(run_stats.get("rowsUpdated", 0)),
-            rows_deleted=int(run_stats.get("rowsDeleted", 0)),
-            rows_unchanged=int(run_stats.get("rowsUnchanged", 0)),
-            watermark_column=run_stats.get("watermarkColumn"),
-            new_watermark=run_stats.get("newWatermark"),
-            snapshot_id=snapshot_id,
-            already_committed=True,
-            schema_changes=tuple(run_stats.get("schemaChanges", ())),
-        )
 
 
 def manifest_line(manifest: dict[str, Any]) -> str:

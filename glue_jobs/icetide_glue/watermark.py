@@ -1,15 +1,15 @@
 """The new watermark: the largest ``--watermark_column`` value among the rows a run read.
 
 The manifest carries it as JSON (contracts, "Run manifest"): a number for numeric columns, a
-``YYYY-MM-DD HH:MM:SS[.ffffff]`` UTC string for timestamps, a string otherwise. It must be exact:
-a watermark rounded up would skip rows on the next run.
+``YYYY-MM-DD HH:MM:SS[.ffffff]`` UTC string for timestamps, a string otherwise, spelt as
+``icetide_contracts.watermark_text`` defines. It must be exact: a watermark rounded up would skip
+rows on the next run.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from datetime import date
 from typing import Any
 
 from pyspark.sql import Column
@@ -25,11 +25,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from icetide_contracts.watermark_text import WatermarkJson, format_epoch_micros, number_json
 from icetide_glue.changes import utc_timestamp
 from icetide_glue.errors import BronzeSchemaError
-
-WatermarkValue = int | float | str | None
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def check_watermark_type(name: str, data_type: DataType) -> None:
@@ -52,21 +50,14 @@ def watermark_aggregate(value: Column, data_type: DataType) -> Column:
     return F.max(value)
 
 
-def format_timestamp(epoch_micros: int) -> str:
-    """``YYYY-MM-DD HH:MM:SS`` with ``.ffffff`` only when there are microseconds (UTC)."""
-    moment = _EPOCH + timedelta(microseconds=epoch_micros)
-    text = moment.strftime("%Y-%m-%d %H:%M:%S")
-    return f"{text}.{moment.microsecond:06d}" if moment.microsecond else text
-
-
-def watermark_json(value: Any, data_type: DataType) -> WatermarkValue:
+def watermark_json(value: Any, data_type: DataType) -> WatermarkJson:
     """The collected aggregate as the manifest's JSON value."""
     if value is None:
         return None
     if isinstance(data_type, TimestampType | TimestampNTZType):
-        return format_timestamp(int(value))
+        return format_epoch_micros(int(value))
     if isinstance(data_type, DecimalType):
-        return decimal_json(value)
+        return number_json(value)
     if isinstance(data_type, IntegralType):
         return int(value)
     if isinstance(data_type, FractionalType):
@@ -75,12 +66,3 @@ def watermark_json(value: Any, data_type: DataType) -> WatermarkValue:
     if isinstance(value, date):
         return value.isoformat()
     return str(value)
-
-
-def decimal_json(value: Decimal) -> int | float | str:
-    """A decimal as a JSON number when that is exact; otherwise its exact text (a float would
-    round, possibly upwards, and the next run would skip rows)."""
-    if value == value.to_integral_value():
-        return int(value)
-    as_float = float(value)
-    return as_float if Decimal(repr(as_float)) == value else str(value)

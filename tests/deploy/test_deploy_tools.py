@@ -77,6 +77,10 @@ def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
     layer = build_dir / "GlueCodeLayer" / "python"
     assert (layer / "bronze_to_silver.py").is_file()
     assert (layer / "icetide_glue" / "__init__.py").is_file()
+    contracts = build_dir / "ContractsLayer" / "python" / "icetide_contracts"
+    assert {path.name for path in contracts.glob("*.py")} == {
+        path.name for path in (REPO_ROOT / "contracts" / "icetide_contracts").glob("*.py")
+    }
 
 
 @pytest.mark.parametrize("environment", ["default", "prod"])

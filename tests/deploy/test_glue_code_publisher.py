@@ -1,4 +1,5 @@
-"""The GlueCode custom resource: its function copies the Glue job's code out of the layer.
+"""The GlueCode custom resource: its function copies the Glue job's code out of the two layers
+(the Glue code layer: script and icetide_glue; the contracts layer: icetide_contracts).
 
 The function is deploy/glue_code_publisher/glue_code_publisher.py, imported as Lambda imports it
 (CodeUri deploy/glue_code_publisher/). crhelper answers CloudFormation over HTTPS: the tests answer
@@ -63,6 +64,20 @@ GLUE_LAYER = {
     "python/icetide_glue/__pycache__/sql.cpython-311.pyc": b"\x00compiled",
     "python/other_package/util.py": b"X = 1\n",
 }
+CONTRACTS_LAYER = {
+    "python/icetide_contracts/__init__.py": b"",
+    "python/icetide_contracts/run_manifest.py": b"KEYS = ('runId',)\n",
+    "python/icetide_contracts/__pycache__/run_manifest.cpython-311.pyc": b"\x00compiled",
+}
+GLUE_LAYER_ARN = "arn:aws:lambda:eu-west-1:123456789012:layer:icetide-glue-code:3"
+CONTRACTS_LAYER_ARN = "arn:aws:lambda:eu-west-1:123456789012:layer:icetide-contracts:2"
+# What the package zip holds of the layers above.
+PACKAGE_ENTRIES = {
+    "icetide_glue/__init__.py": b"",
+    "icetide_glue/sql.py": b"MERGE = 'MERGE INTO'\n",
+    "icetide_contracts/__init__.py": b"",
+    "icetide_contracts/run_manifest.py": b"KEYS = ('runId',)\n",
+}
 
 
 def zip_entries(content: bytes) -> dict[str, bytes]:
@@ -71,20 +86,21 @@ def zip_entries(content: bytes) -> dict[str, bytes]:
 
 
 def test_artifacts_are_the_script_and_the_package_modules_only() -> None:
-    script, package = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER))
+    script, package = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER), layer_zip(CONTRACTS_LAYER))
 
     assert script == SCRIPT
-    assert zip_entries(package) == {
-        "icetide_glue/__init__.py": b"",
-        "icetide_glue/sql.py": b"MERGE = 'MERGE INTO'\n",
-    }
+    assert zip_entries(package) == PACKAGE_ENTRIES
 
 
 def test_the_same_code_gives_the_same_package_bytes() -> None:
     reordered = dict(reversed(list(GLUE_LAYER.items())))
+    contracts_reordered = dict(reversed(list(CONTRACTS_LAYER.items())))
+    later = (2027, 1, 2, 3, 4, 5)
 
-    _, first = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER))
-    _, second = glue_code_publisher.glue_artifacts(layer_zip(reordered, date=(2027, 1, 2, 3, 4, 5)))
+    _, first = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER), layer_zip(CONTRACTS_LAYER))
+    _, second = glue_code_publisher.glue_artifacts(
+        layer_zip(reordered, date=later), layer_zip(contracts_reordered, date=later)
+    )
 
     assert first == second
 
@@ -100,28 +116,40 @@ def test_a_layer_without_the_glue_code_is_refused(missing: str, named: str) -> N
     incomplete = {name: content for name, content in GLUE_LAYER.items() if name != missing}
 
     with pytest.raises(glue_code_publisher.GlueCodeMissing, match=re.escape(named)):
-        glue_code_publisher.glue_artifacts(layer_zip(incomplete))
+        glue_code_publisher.glue_artifacts(layer_zip(incomplete), layer_zip(CONTRACTS_LAYER))
+
+
+def test_a_contracts_layer_without_the_contracts_is_refused() -> None:
+    missing = "the layer has no python/icetide_contracts/__init__.py"
+    with pytest.raises(glue_code_publisher.GlueCodeMissing, match=re.escape(missing)):
+        # The Glue code layer given twice: the mistake of a template that names the wrong layer.
+        glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER), layer_zip(GLUE_LAYER))
+
+
+def _built_layer(folder: Path) -> bytes:
+    """A layer as `sam build` makes it of `folder` (its ContentUri): the folder copied under python/."""
+    return layer_zip(
+        {f"python/{path.relative_to(folder).as_posix()}": path.read_bytes() for path in folder.rglob("*.py")}
+    )
 
 
 def test_the_real_glue_package_imports_from_the_published_zip(tmp_path: Path) -> None:
-    # What `sam build` puts in the layer: glue_jobs/ copied under python/.
-    glue_jobs = REPO_ROOT / "glue_jobs"
-    sources = {
-        f"python/{path.relative_to(glue_jobs).as_posix()}": path.read_bytes()
-        for path in glue_jobs.rglob("*.py")
-    }
-    _, package = glue_code_publisher.glue_artifacts(layer_zip(sources))
+    _, package = glue_code_publisher.glue_artifacts(
+        _built_layer(REPO_ROOT / "glue_jobs"), _built_layer(REPO_ROOT / "contracts")
+    )
     extra_py_files = tmp_path / "icetide_glue.zip"
     extra_py_files.write_bytes(package)
 
     # Glue puts --extra-py-files zips on the PYTHONPATH: import from the zip alone, outside the repo.
+    # The manifest writer imports the contracts, so they must come from the zip as well.
     result = subprocess.run(
         [
             sys.executable,
             "-I",
             "-c",
             f"import sys; sys.path.insert(0, {str(extra_py_files)!r}); "
-            "import icetide_glue.arguments as a; print(a.__file__)",
+            "import icetide_glue.arguments as a; print(a.__file__); "
+            "import icetide_glue.manifest as m; print(sys.modules[m.RunManifest.__module__].__file__)",
         ],
         capture_output=True,
         text=True,
@@ -130,7 +158,10 @@ def test_the_real_glue_package_imports_from_the_published_zip(tmp_path: Path) ->
     )
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(extra_py_files / "icetide_glue" / "arguments.py")
+    assert result.stdout.split() == [
+        str(extra_py_files / "icetide_glue" / "arguments.py"),
+        str(extra_py_files / "icetide_contracts" / "run_manifest.py"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -243,14 +274,21 @@ def s3() -> Iterator[Any]:
 
 @pytest.fixture
 def invoke(s3: Any, response_url: ResponseUrl, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Responses]:
-    """Run the handler as CloudFormation would, with the layer download stubbed."""
+    """Run the handler as CloudFormation would, with the layer downloads stubbed."""
 
-    def run(request_type: str, layer: bytes = b"", physical_id: str | None = None) -> Responses:
-        monkeypatch.setattr(glue_code_publisher, "download_layer", lambda arn: layer)
+    def run(
+        request_type: str,
+        layer: bytes = b"",
+        physical_id: str | None = None,
+        contracts_layer: bytes | None = None,
+    ) -> Responses:
+        layers = {GLUE_LAYER_ARN: layer, CONTRACTS_LAYER_ARN: contracts_layer or layer_zip(CONTRACTS_LAYER)}
+        monkeypatch.setattr(glue_code_publisher, "download_layer", layers.__getitem__)
         event = {
             "RequestType": request_type,
             "ResourceProperties": {
-                "LayerVersionArn": "arn:aws:lambda:eu-west-1:123456789012:layer:icetide-glue-code:3",
+                "LayerVersionArn": GLUE_LAYER_ARN,
+                "ContractsLayerVersionArn": CONTRACTS_LAYER_ARN,
                 "Bucket": BUCKET,
                 "Prefix": "glue",
             },
@@ -286,6 +324,8 @@ def test_create_publishes_script_and_package_under_a_content_named_folder(invoke
     assert set(zip_entries(_object(s3, answer["Data"]["ExtraPyFiles"]))) == {
         "icetide_glue/__init__.py",
         "icetide_glue/sql.py",
+        "icetide_contracts/__init__.py",
+        "icetide_contracts/run_manifest.py",
     }
 
 
@@ -296,6 +336,17 @@ def test_changed_code_is_published_to_another_folder(invoke: Any) -> None:
     second = invoke("Update", layer_zip(changed), physical_id=first).last["PhysicalResourceId"]
 
     assert second != first
+
+
+def test_changed_contracts_are_published_to_another_folder(invoke: Any) -> None:
+    first = invoke("Create", layer_zip(GLUE_LAYER)).last["PhysicalResourceId"]
+    module = "python/icetide_contracts/run_manifest.py"
+    changed = {**CONTRACTS_LAYER, module: b"KEYS = ('runId', 'rowsRead')\n"}
+
+    second = invoke("Update", layer_zip(GLUE_LAYER), physical_id=first, contracts_layer=layer_zip(changed))
+
+    assert second.last["Status"] == "SUCCESS"
+    assert second.last["PhysicalResourceId"] != first
 
 
 def test_delete_removes_what_create_wrote(invoke: Any, s3: Any) -> None:

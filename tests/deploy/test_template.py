@@ -233,5 +233,20 @@ def test_glue_job_code_comes_from_the_published_layer() -> None:
 
     assert job["Command"]["ScriptLocation"] == {"Fn::GetAtt": ["GlueCode", "ScriptLocation"]}
     assert job["DefaultArguments"]["--extra-py-files"] == {"Fn::GetAtt": ["GlueCode", "ExtraPyFiles"]}
-    (layer,) = resources_of_type("AWS::Serverless::LayerVersion").values()
-    assert layer["Properties"]["ContentUri"] == "glue_jobs/"
+    layers = resources_of_type("AWS::Serverless::LayerVersion")
+    assert layers["GlueCodeLayer"]["Properties"]["ContentUri"] == "glue_jobs/"
+    # The Glue job imports the contracts too: GlueCode zips them with icetide_glue.
+    assert layers["ContractsLayer"]["Properties"]["ContentUri"] == "contracts/"
+    published = template()["Resources"]["GlueCode"]["Properties"]
+    assert published["LayerVersionArn"] == {"Ref": "GlueCodeLayer"}
+    assert published["ContractsLayerVersionArn"] == {"Ref": "ContractsLayer"}
+
+
+def test_the_layers_are_the_glue_code_and_the_contracts() -> None:
+    assert sorted(resources_of_type("AWS::Serverless::LayerVersion")) == ["ContractsLayer", "GlueCodeLayer"]
+
+
+@pytest.mark.parametrize("function_name", FUNCTIONS)
+def test_every_function_imports_the_contracts_from_their_layer(function_name: str) -> None:
+    # The handlers import icetide_contracts, which is not in CodeUri functions/.
+    assert {"Ref": "ContractsLayer"} in function_property(function_name, "Layers")

@@ -1,4 +1,5 @@
-"""The run manifest as the contract spells it, written to a path, a file:// URI or S3."""
+"""The run manifest as the contract spells it (icetide_contracts.run_manifest), written to a path, a
+file:// URI or S3."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.errors import ManifestWriteError
-from icetide_glue.manifest import RunManifest, write_manifest
+from icetide_glue.manifest import write_manifest
 
 MANIFEST = RunManifest(
     run_id="dbo_orders-20261121T0700Z",
@@ -23,7 +25,7 @@ MANIFEST = RunManifest(
     watermark_column="updated_at",
     new_watermark="2026-11-21 06:59:58",
     snapshot_id=123456789,
-    schema_changes=("added column note string",),
+    schema_changes=["added column note string"],
 )
 CONTRACT_JSON = {
     "runId": "dbo_orders-20261121T0700Z",

@@ -20,13 +20,12 @@ from pyspark.sql.types import (
 )
 
 from icetide_glue.errors import BronzeSchemaError
-from icetide_glue.watermark import check_watermark_type, format_timestamp, watermark_json
+from icetide_glue.watermark import check_watermark_type, watermark_json
 
 
 def test_timestamps_are_utc_text_with_microseconds_only_when_present() -> None:
-    # 2026-11-21 06:59:58 UTC is 1795244398 seconds after the epoch.
-    assert format_timestamp(1_795_244_398_000_000) == "2026-11-21 06:59:58"
-    assert format_timestamp(1_795_244_398_000_123) == "2026-11-21 06:59:58.000123"
+    # 2026-11-21 06:59:58 UTC is 1795244398 seconds after the epoch; the text form itself is
+    # icetide_contracts.watermark_text's (tests/unit/test_watermark_text.py).
     assert watermark_json(1_795_244_398_500_000, TimestampType()) == "2026-11-21 06:59:58.500000"
     assert watermark_json(1_795_244_398_000_000, TimestampNTZType()) == "2026-11-21 06:59:58"
 

@@ -25,7 +25,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # Code that runs in AWS (Lambda, the custom resource, Glue) must not reach the local stand-ins or the
 # CLI: neither is deployed, and the local differences live in local/ only.
-DEPLOYED_ROOTS = ("functions", "glue_jobs", "deploy/glue_code_publisher")
+DEPLOYED_ROOTS = ("contracts", "functions", "glue_jobs", "deploy/glue_code_publisher")
 NOT_DEPLOYED_ROOTS = ("local", "cli")
 
 
@@ -170,10 +170,12 @@ def _cycle_lines(cycles: Iterable[Iterable[str]]) -> str:
 def test_the_graph_holds_every_part_of_the_project():
     """The checks below are only as good as the graph: every root's code is in it, scripts too."""
     graph, top_level = project_graph()
-    assert {"icetide", "handlers", "icetide_glue", "icetide_cli", "icetide_local"} <= top_level
+    assert {"icetide", "handlers", "icetide_glue", "icetide_contracts", "icetide_cli"} <= top_level
+    assert "icetide_local" in top_level
     assert {"bronze_to_silver", "glue_code_publisher"} <= top_level
     assert graph.direct_import_exists(importer="handlers.commit_watermark", imported="icetide.run.commit")
     assert graph.direct_import_exists(importer="bronze_to_silver", imported="icetide_glue.job")
+    assert graph.direct_import_exists(importer="icetide_glue.job", imported="icetide_contracts.run_manifest")
 
 
 def test_no_module_imports_itself_back():

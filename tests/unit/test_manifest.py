@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from icetide.errors import ManifestInvalid
-from icetide.run.manifest import RunManifest
+from icetide.run.manifest import read_manifest
 
 CONTRACT_EXAMPLE = """{"runId": "dbo_orders-20261121T0700Z", "targetTable": "icetide_silver.dbo_orders",
  "rowsRead": 10, "rowsInserted": 4, "rowsUpdated": 5, "rowsDeleted": 1, "rowsUnchanged": 0,
@@ -15,7 +15,7 @@ CONTRACT_EXAMPLE = """{"runId": "dbo_orders-20261121T0700Z", "targetTable": "ice
 
 
 def test_the_contract_example_parses() -> None:
-    manifest = RunManifest.parse_json(CONTRACT_EXAMPLE)
+    manifest = read_manifest(CONTRACT_EXAMPLE)
 
     assert manifest.run_id == "dbo_orders-20261121T0700Z"
     assert manifest.target_table == "icetide_silver.dbo_orders"
@@ -31,7 +31,7 @@ def test_the_contract_example_parses() -> None:
 def test_an_empty_batch_has_null_watermark_and_snapshot() -> None:
     data = {**json.loads(CONTRACT_EXAMPLE), "rowsRead": 0, "newWatermark": None, "snapshotId": None}
 
-    manifest = RunManifest.parse_json(json.dumps(data).encode())
+    manifest = read_manifest(json.dumps(data).encode())
 
     assert (manifest.new_watermark, manifest.snapshot_id) == (None, None)
 
@@ -39,7 +39,7 @@ def test_an_empty_batch_has_null_watermark_and_snapshot() -> None:
 def test_a_numeric_watermark_stays_a_number() -> None:
     data = {**json.loads(CONTRACT_EXAMPLE), "newWatermark": 1000}
 
-    assert RunManifest.parse_json(json.dumps(data)).new_watermark == 1000
+    assert read_manifest(json.dumps(data)).new_watermark == 1000
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_bad_fields_are_refused_with_the_reason(change: dict[str, Any], reason: 
     data = {**json.loads(CONTRACT_EXAMPLE), **change}
 
     with pytest.raises(ManifestInvalid) as caught:
-        RunManifest.parse_json(json.dumps(data))
+        read_manifest(json.dumps(data))
 
     assert str(caught.value) == f"run manifest is invalid: {reason}"
 
@@ -66,14 +66,14 @@ def test_a_missing_count_is_refused() -> None:
     data = {key: value for key, value in json.loads(CONTRACT_EXAMPLE).items() if key != "rowsRead"}
 
     with pytest.raises(ManifestInvalid, match="rowsRead: required attribute is missing"):
-        RunManifest.parse_json(json.dumps(data))
+        read_manifest(json.dumps(data))
 
 
 def test_text_that_is_not_json_is_refused() -> None:
     with pytest.raises(ManifestInvalid, match="run manifest is not valid JSON: Expecting value"):
-        RunManifest.parse_json("<html>Access Denied</html>")
+        read_manifest("<html>Access Denied</html>")
 
 
 def test_json_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(ManifestInvalid, match="run manifest must be a JSON object, got a JSON list"):
-        RunManifest.parse_json("[]")
+        read_manifest("[]")

@@ -1,4 +1,7 @@
-"""The RunPlan built at lock time (contracts: "RunPlan") and the task settings it embeds."""
+"""The RunPlan built at lock time (contracts: "RunPlan") and the task settings it embeds.
+
+The plan is `icetide_contracts.run_plan.RunPlan`; these tests check its JSON, as the state machine sees it.
+"""
 
 import json
 from decimal import Decimal
@@ -11,6 +14,7 @@ from icetide.control.model import ControlItem
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
 from icetide.run.plan import build_run_plan
+from icetide_contracts.run_plan import RunPlan
 
 ORDERS = {
     "targetTableName": "dbo_Orders",
@@ -33,7 +37,16 @@ SETTINGS = {
 
 
 def plan_of(raw: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    return build_run_plan(ControlItem.parse(raw), "dbo_Orders-20261121T0700Z", **{**SETTINGS, **overrides})
+    plan = build_run_plan(ControlItem.parse(raw), "dbo_Orders-20261121T0700Z", **{**SETTINGS, **overrides})
+    return plan.to_json()
+
+
+def test_the_plan_is_the_contract_type_and_reads_back_as_built() -> None:
+    plan = build_run_plan(ControlItem.parse(ORDERS), "dbo_Orders-20261121T0700Z", **SETTINGS)
+
+    assert isinstance(plan, RunPlan)
+    # Through JSON text, as the state machine carries it.
+    assert RunPlan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
 
 
 def test_the_plan_has_the_contract_keys_and_values() -> None:

@@ -116,10 +116,3 @@ def test_to_dynamo_stores_numbers_as_decimal() -> None:
     assert watermark.to_dynamo(None) is None
     with pytest.raises(ValueError, match="neither a number nor a string"):
         watermark.to_dynamo(True)
-
-
-def test_to_json_keeps_numbers_numbers_where_exact() -> None:
-    assert watermark.to_json(Decimal("590")) == 590
-    assert watermark.to_json(Decimal("0.5")) == 0.5
-    assert watermark.to_json(Decimal("0.12345678901234567890")) == "0.12345678901234567890"
-    assert watermark.to_json("2026-11-21 06:00:00") == "2026-11-21 06:00:00"

@@ -6,6 +6,17 @@ import difflib
 from collections.abc import Collection, Iterable
 
 from pydantic import ValidationError
+from pydantic_core import PydanticCustomError
+
+from icetide_contracts.json_fields import ContractViolation
+
+_CONTRACT_VIOLATION = "contract_violation"
+
+
+def contract_error(violation: ContractViolation) -> PydanticCustomError:
+    """A contract's violation as a pydantic error, raised in a validator of a field holding a contract
+    document: `problem_lines` then reports each of its problems below that field."""
+    return PydanticCustomError(_CONTRACT_VIOLATION, str(violation), {"problems": violation.problems})
 
 
 def problem_lines(exc: ValidationError) -> list[str]:
@@ -15,6 +26,11 @@ def problem_lines(exc: ValidationError) -> list[str]:
         if error["type"] == "default_factory_not_called":
             # A default computed from other attributes is skipped when one of those failed: that
             # failure is already reported, this is only its echo.
+            continue
+        if error["type"] == _CONTRACT_VIOLATION:
+            for inner, reason in error["ctx"]["problems"]:
+                path = [*error["loc"], inner] if inner else error["loc"]
+                lines.append(f"{'.'.join(str(part) for part in path)}: {reason}")
             continue
         attribute = ".".join(str(part) for part in error["loc"]) or "item"
         reason = "required attribute is missing" if error["type"] == "missing" else error["msg"]

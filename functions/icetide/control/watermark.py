@@ -16,6 +16,7 @@ from decimal import Decimal
 from enum import StrEnum
 
 from icetide.control.values import as_decimal, scalar_text
+from icetide_contracts.watermark_text import format_timestamp
 
 Watermark = int | float | Decimal | str
 
@@ -56,13 +57,6 @@ def parse_timestamp(value: str) -> datetime:
     except ValueError as exc:
         raise ValueError(f"{value!r} is not a valid timestamp: {exc}") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def format_timestamp(moment: datetime, *, fraction: bool = False) -> str:
-    """`YYYY-MM-DD HH:MM:SS[.ffffff]` in UTC; the fraction when asked for or when not zero."""
-    utc = moment.astimezone(UTC) if moment.tzinfo else moment
-    pattern = "%Y-%m-%d %H:%M:%S.%f" if fraction or utc.microsecond else "%Y-%m-%d %H:%M:%S"
-    return utc.strftime(pattern)
 
 
 def _comparable(value: Watermark) -> tuple[WatermarkKind, Decimal | datetime | str]:
@@ -155,18 +149,3 @@ def to_dynamo(value: Watermark | None) -> Decimal | str | None:
     if number is None:
         raise ValueError(f"watermark {value!r} is neither a number nor a string")
     return number
-
-
-def to_json(value: Watermark | None) -> int | float | str | None:
-    """The watermark as a JSON value: a number when exact as one, else its plain-notation text."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    number = as_decimal(value)
-    if number is None:
-        raise ValueError(f"watermark {value!r} is neither a number nor a string")
-    if number == number.to_integral_value():
-        return int(number)
-    as_float = float(number)
-    return as_float if Decimal(repr(as_float)) == number else scalar_text(number)

@@ -21,7 +21,8 @@ from icetide.control.model import RunStatus
 from icetide.control.values import as_decimal
 from icetide.errors import LockLost, ManifestInvalid, WatermarkConflict
 from icetide.run.locking import missing_item
-from icetide.run.manifest import RunManifest
+from icetide_contracts.run_manifest import RunManifest
+from icetide_contracts.watermark_text import watermark_json
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def commit_result(
     if holder == run_id:
         # The lock condition held, so the watermark condition is the one that failed.
         raise WatermarkConflict(
-            f"the watermark of {target_table_name} is {wm.to_json(before.get('watermark'))!r}, but run "
+            f"the watermark of {target_table_name} is {watermark_json(before.get('watermark'))!r}, but run "
             f"{run_id} started from {previous!r}: another writer moved it during the run; nothing was stored"
         )
     if holder is None and _committed_by(before, run_id):
@@ -121,7 +122,7 @@ def commit_result(
     taken = f"run {holder} took it over at {before.get('lockTime')}" if holder else "nobody holds it"
     raise LockLost(
         f"run {run_id} no longer holds the lock of {target_table_name} ({taken}); nothing was stored, "
-        f"the watermark stays {wm.to_json(before.get('watermark'))!r}"
+        f"the watermark stays {watermark_json(before.get('watermark'))!r}"
     )
 
 

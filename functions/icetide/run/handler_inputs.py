@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 
-from icetide.control.problems import problem_lines
-from icetide.control.watermark import Watermark
+from icetide.control.problems import contract_error, problem_lines
 from icetide.errors import IcetideError, InvalidTableMapping
+from icetide_contracts.json_fields import ContractViolation
+from icetide_contracts.run_plan import RunPlan
 
 
 class InvalidHandlerInput(IcetideError):
@@ -33,40 +34,34 @@ class ScheduleEvent(_Input):
     time: datetime | None = None
 
 
-class RunPlan(_Input):
-    """The RunPlan built by ``icetide.run.plan`` at lock time; the fields the handlers use."""
+def _check_table_mapping(value: object) -> None:
+    # Raised as InvalidTableMapping (not ValueError, which pydantic would wrap) because the state
+    # machine matches that name: a plan whose mapping DMS would refuse never reaches DMS. Checked
+    # before the plan's other attributes, so it wins over their problems as it always did.
+    if not isinstance(value, str) or len(value) < 2:
+        return  # the plan's own check reports it
+    try:
+        mapping = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise InvalidTableMapping(f"plan.tableMapping is not JSON: {error}") from None
+    if not isinstance(mapping, dict) or not isinstance(mapping.get("rules"), list) or not mapping["rules"]:
+        raise InvalidTableMapping('plan.tableMapping must be a JSON object with a non-empty "rules" list')
 
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
 
-    target_table_name: str = Field(alias="targetTableName", min_length=1)
-    run_id: str = Field(alias="runId", min_length=1)
-    source_schema: str = Field(alias="sourceSchema", min_length=1)
-    source_table: str = Field(alias="sourceTable", min_length=1)
-    watermark_column: str = Field("", alias="watermarkColumn")
-    previous_watermark: Watermark | None = Field(None, alias="previousWatermark")
-    table_mapping: str = Field(alias="tableMapping", min_length=2)
-    task_settings: str = Field(alias="taskSettings", min_length=2)
-    replication_instance_arn: str | None = Field(None, alias="replicationInstanceArn")
-    bronze_uri: str = Field(alias="bronzeUri", pattern=r"^s3://[^/]+/.+")
-    manifest_uri: str = Field(alias="manifestUri", pattern=r"^s3://[^/]+/.+")
-    timestamp_column: str = Field("dms_timestamp", alias="timestampColumn", min_length=1)
-
-    @field_validator("table_mapping")
-    @classmethod
-    def _table_mapping_has_rules(cls, value: str) -> str:
-        # Raised as InvalidTableMapping (not ValueError, which pydantic would wrap) because the
-        # state machine matches that name: a plan whose mapping DMS would refuse never reaches DMS.
-        try:
-            mapping = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise InvalidTableMapping(f"plan.tableMapping is not JSON: {error}") from None
-        if (
-            not isinstance(mapping, dict)
-            or not isinstance(mapping.get("rules"), list)
-            or not mapping["rules"]
-        ):
-            raise InvalidTableMapping('plan.tableMapping must be a JSON object with a non-empty "rules" list')
+def _run_plan(value: object) -> RunPlan:
+    """The event's plan as the contract's RunPlan, parsed by the contract's own reader."""
+    if isinstance(value, RunPlan):
         return value
+    if isinstance(value, Mapping):
+        _check_table_mapping(value.get("tableMapping"))
+    try:
+        return RunPlan.from_json(value)
+    except ContractViolation as violation:
+        raise contract_error(violation) from None
+
+
+# The RunPlan built by ``icetide.run.plan`` at lock time (one definition: icetide_contracts.run_plan).
+Plan = Annotated[RunPlan, PlainValidator(_run_plan)]
 
 
 class InstanceRef(_Input):
@@ -100,7 +95,7 @@ class RunInput(_Input):
 class PlanInput(RunInput):
     """A run's input carrying the plan taken at lock time."""
 
-    plan: RunPlan
+    plan: Plan
 
     @model_validator(mode="after")
     def _plan_belongs_to_run(self) -> PlanInput:
@@ -136,7 +131,7 @@ class CleanupInput(RunInput):
 
     task: TaskRef | None = None
     instance: InstanceRef | None = None
-    plan: RunPlan | None = None
+    plan: Plan | None = None
 
 
 class FailureInput(RunInput):

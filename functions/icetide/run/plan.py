@@ -2,12 +2,10 @@
 
 Computing it once (lower bound, table mapping, task settings, S3 locations) means every later state
 works from the same values, even if someone edits the control item while the run is under way.
-Keys are the camelCase names of docs/contracts.md ("RunPlan").
+The plan's one definition is `icetide_contracts.run_plan.RunPlan` (docs/contracts.md, "RunPlan").
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from icetide.control import watermark
 from icetide.control.model import ControlItem
@@ -15,6 +13,8 @@ from icetide.control.operators import WATERMARK_BOUNDED
 from icetide.dms.table_mapping import table_mapping_json
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
+from icetide_contracts.run_plan import RunPlan
+from icetide_contracts.watermark_text import watermark_json
 
 
 def _s3_part(name: str, value: str) -> str:
@@ -49,8 +49,8 @@ def build_run_plan(
     glue_database: str,
     timestamp_column: str,
     stack_instance_arn: str | None = None,
-) -> dict[str, Any]:
-    """The RunPlan JSON of one run of `item`.
+) -> RunPlan:
+    """The plan of one run of `item`.
 
     `replicationInstanceArn` is the item's own instance, else the stack-wide one, else None (the run
     creates and later deletes an instance of its own).
@@ -60,23 +60,23 @@ def build_run_plan(
     bronze = _s3_part("bronze prefix", bronze_prefix)
     manifests = _s3_part("manifest prefix", manifest_prefix)
     bronze_folder = "/".join(filter(None, (bronze, item.output_s3_prefix)))
-    return {
-        "targetTableName": table,
-        "runId": run_id,
-        "sourceSchema": item.source_schema,
-        "sourceTable": item.source_table,
-        "silverTable": f"{_s3_part('glue database', glue_database)}.{table.lower()}",
-        "primaryKeys": ",".join(item.primary_keys),
-        "loadMode": item.load_mode.value,
+    return RunPlan(
+        target_table_name=table,
+        run_id=run_id,
+        source_schema=item.source_schema,
+        source_table=item.source_table,
+        silver_table=f"{_s3_part('glue database', glue_database)}.{table.lower()}",
+        primary_keys=",".join(item.primary_keys),
+        load_mode=item.load_mode.value,
         # Glue arguments are strings: "no watermark column" travels as "".
-        "watermarkColumn": item.filter_column or "",
-        "previousWatermark": watermark.to_json(item.watermark),
-        "tableMapping": table_mapping_json(item, run_lower_bound(item)),
-        "taskSettings": task_settings_json(item),
-        "replicationInstanceArn": item.replication_instance_arn or stack_instance_arn or None,
+        watermark_column=item.filter_column or "",
+        previous_watermark=watermark_json(item.watermark),
+        table_mapping=table_mapping_json(item, run_lower_bound(item)),
+        task_settings=task_settings_json(item),
+        replication_instance_arn=item.replication_instance_arn or stack_instance_arn or None,
         # The blog's output prefix (`ouputs3Prefix`/`outputS3Prefix`) groups tables below the bronze
         # prefix, where the DMS role may write and the archive rule applies.
-        "bronzeUri": f"s3://{bucket}/{bronze_folder}/{table}/{run_id}/",
-        "manifestUri": f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
-        "timestampColumn": timestamp_column,
-    }
+        bronze_uri=f"s3://{bucket}/{bronze_folder}/{table}/{run_id}/",
+        manifest_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
+        timestamp_column=timestamp_column,
+    )

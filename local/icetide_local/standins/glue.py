@@ -28,6 +28,8 @@ import boto3
 from moto.core.utils import utcnow
 from moto.glue import models as glue_models
 
+from icetide_contracts.run_manifest import RunManifest
+
 JobRunner = Callable[[Mapping[str, str]], None]
 """Runs one job run given its arguments; returning means SUCCEEDED, raising means FAILED."""
 
@@ -115,25 +117,17 @@ def manifest_writer(**manifest_fields: Any) -> JobRunner:
 
     ``runId``, ``targetTable`` and ``watermarkColumn`` come from the run's arguments, as the real
     job's would; ``manifest_fields`` (JSON names: ``rowsRead=4, newWatermark=...``) give the rest,
-    over zero counts and no new watermark.
+    over the contract's defaults (``icetide_contracts.run_manifest``: zero counts, no new watermark).
+    They are written as given, so a test may also write a manifest that breaks the contract.
     """
 
     def run(arguments: Mapping[str, str]) -> None:
-        manifest = {
-            "runId": arguments.get("--run_id"),
-            "targetTable": arguments.get("--target_table"),
-            "rowsRead": 0,
-            "rowsInserted": 0,
-            "rowsUpdated": 0,
-            "rowsDeleted": 0,
-            "rowsUnchanged": 0,
-            "watermarkColumn": arguments.get("--watermark_column") or None,
-            "newWatermark": None,
-            "snapshotId": None,
-            "alreadyCommitted": False,
-            "schemaChanges": [],
-            **manifest_fields,
-        }
+        defaults = RunManifest(
+            run_id=arguments.get("--run_id", ""),
+            target_table=arguments.get("--target_table", ""),
+            watermark_column=arguments.get("--watermark_column") or None,
+        )
+        manifest = {**defaults.to_json(), **manifest_fields}
         bucket, key = _s3_location(arguments.get("--manifest_uri"))
         boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(manifest).encode())
 

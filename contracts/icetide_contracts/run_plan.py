@@ -1,0 +1,66 @@
+"""The run plan (docs/contracts.md, "RunPlan"): everything one run needs, fixed when it takes the lock.
+
+Built by acquire_lock (`icetide.run.plan.build_run_plan`) and handed to the state machine as
+`to_json()`; the state machine carries that object as `$.lock.plan`, passes some of its fields to
+the Glue job as arguments (`silverTable`, `bronzeUri`, `manifestUri`, `primaryKeys`, `loadMode`,
+`watermarkColumn`, `timestampColumn`) and the whole of it to later handlers, which read it back with
+`from_json`. The JSON keys are the ASL's paths: rename one only together with the ASL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from icetide_contracts.json_fields import (
+    json_key,
+    one_of,
+    optional,
+    read_object,
+    text,
+    watermark_value,
+    write_object,
+)
+from icetide_contracts.watermark_text import WatermarkJson
+
+LOAD_MODES = ("merge", "append")
+S3_OBJECT_URI = r"^s3://[^/]+/.+"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunPlan:
+    """One run's plan. Strings where the Glue job takes a string argument: `primary_keys` is
+    comma-separated and may be empty, `watermark_column` is "" when the table has none;
+    `table_mapping` and `task_settings` are the JSON texts DMS takes."""
+
+    target_table_name: str = field(metadata=json_key("targetTableName", text(min_length=1)))
+    run_id: str = field(metadata=json_key("runId", text(min_length=1)))
+    source_schema: str = field(metadata=json_key("sourceSchema", text(min_length=1)))
+    source_table: str = field(metadata=json_key("sourceTable", text(min_length=1)))
+    silver_table: str = field(metadata=json_key("silverTable", text(min_length=1)))
+    primary_keys: str = field(metadata=json_key("primaryKeys", text()))
+    load_mode: str = field(metadata=json_key("loadMode", one_of(*LOAD_MODES)))
+    watermark_column: str = field(default="", metadata=json_key("watermarkColumn", text()))
+    previous_watermark: WatermarkJson = field(
+        default=None, metadata=json_key("previousWatermark", watermark_value)
+    )
+    table_mapping: str = field(metadata=json_key("tableMapping", text(min_length=2)))
+    task_settings: str = field(metadata=json_key("taskSettings", text(min_length=2)))
+    # None: the run creates an instance of its own and deletes it afterwards.
+    replication_instance_arn: str | None = field(
+        default=None, metadata=json_key("replicationInstanceArn", optional(text()))
+    )
+    bronze_uri: str = field(metadata=json_key("bronzeUri", text(pattern=S3_OBJECT_URI)))
+    manifest_uri: str = field(metadata=json_key("manifestUri", text(pattern=S3_OBJECT_URI)))
+    timestamp_column: str = field(
+        default="dms_timestamp", metadata=json_key("timestampColumn", text(min_length=1))
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as the state machine carries it."""
+        return write_object(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> RunPlan:
+        """The plan from its JSON object; ContractViolation names every attribute that breaks it."""
+        return read_object(cls, data, "run plan")

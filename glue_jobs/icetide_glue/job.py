@@ -5,9 +5,10 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
 2. read the run's DMS files; none → an empty manifest (if DMS reported no rows either);
 3. check the whole batch, its row count against DMS's (``--expected_rows``) and the whole schema
    change before any DDL;
-4. create or evolve the table, then ONE commit (MERGE, or append for key-less tables, without
-   the rows silver already holds) that carries the run id and the run's statistics in its
-   snapshot summary;
+4. create or evolve the table; remember the run's deletes and skipped updates in the table's
+   tombstone table (idempotent, before silver: harmless if the silver commit fails); then ONE
+   commit (MERGE, or append for key-less tables, without the rows silver already holds) that
+   carries the run id and the run's statistics in its snapshot summary;
 5. write the manifest.
 """
 
@@ -22,13 +23,14 @@ from pyspark.sql.types import StructType
 
 from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.append_once import rows_not_in_silver
-from icetide_glue.apply import append_changes, classify_changes, merge_changes
-from icetide_glue.arguments import JobArguments, LoadMode
+from icetide_glue.apply import append_changes, classify_changes, merge_changes, remember_changes
+from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
 from icetide_glue.batch import inspect_batch
 from icetide_glue.bronze import read_bronze
 from icetide_glue.changes import (
     align_to_silver,
     latest_change_per_key,
+    mark_deletes,
     normalize_changes,
     require_column,
     source_schema,
@@ -42,6 +44,7 @@ from icetide_glue.silver import (
     SilverTable,
     add_missing_metadata_columns,
     create_silver_table,
+    ensure_tombstone_table,
     evolve_silver_table,
     find_committed_run,
     silver_schema,
@@ -103,9 +106,9 @@ def _land_changes(
         # Raises before any ALTER when one column cannot follow: the table stays as it was.
         schema_changes = evolve_silver_table(
             spark, table, plan_schema_changes(silver_schema(spark, table), source)
-        ) + add_missing_metadata_columns(spark, table, args.load_mode)
+        ) + add_missing_metadata_columns(spark, table, args.load_mode, args.delete_mode)
     else:
-        schema_changes = create_silver_table(spark, table, source, keys, args.load_mode)
+        schema_changes = create_silver_table(spark, table, source, keys, args.load_mode, args.delete_mode)
     manifest = RunManifest(
         run_id=args.run_id,
         target_table=str(table),
@@ -116,21 +119,24 @@ def _land_changes(
     )
     silver = silver_schema(spark, table)
     if merging:
-        return _merge(spark, table, changes, keys, silver, manifest)
+        return _merge(spark, args, table, changes, keys, silver, manifest)
     return _append(spark, table, changes, silver, manifest, watermark)
 
 
 def _merge(
     spark: SparkSession,
+    args: JobArguments,
     table: SilverTable,
     changes: DataFrame,
     keys: list[str],
     silver: StructType,
     manifest: RunManifest,
 ) -> RunManifest:
-    latest = align_to_silver(latest_change_per_key(changes, keys), silver)
+    soft = args.delete_mode is DeleteMode.SOFT
+    latest = mark_deletes(align_to_silver(latest_change_per_key(changes, keys), silver), keys, soft)
     value_columns = [name for name in silver.fieldNames() if not is_metadata_column(name)]
-    classified = classify_changes(spark, table, latest, keys, value_columns)
+    tombstones = ensure_tombstone_table(spark, table, silver, keys)
+    classified = classify_changes(spark, table, latest, keys, value_columns, tombstones, soft)
     try:
         counts = classified.counts
         manifest = replace(
@@ -140,10 +146,14 @@ def _merge(
             rows_deleted=counts.deleted,
             rows_unchanged=counts.unchanged,
         )
+        # Before silver: a rerun of a committed run writes nothing, so the tombstones must be there.
+        remember_changes(spark, tombstones, classified, keys, args.tombstone_retention_days)
         if counts.changing == 0:
             # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
             return manifest
-        merge_changes(spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest))
+        merge_changes(
+            spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest), soft
+        )
     finally:
         classified.release()
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))

@@ -171,5 +171,9 @@ def run_command(args: argparse.Namespace) -> int:
     except (IcetideJobError, JarFetchError) as error:
         print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
         return EXIT_JOB_FAILED
+    except Exception as error:  # anything unforeseen still ends as one line, never a traceback
+        text = " ".join(str(error).split())[:500]
+        print(f"error: {type(error).__name__} (unexpected; please report it): {text}", file=sys.stderr)
+        return EXIT_JOB_FAILED
     print(manifest_line(manifest), flush=True)
     return EXIT_OK

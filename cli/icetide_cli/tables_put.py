@@ -90,12 +90,33 @@ def put_command(args: argparse.Namespace) -> int:
     try:
         table_name = args.table_name or control_table_of_stack(args.stack_name)
         writer = ControlItemWriter(table_name)
+        clashes = case_clashes([str(item[KEY]) for item in plain_items], writer.stored_names())
+        if clashes:
+            for line in clashes:
+                print(line)
+            print("icetide tables put: nothing written: a name clashes with a stored table", file=sys.stderr)
+            return EXIT_INVALID_ITEM
         for item in plain_items:
             print(writer.put(item), flush=True)
     except (ControlTableNotFound, BotoCoreError, ClientError) as exc:
         print(f"icetide tables put: {_aws_reason(exc)}", file=sys.stderr)
         return EXIT_AWS_ERROR
     return EXIT_OK
+
+
+def case_clashes(new_names: list[str], stored_names: set[str]) -> list[str]:
+    """One INVALID line per new name that differs only in case from a table already stored.
+
+    The file alone can be clean while the table holds `orders` and the file adds `Orders`; written,
+    the next schedule would find the clash and start neither, stopping a table that was loading.
+    """
+    by_lower = {name.lower(): name for name in stored_names}
+    return [
+        f"INVALID {name}: targetTableName: differs only in case from the stored table "
+        f"{by_lower[name.lower()]!r}; the Glue catalog lowercases table names: use that name"
+        for name in new_names
+        if name.lower() in by_lower and by_lower[name.lower()] != name
+    ]
 
 
 def control_table_of_stack(stack_name: str) -> str:
@@ -119,6 +140,12 @@ class ControlItemWriter:
     def __init__(self, table_name: str) -> None:
         self.table_name = table_name
         self._dynamodb = boto3.client("dynamodb")
+
+    def stored_names(self) -> set[str]:
+        """Every targetTableName the table holds (keys only)."""
+        paginator = self._dynamodb.get_paginator("scan")
+        pages = paginator.paginate(TableName=self.table_name, ProjectionExpression=KEY)
+        return {item[KEY]["S"] for page in pages for item in page.get("Items", [])}
 
     def put(self, item: Mapping[str, Any]) -> str:
         """Write one validated plain item; its report line."""

@@ -68,16 +68,18 @@ def rows_not_in_silver(
     columns = content_columns(aligned.schema)
     batch = aligned.withColumn(ROW_HASH, row_hash(aligned, columns))
     batch_hashes = batch.select(ROW_HASH).distinct()
+    # No forced broadcast: with lte, eq or no filter the batch is the whole source table, and Spark
+    # chooses a broadcast on its own when a side is small.
     held = (
         _silver_hashes(spark, table, aligned.schema, _watermark_range(batch, watermark_column))
-        .join(F.broadcast(batch_hashes), ROW_HASH, "left_semi")
+        .join(batch_hashes, ROW_HASH, "left_semi")
         .groupBy(ROW_HASH)
         .agg(F.count(F.lit(1)).alias(_HELD))
     )
     copies = Window.partitionBy(ROW_HASH).orderBy(F.col(CHANGE_TS), F.col(CHANGE_SEQ))
     return (
         batch.withColumn(_OCCURRENCE, F.row_number().over(copies))
-        .join(F.broadcast(held), ROW_HASH, "left")
+        .join(held, ROW_HASH, "left")
         .where(F.col(_OCCURRENCE) > F.coalesce(F.col(_HELD), F.lit(0)))
         .select(*[column(name) for name in batch.columns])
     )
@@ -105,16 +107,24 @@ def _watermark_range(batch: DataFrame, watermark_column: str | None) -> Column |
     name = find_column(batch.columns, watermark_column) if watermark_column else None
     if name is None:
         return None
+    value = column(name)
+    # A timestamp travels as whole microseconds: a Python datetime would pass through the machine's
+    # local zone and come back an hour off in a daylight-saving fold. timestamp_micros(literal) is
+    # folded to a literal, so Iceberg still prunes files by it.
+    is_timestamp = isinstance(batch.schema[name].dataType, TimestampType)
+    measured = F.unix_micros(value) if is_timestamp else value
     bounds = batch.agg(
-        F.min(column(name)).alias("low"),
-        F.max(column(name)).alias("high"),
-        F.count_if(column(name).isNull()).alias("nulls"),
+        F.min(measured).alias("low"),
+        F.max(measured).alias("high"),
+        F.count_if(value.isNull()).alias("nulls"),
     ).first()
     assert bounds is not None  # a global aggregate always returns one row
-    value = column(name)
     in_range = F.lit(False)
     if bounds["low"] is not None:
-        in_range = value.between(F.lit(bounds["low"]), F.lit(bounds["high"]))
+        low, high = F.lit(bounds["low"]), F.lit(bounds["high"])
+        if is_timestamp:
+            low, high = F.timestamp_micros(low), F.timestamp_micros(high)
+        in_range = value.between(low, high)
     if bounds["nulls"]:
         in_range = in_range | value.isNull()
     return in_range

@@ -78,6 +78,12 @@ def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:
         if error.getErrorClass() in _NO_FILES_ERRORS:
             _refuse_files_without_parquet(spark, uri)
             return None
+        if error.getErrorClass() == "COLUMN_ALREADY_EXISTS":
+            raise BronzeSchemaError(
+                f"bronze files in {uri} have columns whose names differ only in case "
+                f"({' '.join(str(error).split())[:300]}): silver's catalog does not tell them apart; "
+                "rename one in the DMS table mapping"
+            ) from None
         raise
     except Py4JJavaError as error:
         unreadable = unreadable_file_error(error)
@@ -90,6 +96,11 @@ def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:
                 "next run, whose files all carry the new type, loads it (and widens silver if that is safe)."
             ) from None
         raise
+    if any(name.lower() == "_metadata" for name in frame.columns):
+        raise BronzeSchemaError(
+            f"bronze files in {uri} have a column named _metadata, which Spark reserves for its file "
+            "metadata; rename it in the DMS table mapping"
+        )
     reserved = [name for name in frame.columns if is_metadata_column(name)]
     if reserved:
         raise BronzeSchemaError(

@@ -80,6 +80,19 @@ def test_one_invalid_item_means_nothing_is_written(control_table, write_tables, 
     assert control_table.scan()["Items"] == []
 
 
+def test_a_name_differing_only_in_case_from_a_stored_table_is_refused(control_table, write_tables, icetide):
+    control_table.put_item(Item={**INVOICES, "targetTableName": "ERP_Invoices"})
+
+    result = icetide("tables", "put", write_tables([INVOICES]), "--stack-name", STACK)
+
+    assert result.exit_code == 1
+    assert result.out.splitlines() == [
+        "INVALID erp_invoices: targetTableName: differs only in case from the stored table "
+        "'ERP_Invoices'; the Glue catalog lowercases table names: use that name"
+    ]
+    assert [item["targetTableName"] for item in control_table.scan()["Items"]] == ["ERP_Invoices"]
+
+
 def test_put_replaces_configuration_but_keeps_run_state_and_lock(control_table, write_tables, icetide):
     run_state = {
         "watermark": 1450,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,31 @@ def test_a_timestamp_row_read_again_in_another_session_zone_is_still_recognised(
             ("updated_at", TimestampType()), ("event", StringType()), added=(("_icetide_op", StringType()),)
         ),
     )
+
+
+def test_a_row_in_the_daylight_saving_fold_of_the_machines_zone_is_still_recognised(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2026-11-01 06:30 UTC is the second 01:30 in New York, an hour that happens twice that night. Bounds that
+    # passed through a Python datetime in that zone came back an hour early and missed silver's row.
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        write_dms_file(
+            tmp_path / "r1",
+            "LOAD00000001.parquet",
+            CHANGES_AT,
+            [("2026-11-01 07:00:00", utc("2026-11-01 06:30:00"), "in the fold")],
+        )
+        by_time: dict[str, Any] = {"watermark_column": "updated_at", **APPEND_ONLY}
+        first = load_run("fold_ts", "fold-ts-1", tmp_path / "r1", **by_time)
+        second = load_run("fold_ts", "fold-ts-2", tmp_path / "r1", **by_time)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+    assert (first["rowsInserted"], second["rowsInserted"], second["rowsUnchanged"]) == (1, 0, 1)
+    assert spark.table(silver_table("fold_ts")).count() == 1
 
 
 def test_a_column_added_later_with_nulls_does_not_make_old_rows_new(

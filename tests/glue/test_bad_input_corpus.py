@@ -179,6 +179,20 @@ CASES = [
         "1 row(s) have a AR_H_CHANGE_SEQ that is not a string of digits (e.g. 'seq-42')",
         id="change-sequence-not-digits",
     ),
+    pytest.param(
+        _one_file(pa.schema([*GOOD, ("V", pa.string())]), [("U", "2026-11-21 07:00:00", 1, "a2", "A2")]),
+        "BronzeSchemaError",
+        "have columns whose names differ only in case",
+        id="names-differing-only-in-case",
+    ),
+    pytest.param(
+        _one_file(
+            pa.schema([*GOOD, ("_metadata", pa.string())]), [("U", "2026-11-21 07:00:00", 1, "a2", "m")]
+        ),
+        "BronzeSchemaError",
+        "have a column named _metadata, which Spark reserves",
+        id="spark-reserved-column-name",
+    ),
 ]
 
 

@@ -9,6 +9,7 @@ engine (pyiceberg, DuckDB) can open from their metadata files.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -20,6 +21,30 @@ ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 DEFAULT_LOCAL_CATALOG = "local"
 # Two cores on a laptop: the default 200 shuffle partitions would turn tiny batches into 200 tasks.
 LOCAL_SHUFFLE_PARTITIONS = 4
+# Spark's own log4j2 defaults print WARN lines (loopback host, native-hadoop library) before any
+# setLogLevel can run, on the terminal where `icetide job run` promises one error line. The JVM starts
+# with this configuration instead: those two loggers quiet, the rest at WARN (the level PySpark sets
+# anyway; another root level makes it announce the change) until setLogLevel("ERROR") below.
+QUIET_LOG4J2 = """status = error
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+logger.host.name = org.apache.spark.util.Utils
+logger.host.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
+
+
+def quiet_log_configuration() -> Path:
+    """The log4j2 file the local JVM starts with (rewritten each time: its text is this module's)."""
+    path = Path(tempfile.gettempdir()) / "icetide-log4j2.properties"
+    path.write_text(QUIET_LOG4J2, encoding="utf-8")
+    return path
 
 
 def hadoop_catalog_conf(catalog: str, warehouse: Path) -> dict[str, str]:
@@ -54,6 +79,9 @@ def local_spark_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{quiet_log_configuration()}"
+        )
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

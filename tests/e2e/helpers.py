@@ -3,6 +3,8 @@ and source tables read with SQLAlchemy, in one comparable form."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,3 +47,25 @@ def assert_silver_matches_source(
     key = next(iter(table.primary_key.columns)).name
     columns = [column.name for column in table.columns]
     assert silver_by_key(workspace, target_table_name, columns, key) == source_by_key(engine, table, key)
+
+
+# The order-table control item several end-to-end tests load (a gte delta on the key).
+SHOP_ORDERS_ITEM = {
+    "targetTableName": "shop_orders",
+    "sourceSchema": "main",
+    "sourceTable": "orders",
+    "filtercolumn": "id",
+    "filteroperator": "gte",
+    "startvalue": 0,
+    "primaryKeys": "id",
+}
+
+
+def run_cycle(
+    icetide: Callable[..., Any], workspace: Path, source: str, tables_file: Path
+) -> dict[str, dict]:
+    """One `icetide local run` cycle, which must succeed; then each table's status entry by name."""
+    result = icetide("local", "run", "--workspace", workspace, "--source", source, "--tables", tables_file)
+    assert result.exit_code == 0, result.text
+    status = icetide("local", "status", "--workspace", workspace, "--json")
+    return {entry["targetTableName"]: entry for entry in json.loads(status.out)}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from e2e.helpers import silver_table
+from e2e.helpers import run_cycle, silver_table
 
 pytestmark = pytest.mark.spark
 
@@ -51,11 +51,7 @@ def test_two_cycles_append_each_source_row_once(tmp_path, write_tables, icetide)
     tables_file = write_tables([MLB_ITEM, EVENTS_ITEM])
 
     def cycle() -> dict[str, dict]:
-        result = icetide("local", "run", "--workspace", workspace, "--source", f"sqlite:///{database}",
-                         "--tables", tables_file)  # fmt: skip
-        assert result.exit_code == 0, result.text
-        status = icetide("local", "status", "--workspace", workspace, "--json")
-        return {entry["targetTableName"]: entry for entry in json.loads(status.out)}
+        return run_cycle(icetide, workspace, f"sqlite:///{database}", tables_file)
 
     cycle()
     with engine.begin() as connection:

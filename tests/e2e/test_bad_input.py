@@ -10,22 +10,13 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from e2e.helpers import assert_silver_matches_source, silver_by_key
+from e2e.helpers import SHOP_ORDERS_ITEM, assert_silver_matches_source, silver_by_key
 
 pytestmark = pytest.mark.spark
 
-ORDERS_ITEM = {
-    "targetTableName": "shop_orders",
-    "sourceSchema": "main",
-    "sourceTable": "orders",
-    "filtercolumn": "id",
-    "filteroperator": "gte",
-    "startvalue": 0,
-    "primaryKeys": "id",
-}
 PRICE, TEXT = sa.Numeric(10, 2), sa.String(20)
 PRICES = [{"id": 1, "price": Decimal("2.50")}, {"id": 2, "price": Decimal("4.75")}]
-PRICES_ITEM = {**ORDERS_ITEM, "targetTableName": "shop_prices", "sourceTable": "prices"}
+PRICES_ITEM = {**SHOP_ORDERS_ITEM, "targetTableName": "shop_prices", "sourceTable": "prices"}
 
 
 @pytest.fixture
@@ -54,7 +45,7 @@ def _state(workspace) -> dict[str, dict]:
 
 
 def _first_cycle(icetide, write_tables, workspace, url):
-    tables_file = write_tables([ORDERS_ITEM, PRICES_ITEM])
+    tables_file = write_tables([SHOP_ORDERS_ITEM, PRICES_ITEM])
     result = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
     assert result.exit_code == 0, result.text
 
@@ -65,12 +56,12 @@ def test_a_bad_item_and_a_missing_table_fail_alone(shop, tmp_path, write_tables,
     _first_cycle(icetide, write_tables, workspace, url)
     with engine.begin() as connection:
         connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
-    bad_operator = {**ORDERS_ITEM, "targetTableName": "shop_bad", "filteroperator": "gt"}
-    missing = {**ORDERS_ITEM, "targetTableName": "shop_missing", "sourceTable": "no_such_table"}
+    bad_operator = {**SHOP_ORDERS_ITEM, "targetTableName": "shop_bad", "filteroperator": "gt"}
+    missing = {**SHOP_ORDERS_ITEM, "targetTableName": "shop_missing", "sourceTable": "no_such_table"}
 
     result = icetide(
         "local", "run", "--workspace", workspace, "--source", url,
-        "--tables", write_tables([ORDERS_ITEM, bad_operator, missing, PRICES_ITEM]),
+        "--tables", write_tables([SHOP_ORDERS_ITEM, bad_operator, missing, PRICES_ITEM]),
     )  # fmt: skip
 
     assert result.exit_code == 1
@@ -96,7 +87,7 @@ def test_an_unreachable_database_fails_every_table_and_changes_nothing(shop, tmp
 
     result = icetide(
         "local", "run", "--workspace", workspace, "--source", unreachable,
-        "--tables", write_tables([ORDERS_ITEM, PRICES_ITEM]),
+        "--tables", write_tables([SHOP_ORDERS_ITEM, PRICES_ITEM]),
     )  # fmt: skip
 
     assert result.exit_code == 1
@@ -129,7 +120,7 @@ def test_an_incompatible_type_change_fails_that_table_and_keeps_its_silver(
 
     result = icetide(
         "local", "run", "--workspace", workspace, "--source", url,
-        "--tables", write_tables([ORDERS_ITEM, PRICES_ITEM]),
+        "--tables", write_tables([SHOP_ORDERS_ITEM, PRICES_ITEM]),
     )  # fmt: skip
 
     assert result.exit_code == 1

@@ -21,20 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from e2e.helpers import silver_table
+from e2e.helpers import SHOP_ORDERS_ITEM, silver_table
 from icetide_local.standins.dms import data_mover, lifecycle
 
 pytestmark = pytest.mark.spark
 
-ITEM = {
-    "targetTableName": "shop_orders",
-    "sourceSchema": "main",
-    "sourceTable": "orders",
-    "filtercolumn": "id",
-    "filteroperator": "gte",
-    "startvalue": 0,
-    "primaryKeys": "id",
-}
 STRAY_ID = 99
 
 
@@ -98,7 +89,7 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
     # The local stack builds its DMS stand-in's mover through this name, once per `local run`.
     monkeypatch.setattr("icetide_local.local_stack.replicator_mover", stray_file_mover)
     workspace = tmp_path / "ws"
-    tables_file = write_tables([ITEM])
+    tables_file = write_tables([SHOP_ORDERS_ITEM])
 
     first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
     assert first.exit_code == 0, first.text

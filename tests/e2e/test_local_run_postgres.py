@@ -8,7 +8,6 @@ the run statistics must count what the changes were.
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -16,7 +15,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from e2e.helpers import assert_silver_matches_source
+from e2e.helpers import assert_silver_matches_source, run_cycle
 from icetide.control.codec import from_typed_json
 from icetide_local.workspace import Workspace
 
@@ -87,14 +86,10 @@ def test_three_cycles_keep_silver_equal_to_the_source(shop, postgres_url, tmp_pa
     )
 
     def cycle() -> dict[str, dict]:
-        result = icetide(
-            "local", "run", "--workspace", workspace, "--source", postgres_url, "--tables", tables_file
-        )
-        assert result.exit_code == 0, result.text
+        statuses = run_cycle(icetide, workspace, postgres_url, tables_file)
         assert_silver_matches_source(workspace, "pg_accounts", engine, accounts)
         assert_silver_matches_source(workspace, "pg_ledger", engine, ledger)
-        status = icetide("local", "status", "--workspace", workspace, "--json")
-        return {entry["targetTableName"]: entry for entry in json.loads(status.out)}
+        return statuses
 
     with engine.begin() as connection:
         connection.execute(accounts.insert(), [_account(n, T0 + timedelta(minutes=n)) for n in range(1, 5)])

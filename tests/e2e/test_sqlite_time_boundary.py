@@ -10,13 +10,12 @@ without fractions, with ``T``, with a UTC offset. Before the DMS stand-in compar
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
 
-from e2e.helpers import silver_table
+from e2e.helpers import run_cycle, silver_table
 
 pytestmark = pytest.mark.spark
 
@@ -76,11 +75,7 @@ def test_a_late_row_stamped_at_the_watermark_is_loaded_in_every_stored_form(tmp_
     tables_file = write_tables(items)
 
     def cycle() -> dict[str, dict]:
-        result = icetide("local", "run", "--workspace", workspace, "--source", f"sqlite:///{database}",
-                         "--tables", tables_file)  # fmt: skip
-        assert result.exit_code == 0, result.text
-        status = icetide("local", "status", "--workspace", workspace, "--json")
-        return {entry["targetTableName"]: entry for entry in json.loads(status.out)}
+        return run_cycle(icetide, workspace, f"sqlite:///{database}", tables_file)
 
     first = cycle()
     assert {table: first[table]["watermark"] for table in STORED_FORMS} == dict.fromkeys(

@@ -19,12 +19,19 @@ from icetide_contracts.json_fields import (
     read_object,
     text,
     watermark_value,
+    whole_number,
     write_object,
 )
 from icetide_contracts.watermark_text import WatermarkJson
 
 LOAD_MODES = ("merge", "append")
+CAPTURE_MODES = ("delta", "cdc")
+DELETE_MODES = ("hard", "soft")
+MIGRATION_TYPES = ("full-load", "full-load-and-cdc", "cdc")
+S3_FOLDER_URI_OR_NONE = r"^(s3://[^/]+/.+/)?$"
 S3_OBJECT_URI = r"^s3://[^/]+/.+"
+UTC_SECOND = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+CDC_STOP_POSITION = r"^server_time:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +62,44 @@ class RunPlan:
     timestamp_column: str = field(
         default="dms_timestamp", metadata=json_key("timestampColumn", text(min_length=1))
     )
+    # Change data capture (docs/contracts.md, "Capture modes"). A delta run is a filtered full load.
+    capture_mode: str = field(default="delta", metadata=json_key("captureMode", one_of(*CAPTURE_MODES)))
+    delete_mode: str = field(default="hard", metadata=json_key("deleteMode", one_of(*DELETE_MODES)))
+    migration_type: str = field(
+        default="full-load", metadata=json_key("migrationType", one_of(*MIGRATION_TYPES))
+    )
+    # The RecoveryCheckpoint the previous run committed: where a `cdc` task starts (None otherwise).
+    cdc_start_position: str | None = field(
+        default=None, metadata=json_key("cdcStartPosition", optional(text(min_length=1)))
+    )
+    # `server_time:YYYY-MM-DDThh:mm:ss` (UTC) at the run's slot start, never later than the lock time.
+    cdc_stop_position: str | None = field(
+        default=None, metadata=json_key("cdcStopPosition", optional(text(pattern=CDC_STOP_POSITION)))
+    )
+    # The S3 target's CDC batching (seconds, KB); None for full-load runs.
+    cdc_max_batch_interval: int | None = field(
+        default=None, metadata=json_key("cdcMaxBatchInterval", optional(whole_number(minimum=1)))
+    )
+    cdc_min_file_size: int | None = field(
+        default=None, metadata=json_key("cdcMinFileSize", optional(whole_number(minimum=1)))
+    )
+    # A reconcile run also extracts the key columns only (this mapping) below reconcileBronzeUri.
+    reconcile_table_mapping: str | None = field(
+        default=None, metadata=json_key("reconcileTableMapping", optional(text(min_length=2)))
+    )
+    # The start of the schedule slot (YYYY-MM-DDTHH:MM:SSZ) a reconcile run commits as lastReconcileTime.
+    reconcile_slot: str | None = field(
+        default=None, metadata=json_key("reconcileSlot", optional(text(pattern=UTC_SECOND)))
+    )
+    # "" when the run does not reconcile: the state machine passes it to Glue as `--reconcile_uri`.
+    reconcile_bronze_uri: str = field(
+        default="", metadata=json_key("reconcileBronzeUri", text(pattern=S3_FOLDER_URI_OR_NONE))
+    )
+
+    @property
+    def reconciles(self) -> bool:
+        """True when this run also extracts the source's keys to remove the keys it lost."""
+        return self.reconcile_table_mapping is not None and bool(self.reconcile_bronze_uri)
 
     def to_json(self) -> dict[str, Any]:
         """The plan as the state machine carries it."""

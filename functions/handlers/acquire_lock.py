@@ -1,6 +1,9 @@
 """AcquireLock: take the table's lock for this run and fix the run's plan.
 
-Input: ``{"targetTableName", "runId"}``. Output: ``{"plan": RunPlan}``. Raises ControlItemNotFound,
+Input: ``{"targetTableName", "runId", "execution"?: {"input", "startTime"}}`` (the execution's
+input and start time: a scheduled run's ``scheduledTime`` fixes its slot, hence a cdc run's stop
+position and whether it reconciles; without it the run is timed by its start).
+Output: ``{"plan": RunPlan}``. Raises ControlItemNotFound,
 InvalidControlItem (checked before the lock is taken, so a broken item never holds its table),
 TableLocked (another live run holds the lock; the message names it and since when).
 """
@@ -16,13 +19,13 @@ from icetide.clock import stored_time, utc_now
 from icetide.control.model import ControlItem
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run import locking
-from icetide.run.handler_inputs import RunInput, parse_input
-from icetide.run.plan import build_run_plan
+from icetide.run.handler_inputs import LockInput, parse_input
+from icetide.run.plan import RunTiming, build_run_plan
 from icetide.settings import Settings, load_settings
 from icetide_contracts.run_plan import RunPlan
 
 
-def _plan(item: ControlItem, run_id: str, settings: Settings) -> RunPlan:
+def _plan(item: ControlItem, run_id: str, settings: Settings, timing: RunTiming) -> RunPlan:
     return build_run_plan(
         item,
         run_id,
@@ -31,6 +34,7 @@ def _plan(item: ControlItem, run_id: str, settings: Settings) -> RunPlan:
         manifest_prefix=settings.manifest_prefix,
         glue_database=settings.require("glue_database"),
         timestamp_column=settings.dms_timestamp_column,
+        timing=timing,
         stack_instance_arn=settings.replication_instance_arn,
     )
 
@@ -38,16 +42,21 @@ def _plan(item: ControlItem, run_id: str, settings: Settings) -> RunPlan:
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
-    run = parse_input(RunInput, event)
+    run = parse_input(LockInput, event)
     table = ControlTable(settings.control_table_name)
+    now = utc_now()
+    timing = RunTiming(
+        scheduled_time=(run.execution.scheduled_time if run.execution else None) or now,
+        locked_at=now,
+        slot_minutes=settings.schedule_slot_minutes,
+    )
 
     raw = table.get_item(run.target_table_name)
     if raw is None:
         raise locking.missing_item(run.target_table_name)
     item = ControlItem.parse(raw)
-    plan = _plan(item, run.run_id, settings)
+    plan = _plan(item, run.run_id, settings, timing)
 
-    now = utc_now()
     write = table.take_lock(
         run.target_table_name,
         run.run_id,
@@ -72,5 +81,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # item read above only if someone wrote to it in between.
     locked_item = ControlItem.parse(write.item or {})
     if locked_item != item:
-        plan = _plan(locked_item, run.run_id, settings)
+        plan = _plan(locked_item, run.run_id, settings, timing)
     return {"plan": plan.to_json()}

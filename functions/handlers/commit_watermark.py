@@ -1,7 +1,10 @@
 """CommitWatermark: record the run's success and end it: new watermark, statistics, status, unlock.
 
 Input: ``{"targetTableName", "runId", "plan", "statistics"?}`` (``statistics``: the output of
-read_task_statistics, optional). Output: ``{"previousWatermark", "watermark", "advanced", "stats"}``.
+read_task_statistics, optional). Output: ``{"previousWatermark", "watermark", "advanced", "stats",
+"cdcCheckpoint"}``. A cdc run also commits its task's RecoveryCheckpoint in the same write (only
+while the stored checkpoint is still the one it started from), a reconcile run its slot as
+``lastReconcileTime``: a run that fails anywhere leaves both, so the next run reads its window again.
 The run's last step, after the Glue job committed to silver and the DMS resources are deleted: one
 conditional write stores watermark, statistics and status and releases the table's lock, only while
 this run holds the lock and the watermark is the one it started from (``plan.previousWatermark``).
@@ -44,6 +47,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     commit.check_manifest(manifest, run_id=run.run_id, watermark_column=plan.watermark_column)
     step = commit.next_watermark(plan.previous_watermark, manifest.new_watermark)
     stats = commit.run_stats(manifest, run.statistics.full_load_rows if run.statistics else None)
+    checkpoint = commit.checkpoint_step(plan, run.statistics.recovery_checkpoint if run.statistics else None)
+    if checkpoint is not None and checkpoint.new is None:
+        logger.warning("the cdc task reported no RecoveryCheckpoint; the next run reads this window again")
 
     write = ControlTable(settings.control_table_name).commit_run(
         run.target_table_name,
@@ -52,6 +58,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         watermark=wm.to_dynamo(step.watermark),
         stats=stats,
         now=stored_time(utc_now()),
+        checkpoint=checkpoint,
+        reconciled_at=plan.reconcile_slot,
     )
     committed_now = commit.commit_result(
         run.target_table_name,
@@ -74,4 +82,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "watermark": watermark_json(step.watermark),
         "advanced": step.advanced,
         "stats": stats,
+        "cdcCheckpoint": checkpoint.new if checkpoint is not None else None,
     }

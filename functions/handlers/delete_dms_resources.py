@@ -1,8 +1,9 @@
 """DeleteDmsResources: delete what the run created in DMS, on success and on failure alike.
 
 Input: ``{"targetTableName", "runId", "task"?, "instance"?, "plan"?}``; any part may be absent
-after a failure. Output: ``{"deleted", "alreadyGone", "kept"}`` (ARNs). The task is stopped first
-if it still runs; then its S3 target endpoint; then the instance, only if the run created it (a
+after a failure. Output: ``{"deleted", "alreadyGone", "kept"}`` (ARNs). Each task (the run's own,
+and a reconcile run's key extraction) is stopped first if it still runs; then its S3 target
+endpoint; then the instance, only if the run created it (a
 reused instance goes in ``kept``). Parts the input lacks are looked up by the names derived from
 the stack and run id, so a run that failed half-way through creating them leaves nothing behind;
 a resource found by such a name is deleted only if it carries the run's tags. Raises
@@ -53,17 +54,32 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = CleanupReport()
     resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
 
-    task_arn = (run.task.replication_task_arn if run.task else None) or _own_arn(
-        dms.describe_task_by_id(resources.task_identifier), "ReplicationTaskArn", resources.tags
+    given = run.task
+    pairs = (
+        (
+            given.replication_task_arn if given else None,
+            resources.task_identifier,
+            given.target_endpoint_arn if given else None,
+            resources.endpoint_identifier,
+        ),
+        (
+            given.key_task_arn if given else None,
+            resources.key_task_identifier,
+            given.key_endpoint_arn if given else None,
+            resources.key_endpoint_identifier,
+        ),
     )
-    if task_arn:
-        _delete_task(task_arn, report)
-
-    endpoint_arn = (run.task.target_endpoint_arn if run.task else None) or _own_arn(
-        dms.describe_endpoint_by_id(resources.endpoint_identifier), "EndpointArn", resources.tags
-    )
-    if endpoint_arn:
-        report.add(endpoint_arn, dms.delete_endpoint(endpoint_arn))
+    for task_given, task_identifier, endpoint_given, endpoint_identifier in pairs:
+        task_arn = task_given or _own_arn(
+            dms.describe_task_by_id(task_identifier), "ReplicationTaskArn", resources.tags
+        )
+        if task_arn:
+            _delete_task(task_arn, report)
+        endpoint_arn = endpoint_given or _own_arn(
+            dms.describe_endpoint_by_id(endpoint_identifier), "EndpointArn", resources.tags
+        )
+        if endpoint_arn:
+            report.add(endpoint_arn, dms.delete_endpoint(endpoint_arn))
 
     reused_arn = (
         run.plan.replication_instance_arn if run.plan else None

@@ -1,8 +1,9 @@
-"""PollReplicationTask: one look at the run's task, as running, succeeded or failed.
+"""PollReplicationTask: one look at the run's tasks, as running, succeeded or failed.
 
 Input: ``{"targetTableName", "runId", "task"}``. Output: ``{"status", "dmsStatus", "stopReason",
-"tablesErrored", "lastFailureMessage"}``. Exactly one DescribeReplicationTasks per call: the
-state machine owns the waiting (Wait state, bounded loop), so a slow task never holds a Lambda.
+"tablesErrored", "lastFailureMessage"}`` of the task that decides (a failed one, else one still
+running, else the run's own). One DescribeReplicationTasks per task per call: the state machine
+owns the waiting (Wait state, bounded loop), so a slow task never holds a Lambda.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from icetide.run.handler_inputs import TaskInput, parse_input
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = parse_input(TaskInput, event)
-    task_arn = run.task.replication_task_arn
 
-    progress = replication_status.progress(dms.describe_task_by_arn(task_arn), task_arn)
+    progress = replication_status.run_progress(
+        [(dms.describe_task_by_arn(arn), arn) for arn in run.task.task_arns]
+    )
     if progress["status"] == replication_status.TaskProgress.FAILED:
         logger.error("replication task failed", extra=progress)
     return progress

@@ -1,8 +1,11 @@
-"""StartReplicationTask: start the run's full-load task once it is ready.
+"""StartReplicationTask: start the run's tasks once they are ready.
 
-Input: ``{"targetTableName", "runId", "task"}``. Output: ``{"replicationTaskArn", "status"}``.
-Raises DmsResourceNotReady (retried) while DMS is still creating the task. A task that was
-started already (a retried invocation) is left alone and its status reported.
+Input: ``{"targetTableName", "runId", "plan", "task"}``. Output: ``{"replicationTaskArn", "status"}``.
+A cdc task starts at the plan's ``cdcStartPosition`` (the checkpoint the previous run committed;
+none for the first, full-load-and-cdc, run) and stops by itself at ``cdcStopPosition``. A reconcile
+run's key extraction (``task.keyTaskArn``) is started too. Raises DmsResourceNotReady (retried)
+while DMS is still creating a task. A task that was started already (a retried invocation) is
+left alone and its status reported.
 """
 
 from __future__ import annotations
@@ -14,17 +17,31 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from icetide.adapters import dms
 from icetide.dms import replication_status
 from icetide.observability import logger, observed
-from icetide.run.handler_inputs import TaskInput, parse_input
+from icetide.run.handler_inputs import StartTaskInput, parse_input
+
+
+def _start_once(task_arn: str, **positions: str | None) -> dict[str, Any] | None:
+    task = dms.describe_task_by_arn(task_arn)
+    if replication_status.must_start(task, task_arn):
+        return dms.start_task(task_arn, **positions)
+    logger.info(
+        "replication task was started before",
+        extra={"task": task_arn, "dmsStatus": (task or {}).get("Status")},
+    )
+    return task
 
 
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    run = parse_input(TaskInput, event)
+    run = parse_input(StartTaskInput, event)
+    plan = run.plan
     task_arn = run.task.replication_task_arn
 
-    task = dms.describe_task_by_arn(task_arn)
-    if replication_status.must_start(task, task_arn):
-        task = dms.start_task(task_arn)
-    else:
-        logger.info("replication task was started before", extra={"dmsStatus": (task or {}).get("Status")})
+    task = _start_once(
+        task_arn,
+        cdc_start_position=plan.cdc_start_position if plan.migration_type == "cdc" else None,
+        cdc_stop_position=plan.cdc_stop_position,
+    )
+    if run.task.key_task_arn:
+        _start_once(run.task.key_task_arn)
     return {"replicationTaskArn": task_arn, "status": (task or {}).get("Status")}

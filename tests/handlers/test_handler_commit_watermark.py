@@ -77,6 +77,7 @@ def test_the_watermark_advances_the_run_is_recorded_and_the_lock_released(
         "watermark": "2026-11-21 06:59:58",
         "advanced": True,
         "stats": STATS,
+        "cdcCheckpoint": None,
     }
     item = control_items.get("dbo_orders")
     assert item["watermark"] == "2026-11-21 06:59:58"
@@ -210,6 +211,7 @@ def test_a_commit_invoked_again_reports_the_commit_it_made(
         "watermark": "2026-11-21 06:59:58",
         "advanced": True,
         "stats": STATS,
+        "cdcCheckpoint": None,
     }
     assert control_items.get("dbo_orders") == committed
 

@@ -172,6 +172,8 @@ def test_a_per_run_s3_target_and_a_full_load_task_are_created(created_task, sour
     assert created_task == {
         "replicationTaskArn": f"arn:aws:dms:eu-west-1:123456789012:task:{RUN_RESOURCE_ID}",
         "targetEndpointArn": endpoint["EndpointArn"],
+        "keyTaskArn": None,
+        "keyEndpointArn": None,
     }
     assert task["ReplicationTaskIdentifier"] == RUN_RESOURCE_ID
     assert task["MigrationType"] == "full-load"
@@ -438,7 +440,7 @@ def test_a_task_stopped_by_hand_is_failed(running_task, load_event, lambda_conte
     result = _poll(load_event, lambda_context, running_task)
 
     assert result["status"] == "failed"
-    assert result["lastFailureMessage"] == "replication task stopped before the full load finished (None)"
+    assert result["lastFailureMessage"] == "replication task stopped before its work was done (None)"
 
 
 def test_a_vanished_task_is_failed(aws, load_event, lambda_context):

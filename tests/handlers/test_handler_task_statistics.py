@@ -94,13 +94,29 @@ def test_the_stand_ins_table_statistics_give_the_rows_the_job_must_read(
 
     assert result == {
         "fullLoadRows": 9,
+        "changeRows": 0,
         "expectedRows": "9",
+        "recoveryCheckpoint": None,
         "tablesLoaded": 2,
         "tablesErrored": 0,
         "tables": [
-            {"schema": "dbo", "table": "orders", "fullLoadRows": 7, "state": TABLE_COMPLETED},
-            {"schema": "dbo", "table": "order_lines", "fullLoadRows": 2, "state": TABLE_COMPLETED},
+            {
+                "schema": "dbo",
+                "table": "orders",
+                "fullLoadRows": 7,
+                "changeRows": 0,
+                "state": TABLE_COMPLETED,
+            },
+            {
+                "schema": "dbo",
+                "table": "order_lines",
+                "fullLoadRows": 2,
+                "changeRows": 0,
+                "state": TABLE_COMPLETED,
+            },
         ],
+        "reconcileExpectedRows": "",
+        "reconcileStartedAt": "",
     }
 
 

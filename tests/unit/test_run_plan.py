@@ -4,6 +4,7 @@ The plan is `icetide_contracts.run_plan.RunPlan`; these tests check its JSON, as
 """
 
 import json
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from icetide.control.model import ControlItem
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
-from icetide.run.plan import build_run_plan
+from icetide.run.plan import RunTiming, build_run_plan
 from icetide_contracts.run_plan import RunPlan
 
 ORDERS = {
@@ -27,12 +28,18 @@ ORDERS = {
     "lookback": 3600,
     "watermark": "2026-11-21 06:00:00",
 }
-SETTINGS = {
+# Scheduled at 07:00, locked three seconds later.
+TIMING = RunTiming(
+    scheduled_time=datetime(2026, 11, 21, 7, 0, tzinfo=UTC),
+    locked_at=datetime(2026, 11, 21, 7, 0, 3, 500000, tzinfo=UTC),
+)
+SETTINGS: dict[str, Any] = {
     "raw_bucket": "raw-bucket",
     "bronze_prefix": "bronze/",
     "manifest_prefix": "manifests",
     "glue_database": "icetide_silver",
     "timestamp_column": "dms_timestamp",
+    "timing": TIMING,
 }
 
 
@@ -90,6 +97,16 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "bronzeUri": "s3://raw-bucket/bronze/dbo_Orders/dbo_Orders-20261121T0700Z/",
         "manifestUri": "s3://raw-bucket/manifests/dbo_Orders/dbo_Orders-20261121T0700Z.json",
         "timestampColumn": "dms_timestamp",
+        "captureMode": "delta",
+        "deleteMode": "hard",
+        "migrationType": "full-load",
+        "cdcStartPosition": None,
+        "cdcStopPosition": None,
+        "cdcMaxBatchInterval": None,
+        "cdcMinFileSize": None,
+        "reconcileTableMapping": None,
+        "reconcileSlot": None,
+        "reconcileBronzeUri": "",
     }
 
 

@@ -33,6 +33,15 @@ class ConditionalWrite:
     item: dict[str, Any] | None
 
 
+@dataclass(frozen=True)
+class CheckpointStep:
+    """A cdc run's checkpoint: the one it started from (None: it had none) and the one it reached
+    (None: keep the stored one, so the next run reads the window again)."""
+
+    previous: str | None
+    new: str | None
+
+
 class ControlTable:
     """One control table, by name. Cheap to build: the DynamoDB client is shared and lazy."""
 
@@ -89,6 +98,8 @@ class ControlTable:
         watermark: Any,
         stats: Mapping[str, Any],
         now: str,
+        checkpoint: CheckpointStep | None = None,
+        reconciled_at: str | None = None,
     ) -> ConditionalWrite:
         """Store the run's watermark and statistics and release its lock, in one conditional write.
 
@@ -97,7 +108,9 @@ class ControlTable:
         together, or none of them. ``previous_forms`` lists the values the stored watermark may
         equal (the same watermark as a number or as text); empty means "the item had no
         watermark". ``None`` as ``watermark`` leaves the attribute as it is. Values must be
-        DynamoDB-storable (numbers as Decimal or int).
+        DynamoDB-storable (numbers as Decimal or int). A cdc run's ``checkpoint`` step stores its new
+        checkpoint in the same write, only while the stored one is still the one the run started
+        from; ``reconciled_at`` (a reconcile run's slot) becomes ``lastReconcileTime``.
         """
         values: dict[str, Any] = {
             ":stats": dict(stats),
@@ -115,6 +128,18 @@ class ControlTable:
             unchanged = f"watermark IN ({', '.join(names)})"
         else:
             unchanged = "attribute_not_exists(watermark)"
+        if checkpoint is not None:
+            if checkpoint.new is not None:
+                assignments += ", cdcCheckpoint = :checkpoint"
+                values[":checkpoint"] = checkpoint.new
+            if checkpoint.previous is None:
+                unchanged += " AND attribute_not_exists(cdcCheckpoint)"
+            else:
+                unchanged += " AND cdcCheckpoint = :previousCheckpoint"
+                values[":previousCheckpoint"] = checkpoint.previous
+        if reconciled_at is not None:
+            assignments += ", lastReconcileTime = :reconciled"
+            values[":reconciled"] = reconciled_at
         return self._update(
             target_table_name,
             update=f"SET {assignments} REMOVE lastRunError, lastFailedState, lockHolder, lockTime",

@@ -198,11 +198,21 @@ def create_task(
     )
 
 
-def start_task(arn: str) -> dict[str, Any]:
-    """Start a ready task for the first time; DmsResourceNotReady when DMS says it cannot start yet."""
+def start_task(
+    arn: str, *, cdc_start_position: str | None = None, cdc_stop_position: str | None = None
+) -> dict[str, Any]:
+    """Start a ready task for the first time; DmsResourceNotReady when DMS says it cannot start yet.
+
+    A cdc task starts at ``cdc_start_position`` and stops by itself at ``cdc_stop_position``.
+    """
+    positions = {
+        name: value
+        for name, value in (("CdcStartPosition", cdc_start_position), ("CdcStopPosition", cdc_stop_position))
+        if value is not None
+    }
     try:
         task: dict[str, Any] = client("dms").start_replication_task(
-            ReplicationTaskArn=arn, StartReplicationTaskType="start-replication"
+            ReplicationTaskArn=arn, StartReplicationTaskType="start-replication", **positions
         )["ReplicationTask"]
         return task
     except ClientError as error:

@@ -49,6 +49,20 @@ class LoadMode(StrEnum):
     APPEND = "append"
 
 
+class CaptureMode(StrEnum):
+    """How a run finds what changed (design.md §6): a filtered full load, or DMS change data capture."""
+
+    DELTA = "delta"
+    CDC = "cdc"
+
+
+class DeleteMode(StrEnum):
+    """What a source delete does to silver: remove the row, or keep it marked `_icetide_deleted_at`."""
+
+    HARD = "hard"
+    SOFT = "soft"
+
+
 class RunStatus(StrEnum):
     """`lastRunStatus` as the handlers write it."""
 
@@ -151,6 +165,38 @@ def _optional_load_mode(value: object) -> LoadMode | None:
         return LoadMode(text.lower())
     except ValueError:
         raise ValueError(f"{text!r} is not a load mode; use merge or append") from None
+
+
+def _choice(enum: type[StrEnum], default: StrEnum) -> Any:
+    """A validator reading `enum`'s values case-insensitively; unset is `default`."""
+
+    def parse(value: object) -> StrEnum:
+        text = _optional_text(value)
+        if text is None:
+            return default
+        try:
+            return enum(text.lower())
+        except ValueError:
+            allowed = " or ".join(member.value for member in enum)
+            raise ValueError(f"{text!r} is not one of {allowed}") from None
+
+    return parse
+
+
+def _positive_whole(unit: str) -> Any:
+    """A validator for an optional whole number of `unit`s, at least 1 (numbers or digit strings)."""
+
+    def parse(value: object) -> int | None:
+        if _is_unset(value):
+            return None
+        if isinstance(value, bool):
+            raise ValueError(f"must be a whole number of {unit}, got the boolean {value}")
+        number = as_decimal(value)
+        if number is None or number != number.to_integral_value() or number < 1:
+            raise ValueError(f"{value!r} is not a whole number of {unit} (1 or more)")
+        return int(number)
+
+    return parse
 
 
 def _lookback(value: object) -> Decimal | None:
@@ -280,6 +326,8 @@ def _count(value: object) -> object:
 # those a user writes to configure it: a re-registered table keeps these.
 RUN_STATE_ATTRIBUTES = (
     "watermark",
+    "cdcCheckpoint",
+    "lastReconcileTime",
     "lastRunId",
     "lastRunStatus",
     "lastRunTime",
@@ -358,9 +406,26 @@ class ControlItem(BaseModel):
     replication_instance_arn: Annotated[str | None, BeforeValidator(_instance_arn)] = Field(
         None, alias="replicationInstanceArn"
     )
+    capture_mode: Annotated[CaptureMode, BeforeValidator(_choice(CaptureMode, CaptureMode.DELTA))] = Field(
+        CaptureMode.DELTA, alias="captureMode"
+    )
+    delete_mode: Annotated[DeleteMode, BeforeValidator(_choice(DeleteMode, DeleteMode.HARD))] = Field(
+        DeleteMode.HARD, alias="deleteMode"
+    )
+    reconcile_every_hours: Annotated[int | None, BeforeValidator(_positive_whole("hours"))] = Field(
+        None, alias="reconcileEveryHours"
+    )
+    cdc_max_batch_interval: Annotated[int | None, BeforeValidator(_positive_whole("seconds"))] = Field(
+        None, alias="cdcMaxBatchInterval"
+    )
+    cdc_min_file_size: Annotated[int | None, BeforeValidator(_positive_whole("KB"))] = Field(
+        None, alias="cdcMinFileSize"
+    )
 
     # Run state, written by the handlers.
     watermark: Annotated[Decimal | str | None, BeforeValidator(_watermark)] = Field(None, alias="watermark")
+    cdc_checkpoint: OptionalText = Field(None, alias="cdcCheckpoint")
+    last_reconcile_time: OptionalText = Field(None, alias="lastReconcileTime")
     last_run_id: OptionalText = Field(None, alias="lastRunId")
     last_run_status: RunStatus | None = Field(None, alias="lastRunStatus")
     last_run_time: OptionalText = Field(None, alias="lastRunTime")
@@ -418,7 +483,7 @@ class ControlItem(BaseModel):
     def _check_attributes_together(self) -> ControlItem:
         # Raised as InvalidControlItem, not ValueError, so pydantic lets it through unchanged and each
         # cross-attribute problem keeps its own line.
-        problems = self._filter_problems() + self._load_mode_problems()
+        problems = self._filter_problems() + self._load_mode_problems() + self._capture_problems()
         if problems:
             raise InvalidControlItem(problems)
         return self
@@ -458,6 +523,48 @@ class ControlItem(BaseModel):
                 "append those rows twice (set primaryKeys, or remove lookback)"
             ]
         return []
+
+    def _capture_problems(self) -> list[str]:
+        problems = []
+        if self.capture_mode is CaptureMode.CDC:
+            if not self.primary_keys:
+                problems.append(
+                    "primaryKeys: required when captureMode is cdc; changes and deletes are applied by key"
+                )
+            elif self.load_mode is LoadMode.APPEND:
+                problems.append(
+                    "loadMode: a cdc table merges its changes on the keys; remove loadMode append"
+                )
+            if self.lookback:
+                problems.append(
+                    "lookback: a cdc table reads every change from its committed checkpoint; "
+                    "lookback is for delta tables"
+                )
+            if self.reconcile_every_hours is not None:
+                problems.append(
+                    "reconcileEveryHours: a cdc table sees deletes in its change stream; "
+                    "reconcile is for delta tables"
+                )
+        else:
+            problems += [
+                f"{attribute}: only cdc tables write change files; set captureMode cdc or remove {attribute}"
+                for attribute, value in (
+                    ("cdcMaxBatchInterval", self.cdc_max_batch_interval),
+                    ("cdcMinFileSize", self.cdc_min_file_size),
+                )
+                if value is not None
+            ]
+            if self.reconcile_every_hours is not None and self.load_mode is not LoadMode.MERGE:
+                problems.append(
+                    "reconcileEveryHours: needs primaryKeys (a merge table) "
+                    "to know which keys the source lost"
+                )
+        if self.delete_mode is DeleteMode.SOFT and self.load_mode is LoadMode.APPEND:
+            problems.append(
+                "deleteMode: soft deletes mark rows by key; "
+                "an append-only table has no keys (set primaryKeys)"
+            )
+        return problems
 
     @property
     def notes(self) -> tuple[str, ...]:

@@ -80,9 +80,7 @@ def compare(a: Watermark, b: Watermark) -> int:
     kind_b, key_b = _comparable(b)
     if kind_a is not kind_b:
         if WatermarkKind.TEXT not in (kind_a, kind_b):
-            raise ValueError(
-                f"cannot compare the {kind_a} watermark {a!r} with the {kind_b} watermark {b!r}"
-            )
+            raise ValueError(f"cannot compare the {kind_a} watermark {a!r} with the {kind_b} watermark {b!r}")
         key_a, key_b = scalar_text(a), scalar_text(b)
     # Same kind (or both text now), so both keys are Decimals, datetimes or strings.
     return (key_a > key_b) - (key_a < key_b)  # type: ignore[operator]

@@ -12,11 +12,29 @@ from icetide.s3_uri import split_s3_uri
 
 
 def s3_target_settings(
-    bronze_uri: str, *, timestamp_column: str, service_access_role_arn: str
+    bronze_uri: str,
+    *,
+    timestamp_column: str,
+    service_access_role_arn: str,
+    cdc_max_batch_interval: int | None = None,
+    cdc_min_file_size: int | None = None,
 ) -> dict[str, Any]:
-    """The endpoint's ``S3Settings`` for a run whose bronze files belong under ``bronze_uri``."""
+    """The endpoint's ``S3Settings`` for a run whose bronze files belong under ``bronze_uri``.
+
+    A cdc run also sets how DMS batches change files: a file is written after
+    ``cdc_max_batch_interval`` seconds or once ``cdc_min_file_size`` KB are buffered, whichever
+    comes first (fewer, larger files cost the job less; smaller intervals mean fresher windows).
+    """
     bucket, folder = split_s3_uri(bronze_uri)
-    return {
+    batching = {
+        name: value
+        for name, value in (
+            ("CdcMaxBatchInterval", cdc_max_batch_interval),
+            ("CdcMinFileSize", cdc_min_file_size),
+        )
+        if value is not None
+    }
+    return batching | {
         "BucketName": bucket,
         "BucketFolder": folder.strip("/"),
         "DataFormat": "parquet",

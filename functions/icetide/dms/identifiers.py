@@ -40,7 +40,7 @@ _SLOT_SUFFIX = re.compile(r"-([0-9]{8}T[0-9]{4}Z)$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Step Functions execution names may not contain these (AWS StartExecution API reference).
-_EXECUTION_NAME_FORBIDDEN = set(" <>{}[]?*\"#%\\^|~`$&,;:/")
+_EXECUTION_NAME_FORBIDDEN = set(' <>{}[]?*"#%\\^|~`$&,;:/')
 
 
 def _digest(text: str) -> str:
@@ -131,6 +131,9 @@ def _readable(run: str, room: int) -> str:
     return f"{head}-{tail}" if head else tail
 
 
+KEYS_SUFFIX = "-keys"
+
+
 @dataclass(frozen=True)
 class RunDmsResources:
     """The identifiers and tags of the DMS resources one run of one stack creates.
@@ -172,6 +175,18 @@ class RunDmsResources:
     def endpoint_identifier(self) -> str:
         """The S3 target endpoint identifier (at most 255 characters)."""
         return self._identifier("endpoint", ENDPOINT_IDENTIFIER_MAX_LENGTH)
+
+    @property
+    def key_task_identifier(self) -> str:
+        """The task identifier of a reconcile run's key extraction (the run's identifier + `-keys`)."""
+        return (
+            self._identifier("replication task", TASK_IDENTIFIER_MAX_LENGTH - len(KEYS_SUFFIX)) + KEYS_SUFFIX
+        )
+
+    @property
+    def key_endpoint_identifier(self) -> str:
+        """The S3 target endpoint identifier of a reconcile run's key extraction."""
+        return self._identifier("endpoint", ENDPOINT_IDENTIFIER_MAX_LENGTH - len(KEYS_SUFFIX)) + KEYS_SUFFIX
 
     @property
     def instance_identifier(self) -> str:

@@ -8,12 +8,15 @@ returned by DescribeReplicationTasks (keys as the API spells them) without calli
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from icetide.errors import DmsResourceNotReady, IcetideError
 
 FULL_LOAD_FINISHED = "FULL_LOAD_ONLY_FINISHED"
+# A cdc task given a CdcStopPosition stops by itself with one of these once it has caught up.
+CDC_STOPPED_AT_POSITION = ("STOPPED_AT_SERVER_TIME", "STOPPED_AT_COMMIT_TIME")
 # DMS spells stop reasons "Stop Reason FATAL_ERROR"; matching the code word tolerates either form.
 FAILURE_STOP_REASONS = ("FATAL_ERROR", "RECOVERABLE_ERROR")
 # Statuses a task passes through before it can be started.
@@ -78,13 +81,23 @@ def _tables_errored(task: Mapping[str, Any]) -> int:
     return int((task.get("ReplicationTaskStats") or {}).get("TablesErrored") or 0)
 
 
+def _finished(task: Mapping[str, Any]) -> bool:
+    """True when a stopped task stopped because its work was done: a full load finished, or a cdc
+    task (``full-load-and-cdc`` or ``cdc``) reached its stop position."""
+    reason = str(task.get("StopReason") or "")
+    if task.get("MigrationType", "full-load") == "full-load":
+        return FULL_LOAD_FINISHED in reason
+    return any(position in reason for position in CDC_STOPPED_AT_POSITION)
+
+
 def progress(task: Mapping[str, Any] | None, task_arn: str) -> dict[str, Any]:
     """The poll result: ``status`` (running/succeeded/failed) with the DMS facts behind it.
 
-    Succeeded: stopped because the full load finished, with no errored table. Failed: DMS status
-    ``failed``, a fatal or recoverable-error stop, any errored table, a task stopped for any other
-    reason (a stopped full-load task never resumes by itself, so waiting would only time out), or
-    a task that no longer exists. Anything else is still running.
+    Succeeded: stopped because the work was done (a full load finished; a cdc task reached its
+    stop position), with no errored table. Failed: DMS status ``failed``, a fatal or
+    recoverable-error stop, any errored table, a task stopped for any other reason (a stopped task
+    never resumes by itself, so waiting would only time out), or a task that no longer exists.
+    Anything else is still running.
     """
     if task is None:
         return {
@@ -105,10 +118,10 @@ def progress(task: Mapping[str, Any] | None, task_arn: str) -> dict[str, Any]:
     ):
         status = TaskProgress.FAILED
     elif dms_status == "stopped":
-        finished = bool(stop_reason) and FULL_LOAD_FINISHED in str(stop_reason)
+        finished = _finished(task)
         status = TaskProgress.SUCCEEDED if finished else TaskProgress.FAILED
         if not finished and failure_message is None:
-            failure_message = f"replication task stopped before the full load finished ({stop_reason})"
+            failure_message = f"replication task stopped before its work was done ({stop_reason})"
     else:
         status = TaskProgress.RUNNING
     return {
@@ -120,28 +133,76 @@ def progress(task: Mapping[str, Any] | None, task_arn: str) -> dict[str, Any]:
     }
 
 
-def statistics(task: Mapping[str, Any] | None, tables: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The run's DMS statistics: task counts, each table's full-load rows and their total.
+def run_progress(tasks: Sequence[tuple[Mapping[str, Any] | None, str]]) -> dict[str, Any]:
+    """The poll result of a run's tasks (its own, then a key extraction's): the first failed one,
+    else the first still running, else the run's own task, succeeded."""
+    results = [progress(task, arn) for task, arn in tasks]
+    for wanted in (TaskProgress.FAILED, TaskProgress.RUNNING):
+        for result in results:
+            if result["status"] == wanted.value:
+                return result
+    return results[0]
 
-    ``expectedRows`` is that total as text, the Glue job's ``--expected_rows`` (Glue arguments are
-    strings): the job refuses to commit when the bronze files hold another number of rows, so a file
-    lost or added between DMS and the job never reaches silver.
+
+def _count(table: Mapping[str, Any], name: str) -> int:
+    return int(table.get(name) or 0)
+
+
+def _change_rows(table: Mapping[str, Any]) -> int:
+    # One CDC row per insert, update and delete DMS applied (DDL changes write no rows).
+    return sum(_count(table, name) for name in ("Inserts", "Updates", "Deletes"))
+
+
+def statistics(
+    task: Mapping[str, Any] | None,
+    tables: Sequence[Mapping[str, Any]],
+    key_extraction: tuple[Mapping[str, Any] | None, Sequence[Mapping[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """The run's DMS statistics: task counts, each table's rows, their totals and the checkpoint.
+
+    ``expectedRows`` is the rows DMS wrote (full-load rows plus change rows) as text, the Glue job's
+    ``--expected_rows`` (Glue arguments are strings): the job refuses to commit when the bronze
+    files hold another number of rows, so a file lost or added between DMS and the job never
+    reaches silver. ``recoveryCheckpoint`` is the task's RecoveryCheckpoint (a cdc task's position,
+    committed with the watermark). A reconcile run's ``key_extraction`` (its task and table
+    statistics) gives ``reconcileExpectedRows`` and ``reconcileStartedAt`` (when that task started:
+    a key changed later is never removed); both are "" when there is none.
     """
     task_stats = (task or {}).get("ReplicationTaskStats") or {}
-    table_rows = [
+    table_rows: list[dict[str, Any]] = [
         {
             "schema": table.get("SchemaName"),
             "table": table.get("TableName"),
-            "fullLoadRows": int(table.get("FullLoadRows") or 0),
+            "fullLoadRows": _count(table, "FullLoadRows"),
+            "changeRows": _change_rows(table),
             "state": table.get("TableState"),
         }
         for table in tables
     ]
-    full_load_rows = sum(int(table.get("FullLoadRows") or 0) for table in tables)
-    return {
+    full_load_rows = sum(row["fullLoadRows"] for row in table_rows)
+    change_rows = sum(row["changeRows"] for row in table_rows)
+    result = {
         "fullLoadRows": full_load_rows,
-        "expectedRows": str(full_load_rows),
+        "changeRows": change_rows,
+        "expectedRows": str(full_load_rows + change_rows),
+        "recoveryCheckpoint": (task or {}).get("RecoveryCheckpoint") or None,
         "tablesLoaded": int(task_stats.get("TablesLoaded") or 0),
         "tablesErrored": int(task_stats.get("TablesErrored") or 0),
         "tables": table_rows,
+        "reconcileExpectedRows": "",
+        "reconcileStartedAt": "",
     }
+    if key_extraction is not None:
+        key_task, key_tables = key_extraction
+        result["reconcileExpectedRows"] = str(sum(_count(table, "FullLoadRows") for table in key_tables))
+        result["reconcileStartedAt"] = _started_at(key_task)
+    return result
+
+
+def _started_at(task: Mapping[str, Any] | None) -> str:
+    started = (task or {}).get("ReplicationTaskStartDate")
+    if started is None:
+        raise IcetideError("the key extraction task has no start date: it never started")
+    moment = started if isinstance(started, datetime) else datetime.fromisoformat(str(started))
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,8 +1,13 @@
-"""The DMS table mapping of one run: one selection rule for the source table, one source filter.
+"""The DMS table mappings of one run: one selection rule for the source table, one source filter.
 
 Built as data and serialised with `json.dumps`, never pasted together as text, in the shape of the
 AWS DMS user guide ("Using source filters"): `value` for lte/ste/gte/eq/noteq, `start-value` and
 `end-value` for between/notbetween, no value for null/notnull, every value a string.
+
+A cdc task also adds the `AR_H_CHANGE_SEQ` header column ("Using transformation rule expressions to
+define column content"): changes committed in one transaction share a commit time, and the job
+orders them by this sequence. A reconcile run's key extraction keeps only the key columns
+(`include-column` rules), so reading the whole source costs what its keys cost.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icetide.control.model import ControlItem
+from icetide.control.model import CaptureMode, ControlItem
 from icetide.control.operators import (
     VALUE_SHAPES,
     WATERMARK_BOUNDED,
@@ -58,11 +63,67 @@ def source_filter(
     return {"filter-type": "source", "column-name": column, "filter-conditions": [condition]}
 
 
+CHANGE_SEQUENCE_COLUMN = "AR_H_CHANGE_SEQ"
+
+
+def _selection(item: ControlItem, filters: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "rule-type": "selection",
+        "rule-id": "1",
+        "rule-name": "1",
+        "object-locator": {"schema-name": item.source_schema, "table-name": item.source_table},
+        "rule-action": "include",
+        "filters": filters,
+    }
+
+
+def change_sequence_rule(item: ControlItem, rule_id: int) -> dict[str, Any]:
+    """The transformation rule that adds DMS's change sequence as a column of every CDC row."""
+    return {
+        "rule-type": "transformation",
+        "rule-id": str(rule_id),
+        "rule-name": "add-change-sequence",
+        "rule-target": "column",
+        "object-locator": {"schema-name": item.source_schema, "table-name": item.source_table},
+        "rule-action": "add-column",
+        "value": CHANGE_SEQUENCE_COLUMN,
+        "expression": f"${CHANGE_SEQUENCE_COLUMN}",
+        # DMS's AR_H_CHANGE_SEQ: a 35-character timestamp and counter, ordered as text.
+        "data-type": {"type": "string", "length": 35},
+    }
+
+
+def key_columns_mapping(item: ControlItem) -> dict[str, Any]:
+    """The mapping of a reconcile run's key extraction: the whole table, its key columns only.
+
+    No filter: a key is gone from the source only if no row of the table has it.
+    """
+    if not item.primary_keys:
+        raise InvalidTableMapping(f"{item.target_table_name}: a key extraction needs primaryKeys")
+    keep = [
+        {
+            "rule-type": "transformation",
+            "rule-id": str(position),
+            "rule-name": f"keep-{position - 1}",
+            "rule-target": "column",
+            "object-locator": {
+                "schema-name": item.source_schema,
+                "table-name": item.source_table,
+                "column-name": column,
+            },
+            "rule-action": "include-column",
+        }
+        for position, column in enumerate(item.primary_keys, start=2)
+    ]
+    return {"rules": [_selection(item, []), *keep]}
+
+
 def build_table_mapping(item: ControlItem, lower_bound: object = None) -> dict[str, Any]:
     """The table mapping of a run of `item`.
 
     `lower_bound` (the watermark minus the lookback, see `icetide.control.watermark.lower_bound`) replaces the
     configured start value of `gte` and `between`; every other operator keeps its values as configured.
+    A cdc table's mapping also adds the change sequence column.
     """
     filters = []
     if item.filter_operator is not None or item.filter_column is not None:
@@ -71,20 +132,17 @@ def build_table_mapping(item: ControlItem, lower_bound: object = None) -> dict[s
         if lower_bound is not None and operator in WATERMARK_BOUNDED:
             start = lower_bound
         filters.append(source_filter(item.filter_column or "", operator, start, item.end_value))
-    return {
-        "rules": [
-            {
-                "rule-type": "selection",
-                "rule-id": "1",
-                "rule-name": "1",
-                "object-locator": {"schema-name": item.source_schema, "table-name": item.source_table},
-                "rule-action": "include",
-                "filters": filters,
-            }
-        ]
-    }
+    rules = [_selection(item, filters)]
+    if item.capture_mode is CaptureMode.CDC:
+        rules.append(change_sequence_rule(item, rule_id=2))
+    return {"rules": rules}
 
 
 def table_mapping_json(item: ControlItem, lower_bound: object = None) -> str:
     """`build_table_mapping` serialised, as `CreateReplicationTask`'s `TableMappings` wants it."""
     return json.dumps(build_table_mapping(item, lower_bound))
+
+
+def key_columns_mapping_json(item: ControlItem) -> str:
+    """`key_columns_mapping` serialised."""
+    return json.dumps(key_columns_mapping(item))

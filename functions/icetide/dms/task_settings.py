@@ -1,7 +1,8 @@
 """DMS replication task settings: icetide's defaults with the item's own settings merged over them.
 
-Each run is a full load of the rows the filter selects (MIGRATION_TYPE), into a per-run S3 folder
-that nothing else writes, so the target needs no preparation (`TargetTablePrepMode: DO_NOTHING`).
+A delta run is a full load of the rows the filter selects, a cdc run a change capture (the plan's
+`migrationType`); either writes into a per-run S3 folder that nothing else writes, so the target
+needs no preparation (`TargetTablePrepMode: DO_NOTHING`).
 Logging is on because a failed task's CloudWatch log is the only account of why it failed.
 """
 
@@ -13,9 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from icetide.control.model import ControlItem
-
-# `MigrationType` of CreateReplicationTask: a filtered delta load is a full load of a filtered table.
-MIGRATION_TYPE = "full-load"
 
 DEFAULT_TASK_SETTINGS: dict[str, Any] = {
     "FullLoadSettings": {"TargetTablePrepMode": "DO_NOTHING"},

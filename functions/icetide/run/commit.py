@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from icetide.adapters.control_table import CheckpointStep
 from icetide.control import watermark as wm
 from icetide.control.model import RunStatus
 from icetide.control.values import as_decimal
 from icetide.errors import LockLost, ManifestInvalid, WatermarkConflict
 from icetide.run.locking import missing_item
 from icetide_contracts.run_manifest import RunManifest
+from icetide_contracts.run_plan import RunPlan
 from icetide_contracts.watermark_text import watermark_json
 
 
@@ -74,6 +76,18 @@ def run_stats(manifest: RunManifest, full_load_rows: int | None) -> dict[str, in
     return {name: value for name, value in stats.items() if value is not None}
 
 
+def checkpoint_step(plan: RunPlan, reached: str | None) -> CheckpointStep | None:
+    """The checkpoint a run commits: a cdc run moves it to the task's RecoveryCheckpoint
+    (``reached``), conditioned on the one it started from; a delta run has none (None).
+
+    A cdc task that reports no checkpoint leaves the stored one: the next run reads the window again,
+    which the merge makes harmless.
+    """
+    if plan.capture_mode != "cdc":
+        return None
+    return CheckpointStep(previous=plan.cdc_start_position, new=reached)
+
+
 def stored_forms(previous: wm.Watermark | None) -> list[Decimal | str]:
     """Every form in which the control item may hold the watermark ``previous`` (none for None).
 
@@ -112,10 +126,13 @@ def commit_result(
         return True
     holder = before.get("lockHolder")
     if holder == run_id:
-        # The lock condition held, so the watermark condition is the one that failed.
+        # The lock condition held, so the watermark (or cdc checkpoint) condition is the one that failed.
+        checkpoint = before.get("cdcCheckpoint")
+        also = f" (cdc checkpoint {checkpoint!r})" if checkpoint is not None else ""
         raise WatermarkConflict(
-            f"the watermark of {target_table_name} is {watermark_json(before.get('watermark'))!r}, but run "
-            f"{run_id} started from {previous!r}: another writer moved it during the run; nothing was stored"
+            f"the watermark of {target_table_name} is {watermark_json(before.get('watermark'))!r}{also}, "
+            f"but run {run_id} started from {previous!r}: another writer moved it during the run; "
+            "nothing was stored"
         )
     if holder is None and _committed_by(before, run_id):
         return False

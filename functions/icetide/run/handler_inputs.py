@@ -77,12 +77,41 @@ class TaskRef(_Input):
 
     replication_task_arn: str = Field(alias="replicationTaskArn", min_length=1)
     target_endpoint_arn: str | None = Field(None, alias="targetEndpointArn")
+    # A reconcile run's key extraction (null otherwise).
+    key_task_arn: str | None = Field(None, alias="keyTaskArn", min_length=1)
+    key_endpoint_arn: str | None = Field(None, alias="keyEndpointArn", min_length=1)
+
+    @property
+    def task_arns(self) -> list[str]:
+        """The run's tasks: its own, then the key extraction's when there is one."""
+        return [self.replication_task_arn, *([self.key_task_arn] if self.key_task_arn else [])]
 
 
 class TaskStatistics(_Input):
     """The part of read_task_statistics' output the commit records."""
 
     full_load_rows: int | None = Field(None, alias="fullLoadRows", ge=0)
+    change_rows: int | None = Field(None, alias="changeRows", ge=0)
+    # The cdc task's RecoveryCheckpoint: where the next run's task starts, once this run commits.
+    recovery_checkpoint: str | None = Field(None, alias="recoveryCheckpoint", min_length=1)
+
+
+class ExecutionInput(_Input):
+    """The execution's own input, as StartWorkflow wrote it (docs/contracts.md)."""
+
+    scheduled_time: datetime | None = Field(None, alias="scheduledTime")
+
+
+class RunStart(_Input):
+    """How the execution was started: its input (a scheduled run carries ``scheduledTime``) and time."""
+
+    input: ExecutionInput = Field(default_factory=lambda: ExecutionInput.model_validate({}))
+    start_time: datetime | None = Field(None, alias="startTime")
+
+    @property
+    def scheduled_time(self) -> datetime | None:
+        """The schedule time of a scheduled run, else the execution's start time (a manual run)."""
+        return self.input.scheduled_time or self.start_time
 
 
 class RunInput(_Input):
@@ -90,6 +119,12 @@ class RunInput(_Input):
 
     target_table_name: str = Field(alias="targetTableName", min_length=1)
     run_id: str = Field(alias="runId", min_length=1)
+
+
+class LockInput(RunInput):
+    """acquire_lock: the run, and how its execution was started (absent: the run starts now)."""
+
+    execution: RunStart | None = None
 
 
 class PlanInput(RunInput):
@@ -115,7 +150,13 @@ class CreateTaskInput(PlanInput):
 
 
 class TaskInput(RunInput):
-    """start_replication_task, poll_replication_task, read_task_statistics."""
+    """poll_replication_task, read_task_statistics."""
+
+    task: TaskRef
+
+
+class StartTaskInput(PlanInput):
+    """start_replication_task: the tasks, and the plan with the cdc start and stop positions."""
 
     task: TaskRef
 

@@ -7,10 +7,15 @@ The plan's one definition is `icetide_contracts.run_plan.RunPlan` (docs/contract
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from icetide.clock import parse_time, stored_time
 from icetide.control import watermark
-from icetide.control.model import ControlItem
+from icetide.control.model import CaptureMode, ControlItem
 from icetide.control.operators import WATERMARK_BOUNDED
-from icetide.dms.table_mapping import table_mapping_json
+from icetide.dms.identifiers import schedule_slot
+from icetide.dms.table_mapping import key_columns_mapping_json, table_mapping_json
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
 from icetide_contracts.run_plan import RunPlan
@@ -24,13 +29,72 @@ def _s3_part(name: str, value: str) -> str:
     return part
 
 
+# DMS's own defaults for an S3 target (CdcMaxBatchInterval seconds, CdcMinFileSize KB).
+DEFAULT_CDC_MAX_BATCH_INTERVAL = 60
+DEFAULT_CDC_MIN_FILE_SIZE = 32000
+# Where a reconcile run's key extraction lands, below the bronze prefix (a table name never starts
+# with "_", so this folder cannot be a table's).
+RECONCILE_FOLDER = "_reconcile"
+
+
+@dataclass(frozen=True)
+class RunTiming:
+    """When a run was scheduled and when it took its lock: the clock a plan is fixed by."""
+
+    scheduled_time: datetime
+    locked_at: datetime
+    slot_minutes: int = 60
+
+    @property
+    def slot_start(self) -> datetime:
+        """The start of the schedule slot the run belongs to."""
+        return schedule_slot(self.scheduled_time, self.slot_minutes)
+
+    @property
+    def cdc_stop_time(self) -> datetime:
+        """The slot's start, or the lock time if that is earlier, in whole seconds.
+
+        A stop position in the future would keep the task idling until then; one in the past only
+        means the task stops once it has caught up. Whole seconds because DMS takes no fraction.
+        """
+        stop = min(self.slot_start, self.locked_at)
+        return stop.replace(microsecond=0)
+
+
+def cdc_stop_position(moment: datetime) -> str:
+    """DMS's `CdcStopPosition` for a server time (UTC)."""
+    return f"server_time:{moment.strftime('%Y-%m-%dT%H:%M:%S')}"
+
+
+def reconcile_due(item: ControlItem, timing: RunTiming) -> bool:
+    """True when this run of `item` must also extract the source's keys to find the rows it lost.
+
+    Never on a table's first successful load (there is nothing to lose yet); then as soon as
+    `reconcileEveryHours` have passed since the slot of the last reconcile (none yet: at once).
+    """
+    if item.capture_mode is not CaptureMode.DELTA or item.reconcile_every_hours is None:
+        return False
+    if item.last_run_stats is None:
+        return False
+    if item.last_reconcile_time is None:
+        return True
+    try:
+        last = parse_time(item.last_reconcile_time)
+    except ValueError:
+        raise InvalidControlItem(
+            [f"lastReconcileTime: {item.last_reconcile_time!r} is not an ISO-8601 UTC time"]
+        ) from None
+    return timing.slot_start - last >= timedelta(hours=item.reconcile_every_hours)
+
+
 def run_lower_bound(item: ControlItem) -> watermark.Watermark | None:
     """The lower filter value of the next run of `item` (contracts: "Lower bound of a run").
 
     `gte` and `between` start from the stored watermark minus the lookback, else from `startvalue`;
-    other operators have no lower bound that moves (None).
+    other operators have no lower bound that moves (None). A cdc table's filter never moves: its
+    runs read changes from the checkpoint, and an old row's update or delete must pass the filter.
     """
-    if item.filter_operator not in WATERMARK_BOUNDED:
+    if item.capture_mode is CaptureMode.CDC or item.filter_operator not in WATERMARK_BOUNDED:
         return None
     try:
         return watermark.lower_bound(item.watermark, item.lookback, item.start_value)
@@ -48,18 +112,24 @@ def build_run_plan(
     manifest_prefix: str,
     glue_database: str,
     timestamp_column: str,
+    timing: RunTiming,
     stack_instance_arn: str | None = None,
 ) -> RunPlan:
     """The plan of one run of `item`.
 
     `replicationInstanceArn` is the item's own instance, else the stack-wide one, else None (the run
-    creates and later deletes an instance of its own).
+    creates and later deletes an instance of its own). A cdc table's first run (no committed
+    checkpoint) is a full load that goes on capturing changes; later runs capture from the
+    checkpoint. Every cdc run stops at `timing.cdc_stop_time`.
     """
     bucket = _s3_part("raw bucket", raw_bucket)
     table = item.target_table_name
     bronze = _s3_part("bronze prefix", bronze_prefix)
     manifests = _s3_part("manifest prefix", manifest_prefix)
     bronze_folder = "/".join(filter(None, (bronze, item.output_s3_prefix)))
+    cdc = item.capture_mode is CaptureMode.CDC
+    reconciles = reconcile_due(item, timing)
+    reconcile_folder = "/".join(filter(None, (bronze, RECONCILE_FOLDER, item.output_s3_prefix)))
     return RunPlan(
         target_table_name=table,
         run_id=run_id,
@@ -79,4 +149,22 @@ def build_run_plan(
         bronze_uri=f"s3://{bucket}/{bronze_folder}/{table}/{run_id}/",
         manifest_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
         timestamp_column=timestamp_column,
+        capture_mode=item.capture_mode.value,
+        delete_mode=item.delete_mode.value,
+        migration_type=_migration_type(item),
+        cdc_start_position=item.cdc_checkpoint if cdc else None,
+        cdc_stop_position=cdc_stop_position(timing.cdc_stop_time) if cdc else None,
+        cdc_max_batch_interval=(item.cdc_max_batch_interval or DEFAULT_CDC_MAX_BATCH_INTERVAL)
+        if cdc
+        else None,
+        cdc_min_file_size=(item.cdc_min_file_size or DEFAULT_CDC_MIN_FILE_SIZE) if cdc else None,
+        reconcile_table_mapping=key_columns_mapping_json(item) if reconciles else None,
+        reconcile_slot=stored_time(timing.slot_start) if reconciles else None,
+        reconcile_bronze_uri=f"s3://{bucket}/{reconcile_folder}/{table}/{run_id}/" if reconciles else "",
     )
+
+
+def _migration_type(item: ControlItem) -> str:
+    if item.capture_mode is CaptureMode.DELTA:
+        return "full-load"  # a filtered delta load is a full load of the filtered table
+    return "cdc" if item.cdc_checkpoint else "full-load-and-cdc"

@@ -29,6 +29,8 @@ RUN_TAGS = RunDmsResources("icetide", "orders", "orders-20261121T0700Z").tags
 (STACK_TAG,) = [key for key, value in RUN_TAGS.items() if value == "icetide"]
 (RUN_TAG,) = [key for key, value in RUN_TAGS.items() if value == "orders-20261121T0700Z"]
 THIS_STACK = {"Ref": "AWS::StackName"}
+# How the source endpoint's engine settings reach the credentials (never the credentials themselves).
+SECRET_SETTINGS = ("SecretsManagerSecretId", "SecretsManagerAccessRoleArn")
 # Every function that touches DMS resources, and so must be limited to this stack's.
 DMS_FUNCTIONS = {
     "EnsureReplicationInstanceFunction",
@@ -232,10 +234,13 @@ def test_dms_source_endpoint_reads_credentials_from_the_secret_over_tls() -> Non
     # DMS refuses clear-text connection details next to a secret.
     assert {"Username", "Password", "ServerName", "Port"} & set(endpoint) == set()
     for settings in engine_settings:
-        assert settings == {
+        secret = {key: settings[key] for key in SECRET_SETTINGS if key in settings}
+        assert secret == {
             "SecretsManagerSecretId": {"Ref": "DatabaseSecretArn"},
             "SecretsManagerAccessRoleArn": {"Fn::GetAtt": ["DmsSecretAccessRole", "Arn"]},
         }
+        # Besides the secret, only PostgreSQL's replication slot (test_template_sources.py).
+        assert set(settings) - set(SECRET_SETTINGS) <= {"SlotName", "PluginName"}
     assert endpoint["SslMode"] == {"Ref": "DatabaseSslMode"}
     assert "none" not in ssl_modes
 

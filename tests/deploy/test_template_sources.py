@@ -1,0 +1,204 @@
+"""The source endpoint's PostgreSQL replication slot: parameters, the condition that applies them, the rule.
+
+A table with captureMode cdc on PostgreSQL needs a logical replication slot that outlives the per-run
+DMS tasks; the slot is named on the stack's one source endpoint only when the engine is PostgreSQL and
+a slot name is given (README.md, Sources). The conditions and the rule are evaluated here with the
+parameter values a deploy would give, so the tests check what CloudFormation would create, not how
+the template happens to spell it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import botocore.session
+import pytest
+
+from deploy.template_model import REPO_ROOT, resources_of_type, template
+
+SLOT = "PostgresSlotName"
+PLUGIN = "PostgresPluginName"
+POSTGRES_ENGINES = ("postgres", "aurora-postgresql")
+OTHER_ENGINES = ("oracle", "sqlserver", "mysql", "mariadb", "aurora")
+# The parameters without defaults, as `sam deploy --guided` would store them.
+REQUIRED_VALUES = {
+    "DatabaseName": "shop",
+    "DatabaseSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:icetide/source-db-AbCdEf",
+    "SubnetIds": "subnet-1,subnet-2",
+    "SecurityGroupIds": "sg-1",
+    "NotificationEmail": "data@example.com",
+}
+
+
+class _NoValue:
+    """AWS::NoValue: the property is left out."""
+
+
+NO_VALUE = _NoValue()
+
+
+def _parameter_values(**given: str) -> dict[str, Any]:
+    values = {name: p["Default"] for name, p in template()["Parameters"].items() if "Default" in p}
+    return {**values, **REQUIRED_VALUES, **given}
+
+
+def _resolve(node: Any, values: dict[str, Any]) -> Any:
+    """A template fragment as CloudFormation resolves it for these parameter values.
+
+    Only the functions the fragments under test use; any other function is kept as written.
+    """
+    if isinstance(node, list):
+        return [item for item in (_resolve(item, values) for item in node) if item is not NO_VALUE]
+    if not isinstance(node, dict):
+        return node
+    if len(node) == 1:
+        ((key, argument),) = node.items()
+        if key == "Ref":
+            if argument == "AWS::NoValue":
+                return NO_VALUE
+            return values.get(argument, node)
+        if key == "Condition":
+            return _resolve(template()["Conditions"][argument], values)
+        if key == "Fn::If":
+            condition, when_true, when_false = argument
+            chosen = when_true if _resolve({"Condition": condition}, values) else when_false
+            return _resolve(chosen, values)
+        if key == "Fn::Equals":
+            left, right = (_resolve(side, values) for side in argument)
+            return left == right
+        if key == "Fn::Not":
+            return not _resolve(argument[0], values)
+        if key == "Fn::And":
+            return all(_resolve(part, values) for part in argument)
+        if key == "Fn::Or":
+            return any(_resolve(part, values) for part in argument)
+        if key == "Fn::Contains":
+            candidates, value = (_resolve(part, values) for part in argument)
+            return value in candidates
+    resolved = {key: _resolve(value, values) for key, value in node.items()}
+    return {key: value for key, value in resolved.items() if value is not NO_VALUE}
+
+
+def _postgres_settings(**given: str) -> dict[str, Any] | None:
+    """The source endpoint's PostgreSqlSettings for a deploy with these parameters (None: left out)."""
+    endpoint = resources_of_type("AWS::DMS::Endpoint")["DmsSourceEndpoint"]["Properties"]
+    resolved = _resolve(endpoint, _parameter_values(**given))
+    return resolved.get("PostgreSqlSettings")
+
+
+def _refusals(**given: str) -> list[str]:
+    """The AssertDescriptions of the template's Rules that this deploy's parameters fail."""
+    values = _parameter_values(**given)
+    refused = []
+    for rule in template().get("Rules", {}).values():
+        if "RuleCondition" in rule and not _resolve(rule["RuleCondition"], values):
+            continue
+        refused += [a["AssertDescription"] for a in rule["Assertions"] if not _resolve(a["Assert"], values)]
+    return refused
+
+
+def _dms_postgres_settings_shape() -> Any:
+    return botocore.session.get_session().get_service_model("dms").shape_for("PostgreSQLSettings")
+
+
+def test_slot_name_is_an_optional_parameter_saying_what_to_create_first() -> None:
+    parameter = template()["Parameters"][SLOT]
+
+    assert parameter["Type"] == "String"
+    assert parameter["Default"] == ""
+    assert "pg_create_logical_replication_slot" in parameter["Description"]
+    assert "README.md, Sources" in parameter["Description"]
+
+
+@pytest.mark.parametrize("name", ["", "icetide_orders", "slot_2", "a" * 63])
+def test_slot_name_accepts_empty_or_a_postgresql_slot_name(name: str) -> None:
+    assert re.fullmatch(template()["Parameters"][SLOT]["AllowedPattern"], name)
+
+
+@pytest.mark.parametrize("name", ["Icetide_Orders", "icetide-orders", "a" * 64, "orders; DROP", " orders"])
+def test_slot_name_refuses_what_postgresql_would_refuse(name: str) -> None:
+    # PostgreSQL: lower-case letters, digits and underscores, at most NAMEDATALEN - 1 = 63 bytes.
+    assert not re.fullmatch(template()["Parameters"][SLOT]["AllowedPattern"], name)
+
+
+def test_plugin_names_are_dms_plugin_values_for_a_slot_created_beforehand() -> None:
+    parameter = template()["Parameters"][PLUGIN]
+    dms_values = set(_dms_postgres_settings_shape().members["PluginName"].enum)
+
+    # DMS spells the built-in plugin test-decoding; "no-preference" would let DMS pick a plugin
+    # other than the one the slot was created with.
+    assert set(parameter["AllowedValues"]) == {"test-decoding", "pglogical"}
+    assert set(parameter["AllowedValues"]) <= dms_values
+    assert parameter["Default"] == "test-decoding"
+
+
+def test_slot_parameters_are_shown_with_the_source_database() -> None:
+    groups = template()["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+    (source,) = [group for group in groups if group["Label"]["default"].startswith("Source database")]
+
+    assert {SLOT, PLUGIN} <= set(source["Parameters"])
+
+
+@pytest.mark.parametrize("engine", POSTGRES_ENGINES)
+@pytest.mark.parametrize("plugin", ["test-decoding", "pglogical"])
+def test_postgres_endpoint_names_the_slot_and_its_plugin(engine: str, plugin: str) -> None:
+    settings = _postgres_settings(
+        DatabaseEngine=engine, PostgresSlotName="icetide_orders", PostgresPluginName=plugin
+    )
+
+    assert settings is not None
+    assert settings["SlotName"] == "icetide_orders"
+    assert settings["PluginName"] == plugin
+    assert settings["SecretsManagerSecretId"] == REQUIRED_VALUES["DatabaseSecretArn"]
+
+
+@pytest.mark.parametrize("engine", POSTGRES_ENGINES)
+def test_postgres_endpoint_without_a_slot_name_sets_neither_slot_nor_plugin(engine: str) -> None:
+    settings = _postgres_settings(DatabaseEngine=engine)
+
+    assert settings is not None
+    assert {"SlotName", "PluginName"} & set(settings) == set()
+    assert settings["SecretsManagerSecretId"] == REQUIRED_VALUES["DatabaseSecretArn"]
+
+
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
+def test_other_engines_get_no_postgresql_settings(engine: str) -> None:
+    assert _postgres_settings(DatabaseEngine=engine) is None
+
+
+def test_the_settings_are_members_of_dms_postgresql_settings() -> None:
+    endpoint = resources_of_type("AWS::DMS::Endpoint")["DmsSourceEndpoint"]["Properties"]
+    _, when_postgres, _ = endpoint["PostgreSqlSettings"]["Fn::If"]
+
+    assert {"SlotName", "PluginName"} <= set(when_postgres)
+    assert set(when_postgres) <= set(_dms_postgres_settings_shape().members)
+
+
+@pytest.mark.parametrize("engine", OTHER_ENGINES)
+def test_a_slot_name_with_another_engine_is_refused_at_deploy(engine: str) -> None:
+    (refusal,) = _refusals(DatabaseEngine=engine, PostgresSlotName="icetide_orders")
+
+    assert SLOT in refusal
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"DatabaseEngine": "postgres", "PostgresSlotName": "icetide_orders"},
+        {"DatabaseEngine": "aurora-postgresql", "PostgresSlotName": "icetide_orders"},
+        {"DatabaseEngine": "postgres"},
+        {"DatabaseEngine": "mysql"},
+    ],
+)
+def test_postgres_with_a_slot_and_any_engine_without_one_deploy(given: dict[str, str]) -> None:
+    assert _refusals(**given) == []
+
+
+def test_readme_sources_section_names_the_slot_parameters() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^## Sources\n(.*?)(?=^## )", readme, flags=re.MULTILINE | re.DOTALL)
+
+    assert match, "README.md has a '## Sources' section"
+    assert SLOT in match.group(1)
+    assert PLUGIN in match.group(1)

@@ -161,9 +161,19 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
         "--watermark_column.$",
         "--timestamp_column.$",
         "--expected_rows.$",
+        "--delete_mode.$",
+        "--reconcile_uri.$",
+        "--reconcile_expected_rows.$",
+        "--reconcile_started_at.$",
     }
-    # DMS's count, as text (Glue arguments are strings): read_task_statistics writes it.
-    assert glue["Parameters"]["Arguments"]["--expected_rows.$"] == "$.statistics.expectedRows"
+    arguments = glue["Parameters"]["Arguments"]
+    # DMS's counts and the key extraction's start, as text (Glue arguments are strings):
+    # read_task_statistics writes them ("" when the run does not reconcile).
+    assert arguments["--expected_rows.$"] == "$.statistics.expectedRows"
+    assert arguments["--reconcile_expected_rows.$"] == "$.statistics.reconcileExpectedRows"
+    assert arguments["--reconcile_started_at.$"] == "$.statistics.reconcileStartedAt"
+    assert arguments["--delete_mode.$"] == "$.lock.plan.deleteMode"
+    assert arguments["--reconcile_uri.$"] == "$.lock.plan.reconcileBronzeUri"
 
 
 def test_sample_waits_and_bounds_are_positive_whole_numbers() -> None:

@@ -53,15 +53,15 @@ def _create(load_event, lambda_context, plan: dict[str, Any]) -> dict[str, Any]:
     return created
 
 
-def _tasks() -> dict[str, dict[str, Any]]:
+def _tasks() -> dict[str, Any]:
     tasks = boto3.client("dms").describe_replication_tasks()["ReplicationTasks"]
     return {task["ReplicationTaskIdentifier"]: task for task in tasks}
 
 
-def _endpoint(arn: str) -> dict[str, Any]:
-    filters = [{"Name": "endpoint-arn", "Values": [arn]}]
-    endpoint: dict[str, Any] = boto3.client("dms").describe_endpoints(Filters=filters)["Endpoints"][0]
-    return endpoint
+def _endpoint(arn: str) -> Any:
+    return boto3.client("dms").describe_endpoints(Filters=[{"Name": "endpoint-arn", "Values": [arn]}])[
+        "Endpoints"
+    ][0]
 
 
 def test_the_first_run_creates_a_full_load_and_cdc_task_with_the_change_sequence(

@@ -7,6 +7,7 @@ control table is saved back. The silver tables stay in the workspace's warehouse
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -64,15 +65,30 @@ def loadable_items(raw_items: Sequence[Any]) -> LoadableItems:
 
 
 def next_slot(now: datetime, last_slot: datetime | None) -> datetime:
-    """The schedule slot of this cycle: now's, or the one after the last cycle's if that is not earlier.
+    """The schedule slot of this cycle: the one after now's, or after the last cycle's if that is later.
 
     Run ids are `<table>-<slot>`, and the Glue job treats a run id it has committed as done; two cycles
-    in one slot would make the second a no-op, so each cycle takes a slot of its own.
+    in one slot would make the second a no-op, so each cycle takes a slot of its own. The slot starts
+    after now because a local cycle reads the source as it is now: a cdc run stops at its slot's
+    start or its lock time, whichever is earlier, so it reads every change made before the cycle.
     """
-    slot = schedule_slot(now, SLOT_MINUTES)
+    slot = schedule_slot(now, SLOT_MINUTES) + timedelta(minutes=SLOT_MINUTES)
     if last_slot is not None and slot <= last_slot:
         slot = last_slot + timedelta(minutes=SLOT_MINUTES)
     return slot
+
+
+def _wait_for_the_next_second(now: datetime | None) -> None:
+    """Return once the wall clock is past the whole second `now` (or the current time) falls in.
+
+    A cdc run stops at a whole-second server time (DMS's CdcStopPosition takes no fraction); a
+    change committed earlier in the second the run locks in would wait for the next cycle. The
+    stack's start-up nearly always takes longer than this wait.
+    """
+    start = now or utc_now()
+    remaining = (start.replace(microsecond=0) + timedelta(seconds=1) - utc_now()).total_seconds()
+    if remaining > 0:
+        time.sleep(remaining)
 
 
 def run_workspace_cycle(
@@ -98,6 +114,7 @@ def run_workspace_cycle(
         ) as stack:
             stack.put_typed_items(merge_run_state(loadable.typed, saved))
             try:
+                _wait_for_the_next_second(now)
                 report = stack.run_cycle(slot, timeout_seconds)
             finally:
                 # Saved even when the cycle broke off: a run that committed keeps its watermark.

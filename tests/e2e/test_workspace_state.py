@@ -115,17 +115,19 @@ def test_tables_left_out_of_a_tables_file_keep_their_saved_state():
 @pytest.mark.parametrize(
     ("now", "last", "expected"),
     [
-        (datetime(2026, 11, 21, 7, 5, 42, tzinfo=UTC), None, datetime(2026, 11, 21, 7, 5, tzinfo=UTC)),
+        # The slot after now's: a local cycle runs "now", so a cdc run's stop position (the slot start,
+        # never later than the lock time) is the lock time and every change made before is read.
+        (datetime(2026, 11, 21, 7, 5, 42, tzinfo=UTC), None, datetime(2026, 11, 21, 7, 6, tzinfo=UTC)),
         (
             datetime(2026, 11, 21, 7, 5, 42, tzinfo=UTC),
             datetime(2026, 11, 21, 7, 1, tzinfo=UTC),
-            datetime(2026, 11, 21, 7, 5, tzinfo=UTC),
+            datetime(2026, 11, 21, 7, 6, tzinfo=UTC),
         ),
         # A second cycle within the same minute (or after the clock went back) takes the next slot.
         (
             datetime(2026, 11, 21, 7, 5, 42, tzinfo=UTC),
-            datetime(2026, 11, 21, 7, 5, tzinfo=UTC),
             datetime(2026, 11, 21, 7, 6, tzinfo=UTC),
+            datetime(2026, 11, 21, 7, 7, tzinfo=UTC),
         ),
         (
             datetime(2026, 11, 21, 7, 5, 42, tzinfo=UTC),

@@ -1,13 +1,17 @@
-"""`icetide local demo` (what `make demo` runs): two hourly cycles on a sample shop, then a check.
+"""`icetide local demo` (what `make demo` runs): three cycles on a sample shop, then a check.
 
 1. A workspace and a SQLite sample source (customers with a timestamp watermark, orders with an
-   integer one; decimals and timestamps in both).
-2. Cycle 1: every table's first run, a full load from the item's `startvalue`.
-3. Inserts and updates at the source, some exactly at the watermark boundary.
-4. Cycle 2: the delta; `gte` re-reads the boundary rows, the merge updates them in place.
-5. The check: each silver table, read with pyiceberg straight from its Iceberg metadata (not with
+   integer one, payments captured as changes; decimals and timestamps).
+2. Cycle 1: every table's first run, a full load from the item's `startvalue` (payments: a full
+   load that goes on capturing changes).
+3. Inserts, updates and deletes at the source, some exactly at the watermark boundary.
+4. Cycle 2: the delta; `gte` re-reads the boundary rows, the merge updates them in place; payments
+   apply their changes, deletes included.
+5. More payment changes (a deleted key inserted again, a key updated then deleted), and cycle 3.
+6. The check: each silver table, read with pyiceberg straight from its Iceberg metadata (not with
    icetide's code), must hold exactly the source's rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +28,10 @@ from icetide_local.cycle_report import CycleReport, render_cycle
 from icetide_local.sample_source import (
     CUSTOMERS,
     ORDERS,
+    PAYMENTS,
     SampleSource,
     apply_second_cycle_changes,
+    apply_third_cycle_changes,
     create_sample_source,
     sample_control_items,
 )
@@ -35,7 +41,7 @@ from icetide_local.workspace_cycle import run_workspace_cycle
 
 SILVER_DATABASE = StackNames().glue_database
 # The sample tables by their control items' targetTableName.
-SAMPLE_TABLES = {"main_customers": CUSTOMERS, "main_orders": ORDERS}
+SAMPLE_TABLES = {"main_customers": CUSTOMERS, "main_orders": ORDERS, "main_payments": PAYMENTS}
 _SHOWN_DIFFERENCES = 3
 
 
@@ -119,10 +125,26 @@ def run_demo(directory: str | None, *, out: TextIO, progress: Callable[[str], No
     print(f"tables    {tables_file}", file=out)
 
     reports: list[CycleReport] = []
-    for number, title in ((1, "first cycle: full load"), (2, "second cycle: delta")):
-        if number == 2:
-            progress("changing the source: inserts and updates, some at the watermark boundary")
-            apply_second_cycle_changes(source)
+    changes: dict[int, tuple[str, Callable[[SampleSource], None]]] = {
+        2: (
+            "changing the source: inserts, updates and deletes, some at the watermark boundary",
+            apply_second_cycle_changes,
+        ),
+        3: (
+            "changing payments: a deleted key comes back, another is updated then deleted",
+            apply_third_cycle_changes,
+        ),
+    }
+    cycles = (
+        (1, "first cycle: full load"),
+        (2, "second cycle: delta and changes"),
+        (3, "third cycle: changes"),
+    )
+    for number, title in cycles:
+        if number in changes:
+            what, change = changes[number]
+            progress(what)
+            change(source)
         progress(f"{title}")
         report = run_workspace_cycle(workspace, source.url, items, progress=progress)
         reports.append(report)

@@ -1,4 +1,4 @@
-"""`icetide local demo`, what `make demo` runs: two cycles on the sample shop, then its own check."""
+"""`icetide local demo`, what `make demo` runs: three cycles on the sample shop, then its own check."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from e2e.helpers import silver_by_key
 pytestmark = pytest.mark.spark
 
 
-def test_demo_loads_both_cycles_and_says_silver_matches_the_source(tmp_path, icetide):
+def _row(cycle_output: str, table: str) -> list[str]:
+    return next(line.split() for line in cycle_output.splitlines() if line.strip().startswith(table))
+
+
+def test_demo_loads_its_cycles_and_says_silver_matches_the_source(tmp_path, icetide):
     workspace = tmp_path / "demo"
 
     result = icetide("local", "demo", "--workspace", workspace)
@@ -20,8 +24,9 @@ def test_demo_loads_both_cycles_and_says_silver_matches_the_source(tmp_path, ice
     assert result.exit_code == 0, result.text
     assert "main_customers: silver matches source (8 rows)" in result.out
     assert "main_orders: silver matches source (10 rows)" in result.out
-    delta = result.out.split("second cycle: delta")[1]
-    customers = next(line.split() for line in delta.splitlines() if line.strip().startswith("main_customers"))
+    assert "main_payments: silver matches source (5 rows)" in result.out
+    delta, changes = result.out.split("second cycle: delta")[1].split("third cycle: changes")
+    customers = _row(delta, "main_customers")
     # read, inserted, updated, deleted, then the watermark moving from the first cycle's to the second's
     assert customers[1:6] == ["SUCCEEDED", "4", "2", "2", "0"]
     assert " ".join(customers[6:11]) == "2026-01-05 08:06:00 -> 2026-01-05 09:06:30"
@@ -30,6 +35,19 @@ def test_demo_loads_both_cycles_and_says_silver_matches_the_source(tmp_path, ice
     silver = silver_by_key(workspace, "main_customers", ["id", "email", "credit_limit", "updated_at"], "id")
     assert silver[6] == (6, "frances.allen@example.com", Decimal("6000.06"), datetime(2026, 1, 5, 8, 6))
     assert silver[7] == (7, "alan@example.com", Decimal("7000.07"), datetime(2026, 1, 5, 8, 6))
+    # Payments (cdc): cycle 2 reads 8 changes: 2 inserts, payment 1 updated, payment 3 updated then
+    # deleted, payment 2 deleted, payment 9 inserted then deleted (never in silver).
+    assert _row(delta, "main_payments")[1:6] == ["SUCCEEDED", "8", "2", "1", "2"]
+    # Cycle 3: payment 2 inserted again, 5 updated then deleted, 6 deleted, 7 updated.
+    assert _row(changes, "main_payments")[1:6] == ["SUCCEEDED", "5", "1", "1", "2"]
+    payments = silver_by_key(workspace, "main_payments", ["id", "amount", "method"], "id")
+    assert payments == {
+        1: (1, Decimal("8.00"), "card"),
+        2: (2, Decimal("14.26"), "card"),
+        4: (4, Decimal("28.52"), "voucher"),
+        7: (7, Decimal("70.70"), "card"),
+        8: (8, Decimal("12.50"), "transfer"),
+    }
 
 
 def test_demo_refuses_a_workspace_that_already_has_state(tmp_path, icetide):

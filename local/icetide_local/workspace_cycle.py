@@ -78,14 +78,14 @@ def next_slot(now: datetime, last_slot: datetime | None) -> datetime:
     return slot
 
 
-def _wait_for_the_next_second(now: datetime | None) -> None:
-    """Return once the wall clock is past the whole second `now` (or the current time) falls in.
+def _wait_for_the_next_second() -> None:
+    """Return once the wall clock is past the whole second it reads now.
 
     A cdc run stops at a whole-second server time (DMS's CdcStopPosition takes no fraction); a
     change committed earlier in the second the run locks in would wait for the next cycle. The
     stack's start-up nearly always takes longer than this wait.
     """
-    start = now or utc_now()
+    start = utc_now()
     remaining = (start.replace(microsecond=0) + timedelta(seconds=1) - utc_now()).total_seconds()
     if remaining > 0:
         time.sleep(remaining)
@@ -114,7 +114,7 @@ def run_workspace_cycle(
         ) as stack:
             stack.put_typed_items(merge_run_state(loadable.typed, saved))
             try:
-                _wait_for_the_next_second(now)
+                _wait_for_the_next_second()
                 report = stack.run_cycle(slot, timeout_seconds)
             finally:
                 # Saved even when the cycle broke off: a run that committed keeps its watermark.

@@ -46,7 +46,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         ) from missing
     commit.check_manifest(manifest, run_id=run.run_id, watermark_column=plan.watermark_column)
     step = commit.next_watermark(plan.previous_watermark, manifest.new_watermark)
-    stats = commit.run_stats(manifest, run.statistics.full_load_rows if run.statistics else None)
+    stats = commit.run_stats(
+        manifest,
+        run.statistics.full_load_rows if run.statistics else None,
+        run.statistics.change_rows if run.statistics else None,
+    )
     checkpoint = commit.checkpoint_step(plan, run.statistics.recovery_checkpoint if run.statistics else None)
     if checkpoint is not None and checkpoint.new is None:
         logger.warning("the cdc task reported no RecoveryCheckpoint; the next run reads this window again")

@@ -284,6 +284,18 @@ def test_the_first_cdc_run_commits_its_first_checkpoint(
     assert control_items.get("dbo_orders")["cdcCheckpoint"] == CHECKPOINT_1
 
 
+def test_an_empty_checkpoint_reads_as_none_and_the_first_commit_writes_one(
+    control_items, run_manifest, load_event, lambda_context
+):
+    plan = _lock(control_items, load_event, lambda_context, **CDC_ITEM, cdcCheckpoint="")
+    assert plan["migrationType"] == "full-load-and-cdc"
+
+    _commit(load_event, lambda_context, plan, CHECKPOINT_1)
+
+    item = control_items.get("dbo_orders")
+    assert (item["cdcCheckpoint"], item["lastRunStats"]["changeRows"]) == (CHECKPOINT_1, 4)
+
+
 def test_a_reconcile_run_records_its_slot(control_items, run_manifest, load_event, lambda_context):
     plan = _lock(control_items, load_event, lambda_context, **RECONCILING)
 

@@ -133,7 +133,9 @@ class ControlTable:
                 assignments += ", cdcCheckpoint = :checkpoint"
                 values[":checkpoint"] = checkpoint.new
             if checkpoint.previous is None:
-                unchanged += " AND attribute_not_exists(cdcCheckpoint)"
+                # An item may hold "" for "not set", as the control item reads it.
+                unchanged += " AND (attribute_not_exists(cdcCheckpoint) OR cdcCheckpoint = :noCheckpoint)"
+                values[":noCheckpoint"] = ""
             else:
                 unchanged += " AND cdcCheckpoint = :previousCheckpoint"
                 values[":previousCheckpoint"] = checkpoint.previous

@@ -353,6 +353,7 @@ class RunStats(BaseModel):
     rows_unchanged: Count = Field(None, alias="rowsUnchanged")
     snapshot_id: Annotated[int | None, BeforeValidator(_count)] = Field(None, alias="snapshotId")
     full_load_rows: Count = Field(None, alias="fullLoadRows")
+    change_rows: Count = Field(None, alias="changeRows")
 
 
 def _default_load_mode(data: dict[str, Any]) -> LoadMode:

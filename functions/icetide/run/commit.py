@@ -61,8 +61,10 @@ def next_watermark(previous: wm.Watermark | None, merged: wm.Watermark | None) -
     return WatermarkStep(previous=previous, watermark=new, advanced=advanced)
 
 
-def run_stats(manifest: RunManifest, full_load_rows: int | None) -> dict[str, int]:
-    """``lastRunStats``: the manifest's row counts, plus the rows DMS unloaded when known."""
+def run_stats(
+    manifest: RunManifest, full_load_rows: int | None, change_rows: int | None = None
+) -> dict[str, int]:
+    """``lastRunStats``: the manifest's row counts, and the full-load and change rows DMS wrote (if known)."""
     stats = {
         "rowsRead": manifest.rows_read,
         "rowsInserted": manifest.rows_inserted,
@@ -71,6 +73,7 @@ def run_stats(manifest: RunManifest, full_load_rows: int | None) -> dict[str, in
         "rowsUnchanged": manifest.rows_unchanged,
         "snapshotId": manifest.snapshot_id,
         "fullLoadRows": full_load_rows,
+        "changeRows": change_rows,
     }
     # Unknown values are left out rather than stored as NULL: absent reads as "not measured".
     return {name: value for name, value in stats.items() if value is not None}

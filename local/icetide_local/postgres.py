@@ -225,7 +225,11 @@ class _Server:
             "-p", str(port), "-k", str(self.socket_dir),
             "-c", "listen_addresses=127.0.0.1",
             # A test server's data is worthless after a crash anyway, and these make it much faster.
-            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+            # synchronous_commit stays on: logical decoding reads only flushed WAL, and the DMS
+            # stand-in's change capture must see a change as soon as its commit returns.
+            "-c", "fsync=off", "-c", "full_page_writes=off",
+            # The DMS stand-in captures changes through a logical replication slot, as DMS does.
+            "-c", "wal_level=logical", "-c", "max_replication_slots=20", "-c", "max_wal_senders=20",
         ]  # fmt: skip
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(

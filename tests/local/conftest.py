@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from icetide_local.postgres import temporary_postgres
 from icetide_local.standins.dms.replicator import FullLoadResult, run_full_load
 from icetide_local.standins.dms.s3_target import LocalDirectorySink
+from local.dms_cdc import selection_rule
 
 BUCKET_FOLDER = "bronze/orders/orders-20261121T0700Z"
 
@@ -104,16 +105,7 @@ def table_mapping() -> Callable[..., dict[str, Any]]:
     """Builds a DMS table mapping with one include rule, in the JSON shape of the DMS user guide."""
 
     def build(schema: str, table: str, *filters: dict[str, Any]) -> dict[str, Any]:
-        rule: dict[str, Any] = {
-            "rule-type": "selection",
-            "rule-id": "1",
-            "rule-name": "1",
-            "object-locator": {"schema-name": schema, "table-name": table},
-            "rule-action": "include",
-        }
-        if filters:
-            rule["filters"] = list(filters)
-        return {"rules": [rule]}
+        return {"rules": [selection_rule(schema, table, *filters)]}
 
     return build
 

@@ -110,6 +110,37 @@ def test_numeric_filter_values_are_read_as_the_strings_dms_carries():
     )
 
 
+def transformation(
+    action: str, *, column: str | None = None, table: str = "employee", **extra: Any
+) -> dict[str, Any]:
+    locator = {"schema-name": "test", "table-name": table}
+    if column is not None:
+        locator["column-name"] = column
+    return {
+        "rule-type": "transformation",
+        "rule-id": "2",
+        "rule-name": "t2",
+        "rule-target": "column",
+        "object-locator": locator,
+        "rule-action": action,
+        **extra,
+    }
+
+
+def test_the_change_sequence_and_include_column_rules_the_lambdas_send_are_honoured():
+    change_sequence = {
+        **transformation("add-column", value="AR_H_CHANGE_SEQ", expression="$AR_H_CHANGE_SEQ"),
+        "data-type": {"type": "string", "length": 35},
+    }
+    keep = [
+        {**transformation("include-column", column=column), "rule-id": str(n), "rule-name": f"keep-{column}"}
+        for n, column in enumerate(("empid", "dept"), start=3)
+    ]
+    assert parse_table_mapping({"rules": [employee_rule(), change_sequence, *keep]}) == [
+        TableSelection("test", "employee", (), include_columns=("empid", "dept"), change_sequence=True)
+    ]
+
+
 def one_filter(*conditions: dict[str, Any]) -> dict[str, Any]:
     return {
         "rules": [
@@ -137,13 +168,36 @@ NOTEQ_1, IS_NULL = {"filter-operator": "noteq", "value": "1"}, {"filter-operator
             {"rules": [employee_rule("1"), employee_rule("2")]}, "more than one rule", id="duplicate"
         ),
         pytest.param({"rules": [employee_rule(action="maybe")]}, "rule-action 'maybe'", id="action"),
+        pytest.param({"rules": [employee_rule(**WILDCARD_EXTRA)]}, "wildcard", id="wildcard"),
         pytest.param(
-            {"rules": [employee_rule(**WILDCARD_EXTRA)]}, "wildcard", id="wildcard"
+            {"rules": [employee_rule(), {**employee_rule("2"), "rule-type": "transformation"}]},
+            "rule 2: transformation rule-action 'include' on rule-target None is not supported",
+            id="transformation",
         ),
         pytest.param(
-            {"rules": [{**employee_rule(), "rule-type": "transformation"}]},
-            "'transformation' is not supported",
-            id="transformation",
+            {"rules": [employee_rule(), transformation("rename", value="id", column="empid")]},
+            "rule t2: transformation rule-action 'rename' on rule-target 'column' is not supported",
+            id="rename",
+        ),
+        pytest.param(
+            {
+                "rules": [
+                    employee_rule(),
+                    transformation("add-column", value="x", expression="$AR_H_TIMESTAMP"),
+                ]
+            },
+            "rule t2: add-column of 'x' = '\\$AR_H_TIMESTAMP' is not supported",
+            id="other-add-column",
+        ),
+        pytest.param(
+            {"rules": [employee_rule(), transformation("include-column", column="emp%")]},
+            "rule t2: include-column needs an exact object-locator column-name",
+            id="include-wildcard",
+        ),
+        pytest.param(
+            {"rules": [employee_rule(), transformation("include-column", column="empid", table="salary")]},
+            "rule t2: test.salary is not a table the mapping selects",
+            id="include-unselected",
         ),
         pytest.param(
             one_filter({"filter-operator": "gt", "value": "1"}), "filter-operator 'gt'", id="unknown-op"

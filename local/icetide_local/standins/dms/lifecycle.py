@@ -9,17 +9,27 @@ real task would look to a poller::
     creating -> ready                         (create, then describe)
     ready -> starting -> running              (start, then describe: the data mover runs here)
     running -> stopped  "Stop Reason FULL_LOAD_ONLY_FINISHED"   (full load done, next describe)
-    running -> failed   "Stop Reason FATAL_ERROR" + LastFailureMessage  (the data mover raised)
+    running -> stopped  "Stop Reason STOPPED_AT_SERVER_TIME"    (a CDC task with CdcStopPosition,
+                                                                 next describe)
+    running -> failed   "Stop Reason FATAL_ERROR" + LastFailureMessage  (the data mover raised, or a
+                                                                 cdc task has no CdcStartPosition)
     running -> stopping -> stopped "Stop Reason NORMAL"         (stop_replication_task)
 
-and refuses what DMS refuses: starting a task that is not ready, deleting a task that is running or
-stopping, deleting an instance that still has tasks, creating an endpoint whose identifier is taken
-(:mod:`icetide_local.standins.dms.endpoints`).
+A CDC task (``full-load-and-cdc`` or ``cdc``) without ``CdcStopPosition`` keeps running until it is
+stopped. ``start_replication_task``'s ``CdcStartPosition`` and ``CdcStopPosition``, which moto drops,
+are kept on the task, shown by ``describe_replication_tasks`` with the ``RecoveryCheckpoint`` the mover
+reported, and passed to the mover.
+
+and refuses what DMS refuses: creating a task whose table mapping DMS (or the stand-in) would not
+run (:func:`icetide_local.standins.dms.replicator.parse_table_mapping`), starting a task that is not
+ready, deleting a task that is running or stopping, deleting an instance that still has tasks,
+creating an endpoint whose identifier is taken (:mod:`icetide_local.standins.dms.endpoints`).
 
 Data movement is pluggable: a :data:`DataMover` is called when a task starts running, with the task's
-table mapping, settings and target endpoint (:class:`ReplicationTaskRun`), and returns the tables'
-statistics. The default mover moves nothing; the local stack plugs in the replicator that
-copies source rows into bronze parquet files.
+table mapping, settings, CDC positions and endpoints (:class:`ReplicationTaskRun`), and returns the
+tables' statistics, or a :class:`MoverResult` that adds the CDC checkpoint. The default mover moves
+nothing; the local stack plugs in the replicator that copies source rows and changes into bronze
+parquet files.
 """
 
 from __future__ import annotations
@@ -40,8 +50,10 @@ from moto.dms.responses import DatabaseMigrationServiceResponse
 from moto.moto_api import state_manager
 
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
+from icetide_local.standins.dms.replicator import TableMappingError, parse_table_mapping
 
 FULL_LOAD_FINISHED = "Stop Reason FULL_LOAD_ONLY_FINISHED"
+STOPPED_AT_SERVER_TIME = "Stop Reason STOPPED_AT_SERVER_TIME"
 FATAL_ERROR = "Stop Reason FATAL_ERROR"
 STOPPED_BY_USER = "Stop Reason NORMAL"
 TABLE_COMPLETED = "Table completed"
@@ -50,6 +62,7 @@ TABLE_ERROR = "Table error"
 _INSTANCE_MODEL = "dms::replicationinstance"  # moto's state-manager name for replication instances
 _BUSY_STATUSES = frozenset({"starting", "running", "stopping"})
 _STARTABLE_STATUSES = frozenset({"ready", "stopped", "failed"})
+_CDC_MIGRATION_TYPES = frozenset({"full-load-and-cdc", "cdc"})
 
 
 class InvalidParameterValueException(JsonRESTError):
@@ -105,6 +118,10 @@ class ReplicationTaskRun:
     task_settings: Mapping[str, Any]
     source_endpoint: Mapping[str, Any]
     target_s3_settings: Mapping[str, Any]
+    cdc_start_position: str | None = None
+    """``CdcStartPosition`` of the start: the checkpoint a ``cdc`` task starts after."""
+    cdc_stop_position: str | None = None
+    """``CdcStopPosition`` of the start (``server_time:YYYY-MM-DDThh:mm:ss``); None: no stop."""
 
     def selected_tables(self) -> list[tuple[str, str]]:
         """(schema, table) of every ``include`` selection rule, in rule order."""
@@ -115,8 +132,18 @@ class ReplicationTaskRun:
         ]
 
 
-DataMover = Callable[[ReplicationTaskRun], Sequence[TableStatistics]]
-"""Moves a task's data; raising makes the task fail with the exception's text as LastFailureMessage."""
+@dataclass(frozen=True)
+class MoverResult:
+    """What a data mover of a CDC task reports: the tables' statistics and the ``RecoveryCheckpoint``."""
+
+    tables: tuple[TableStatistics, ...]
+    recovery_checkpoint: str | None = None
+
+
+DataMover = Callable[[ReplicationTaskRun], Sequence[TableStatistics] | MoverResult]
+"""Moves a task's data; raising makes the task fail with the exception's text as LastFailureMessage.
+
+A mover that captures no changes may return just the tables' statistics."""
 
 
 def no_data_movement(run: ReplicationTaskRun) -> list[TableStatistics]:
@@ -162,6 +189,17 @@ class DmsLifecycle:
             patches.enter_context(
                 mock.patch.object(backend_class, "delete_replication_instance", _guarded_instance_delete())
             )
+            # moto drops StartReplicationTask's CDC positions: these keep them.
+            patches.enter_context(
+                mock.patch.object(backend_class, "start_replication_task", _start_replication_task)
+            )
+            patches.enter_context(
+                mock.patch.object(
+                    DatabaseMigrationServiceResponse,
+                    "start_replication_task",
+                    _start_replication_task_response,
+                )
+            )
             # moto has no such action: create=True adds it to the response class's dispatch.
             patches.enter_context(
                 mock.patch.object(
@@ -189,19 +227,32 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         self.stop_reason: str | None = None
         self.last_failure_message: str | None = None
         self.table_statistics: list[TableStatistics] = []
+        self.cdc_start_position: str | None = None
+        self.cdc_stop_position: str | None = None
+        self.recovery_checkpoint: str | None = None
         self._mover_error: str | None = None
 
-    def start(self) -> LifecycleTask:
+    def start(
+        self,
+        start_type: str = "start-replication",
+        cdc_start_position: str | None = None,
+        cdc_stop_position: str | None = None,
+    ) -> LifecycleTask:
         if self.status not in _STARTABLE_STATUSES:
             raise InvalidResourceStateFault(
                 f"Replication task {self.id} is {self.status}; only a ready, stopped or failed task can start"
             )
+        if start_type == "resume-processing" and cdc_start_position is None:
+            cdc_start_position = self.recovery_checkpoint  # DMS resumes where the task left off
         self.status = "starting"
         self.start_date = utcnow()
+        self.cdc_start_position = cdc_start_position
+        self.cdc_stop_position = cdc_stop_position
         # A restarted task loads again: nothing of the previous attempt carries over.
         self.stop_reason = None
         self.last_failure_message = None
         self.table_statistics = []
+        self.recovery_checkpoint = None
         self._mover_error = None
         return self
 
@@ -231,24 +282,44 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         elif self.status == "stopping":
             self._stopped(STOPPED_BY_USER)
 
+    @property
+    def _captures_changes(self) -> bool:
+        return self.migration_type in _CDC_MIGRATION_TYPES
+
     def _finishes(self) -> bool:
-        # A CDC task keeps replicating until someone stops it, whatever the stand-in is told.
-        return self._mover_error is not None or (
-            self.lifecycle.full_load_finishes and self.migration_type == "full-load"
-        )
+        # A CDC task without a stop position keeps replicating until someone stops it.
+        if self._mover_error is not None:
+            return True
+        if self._captures_changes:
+            return self.lifecycle.full_load_finishes and self.cdc_stop_position is not None
+        return self.lifecycle.full_load_finishes
 
     def _move_data(self) -> None:
         run = self._run_description()
         self.lifecycle.started_runs.append(run)
+        if self.migration_type == "cdc" and not self.cdc_start_position:
+            self._mover_error = (
+                "a cdc task needs CdcStartPosition (the RecoveryCheckpoint of an earlier task of the table); "
+                "the task was started without one"
+            )
+            return
         try:
-            self.table_statistics = list(self.lifecycle.mover(run))
+            moved = self.lifecycle.mover(run)
         except Exception as error:  # any mover failure is the task's failure, as in DMS
             self._mover_error = f"{type(error).__name__}: {error}"
+            return
+        if isinstance(moved, MoverResult):
+            self.table_statistics = list(moved.tables)
+            self.recovery_checkpoint = moved.recovery_checkpoint
+        else:
+            self.table_statistics = list(moved)
 
     def _finish(self) -> None:
         if self._mover_error is not None:
             self.last_failure_message = self._mover_error
             self._stopped(FATAL_ERROR, status="failed")
+        elif self._captures_changes:
+            self._stopped(STOPPED_AT_SERVER_TIME)
         else:
             self._stopped(FULL_LOAD_FINISHED)
 
@@ -270,17 +341,31 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             task_settings=_parse_task_settings(self.replication_task_settings),
             source_endpoint=source.to_dict() if source else {},
             target_s3_settings=(target.s3_settings or {}) if target else {},
+            cdc_start_position=self.cdc_start_position,
+            cdc_stop_position=self.cdc_stop_position,
         )
 
     def to_dict(self) -> dict[str, Any]:
         described = super().to_dict()
         stats = described["ReplicationTaskStats"]
         loaded = [table for table in self.table_statistics if not table.errored]
+        load_done = self.stop_reason == FULL_LOAD_FINISHED or (
+            self.migration_type == "full-load-and-cdc"
+            and self.status in ("running", "stopped")
+            and self._mover_error is None
+            and bool(self.table_statistics)
+        )
         stats.update(
             TablesLoaded=len(loaded),
             TablesErrored=len(self.table_statistics) - len(loaded),
-            FullLoadProgressPercent=100 if self.stop_reason == FULL_LOAD_FINISHED else 0,
+            FullLoadProgressPercent=100 if load_done else 0,
         )
+        positions = {
+            "CdcStartPosition": self.cdc_start_position,
+            "CdcStopPosition": self.cdc_stop_position,
+            "RecoveryCheckpoint": self.recovery_checkpoint,
+        }
+        described.update({name: value for name, value in positions.items() if value})
         if self.stop_reason:
             described["StopReason"] = self.stop_reason
         if self.last_failure_message:
@@ -292,6 +377,10 @@ def _parse_table_mappings(text: str | None) -> dict[str, Any]:
     mappings = _json_object(text or "", "table mappings")
     if not isinstance(mappings.get("rules"), list):
         raise InvalidParameterValueException("Invalid table mappings: expected an object with a 'rules' list")
+    try:
+        parse_table_mapping(mappings)
+    except TableMappingError as error:
+        raise InvalidParameterValueException(f"Invalid table mappings: {error}") from None
     return mappings
 
 
@@ -338,6 +427,32 @@ def _guarded_instance_delete() -> Callable[..., Any]:
         return original(self, replication_instance_arn)
 
     return delete_replication_instance
+
+
+def _start_replication_task(
+    self: Any,
+    replication_task_arn: str,
+    start_type: str = "start-replication",
+    cdc_start_position: str | None = None,
+    cdc_stop_position: str | None = None,
+) -> Any:
+    task = self.replication_tasks.get(replication_task_arn)
+    if task is None:
+        raise ResourceNotFoundFault("Replication task could not be found.")
+    if isinstance(task, LifecycleTask):
+        return task.start(start_type, cdc_start_position, cdc_stop_position)
+    return task.start()
+
+
+def _start_replication_task_response(self: DatabaseMigrationServiceResponse) -> str:
+    """moto's ``StartReplicationTask`` action, passing on the start type and the CDC positions."""
+    task = self.dms_backend.start_replication_task(  # type: ignore[call-arg]  # patched by install()
+        self._get_param("ReplicationTaskArn"),
+        self._get_param("StartReplicationTaskType") or "start-replication",
+        self._get_param("CdcStartPosition"),
+        self._get_param("CdcStopPosition"),
+    )
+    return json.dumps({"ReplicationTask": task.to_dict()})
 
 
 def _describe_table_statistics(self: DatabaseMigrationServiceResponse) -> str:

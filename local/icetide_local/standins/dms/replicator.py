@@ -1,18 +1,29 @@
-"""The DMS stand-in's data movement: what a full-load replication task does, done locally.
+"""The DMS stand-in's data movement: what a replication task does, done locally.
 
 AWS DMS cannot run on a laptop, so this replicator honours a task's inputs and writes what DMS
 writes, for the Glue job downstream to read without knowing the difference:
 
-- the task's table mapping JSON (selection rules with ``include``/``exclude`` and ``source`` filters:
-  conditions within a filter ORed, filters ANDed, ``between``/``notbetween`` bounds inclusive);
-- the target endpoint's ``S3Settings``: parquet files named ``LOAD00000001.parquet``, counting in
+- the task's ``MigrationType``: ``full-load``, ``full-load-and-cdc`` (change capture starts before
+  the load reads, then the changes committed since are written as CDC files) and ``cdc`` (the changes
+  after ``CdcStartPosition``, an earlier task's ``RecoveryCheckpoint``); both CDC kinds stop at
+  ``CdcStopPosition`` and report the checkpoint they read up to (see :mod:`.cdc` for where changes
+  come from);
+- the task's table mapping JSON: selection rules with ``include``/``exclude`` and ``source`` filters
+  (conditions within a filter ORed, filters ANDed, ``between``/``notbetween`` bounds inclusive; CDC
+  rows are filtered too), and exactly two kinds of transformation rule: ``add-column`` of
+  ``$AR_H_CHANGE_SEQ`` and ``include-column`` (only the included columns are written);
+- the target endpoint's ``S3Settings``: LOAD files named ``LOAD00000001.parquet``, counting in
   hexadecimal, under ``<BucketFolder>/<schema>/<table>/``; an ``Op`` column (``I``) first when
   ``IncludeOpForFullLoad``; the ``TimestampColumnName`` column as a ``yyyy-MM-dd HH:mm:ss.SSSSSS``
-  string holding the transfer time; then the source columns with source-faithful types;
-- table statistics like ``describe_table_statistics``: a table that cannot be read is reported as
-  "Table error" and the others still load; an unreachable source fails the whole run.
-
-Only full load is stood in for; change data capture is not.
+  string holding the transfer time; then the source columns with source-faithful types, then
+  ``AR_H_CHANGE_SEQ`` (null in LOAD files) when the mapping adds it. CDC files sit beside them, named
+  by the time of writing (``yyyyMMdd-HHmmssSSS.parquet``, strictly increasing), with ``Op`` (I/U/D)
+  first and the source commit time in the timestamp column; one file per table per task run, or
+  more when a table has more than ``max_rows_per_file`` changes (``CdcMaxBatchInterval`` and
+  ``CdcMinFileSize`` are accepted but do not change this); a table without changes gets none;
+- table statistics like ``describe_table_statistics``: ``FullLoadRows`` and the CDC rows written as
+  ``Inserts``/``Updates``/``Deletes``; a table that cannot be read is reported as "Table error" and
+  the others still load; an unreachable source fails the whole run.
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +39,7 @@ import pyarrow.parquet as pq
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from icetide_local.standins.dms import cdc
 from icetide_local.standins.dms.s3_target import ObjectSink, S3ObjectSink, S3TargetSettings
 from icetide_local.standins.dms.source import (
     FILTER_OPERATORS,
@@ -45,6 +57,12 @@ TABLE_ERROR = "Table error"
 
 OP_COLUMN = "Op"
 FULL_LOAD_OP = "I"
+CHANGE_SEQUENCE_COLUMN = "AR_H_CHANGE_SEQ"
+
+FULL_LOAD = "full-load"
+FULL_LOAD_AND_CDC = "full-load-and-cdc"
+CDC = "cdc"
+MIGRATION_TYPES = (FULL_LOAD, FULL_LOAD_AND_CDC, CDC)
 DMS_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # DMS's yyyy-MM-dd HH:mm:ss.SSSSSS
 
 DEFAULT_MAX_ROWS_PER_FILE = 100_000
@@ -52,10 +70,15 @@ DEFAULT_BATCH_ROWS = 10_000
 
 _NEGATIVE_OPERATORS = frozenset({"noteq", "notbetween", "notnull"})
 _IGNORED_RULE_TYPES = frozenset({"table-settings"})  # parallel-load and LOB tuning: same rows, same columns
+_CHANGE_SEQUENCE_EXPRESSION = "$AR_H_CHANGE_SEQ"
 
 
 class TableMappingError(ValueError):
     """The table mapping is one DMS would reject, or uses a feature the stand-in does not honour."""
+
+
+class CdcStartPositionMissing(ValueError):
+    """A ``cdc`` task was started without ``CdcStartPosition``."""
 
 
 @dataclass(frozen=True)
@@ -65,14 +88,19 @@ class TableSelection:
     schema: str
     table: str
     filters: tuple[SourceFilter, ...] = ()
+    include_columns: tuple[str, ...] = ()
+    """Only these columns are written (``include-column`` rules); every column when empty."""
+    change_sequence: bool = False
+    """The mapping adds ``AR_H_CHANGE_SEQ`` to this table's rows."""
 
 
 @dataclass(frozen=True)
 class TableStatistics:
-    """What DMS reports for one table after a full load (``describe_table_statistics``' fields).
+    """What DMS reports for one table after a task run (``describe_table_statistics``' fields).
 
     ``error_message`` is what DMS would put in the task's ``LastFailureMessage``; ``files`` are the
-    URIs of the LOAD files written.
+    URIs of the LOAD and then the CDC files written; ``inserts``, ``updates``, ``deletes`` count the
+    CDC rows written.
     """
 
     schema: str
@@ -83,13 +111,18 @@ class TableStatistics:
     files: tuple[str, ...] = ()
     started_at: dt.datetime | None = None
     finished_at: dt.datetime | None = None
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
 
 
 @dataclass(frozen=True)
-class FullLoadResult:
-    """The outcome of one full load: one statistics entry per selected table, in rule order."""
+class ReplicationResult:
+    """The outcome of one task run: one statistics entry per selected table, in rule order, and for
+    CDC tasks the checkpoint the next task starts from (``RecoveryCheckpoint``)."""
 
     tables: tuple[TableStatistics, ...]
+    recovery_checkpoint: str | None = None
 
     @property
     def full_load_rows(self) -> int:
@@ -108,9 +141,19 @@ class FullLoadResult:
         return tuple(uri for table in self.tables for uri in table.files)
 
 
+FullLoadResult = ReplicationResult
+"""The outcome of a full load (the name from before CDC)."""
+
+
 def full_load_file_name(sequence: int) -> str:
     """DMS's name for a table's ``sequence``-th full-load file: 1 -> LOAD00000001, 10 -> LOAD0000000A."""
     return f"LOAD{sequence:08X}.parquet"
+
+
+def cdc_file_name(moment: dt.datetime) -> str:
+    """DMS's name for a CDC file written at ``moment`` (UTC): ``yyyyMMdd-HHmmssSSS.parquet``."""
+    moment = moment.astimezone(dt.UTC) if moment.tzinfo else moment
+    return f"{moment:%Y%m%d-%H%M%S}{moment.microsecond // 1000:03d}.parquet"
 
 
 def _utc_now() -> dt.datetime:
@@ -127,7 +170,7 @@ def run_full_load(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     map_boolean_as_boolean: bool = True,
     clock: Callable[[], dt.datetime] = _utc_now,
-) -> FullLoadResult:
+) -> ReplicationResult:
     """Load every table the mapping selects from ``source`` and write DMS's full-load files.
 
     ``sink`` defaults to the S3 bucket named in ``s3_settings`` (through boto3). ``clock`` gives the
@@ -137,17 +180,93 @@ def run_full_load(
     ``SourceUnreachable`` when the source cannot be connected to. A table that cannot be read is
     reported in the result as "Table error" instead.
     """
+    return run_replication(
+        table_mapping,
+        s3_settings,
+        source,
+        sink,
+        max_rows_per_file=max_rows_per_file,
+        batch_rows=batch_rows,
+        map_boolean_as_boolean=map_boolean_as_boolean,
+        clock=clock,
+    )
+
+
+def run_replication(
+    table_mapping: str | Mapping[str, Any],
+    s3_settings: Mapping[str, Any],
+    source: str | URL | Engine,
+    sink: ObjectSink | None = None,
+    *,
+    migration_type: str = FULL_LOAD,
+    cdc_start_position: str | None = None,
+    cdc_stop_position: str | None = None,
+    slot_name: str | None = None,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    map_boolean_as_boolean: bool = True,
+    clock: Callable[[], dt.datetime] = _utc_now,
+) -> ReplicationResult:
+    """Run one replication task of ``migration_type`` against ``source`` (see the module docstring).
+
+    ``cdc_start_position`` is the checkpoint a ``cdc`` task starts after; ``cdc_stop_position``
+    (``server_time:YYYY-MM-DDThh:mm:ss``, UTC) is the last commit time a CDC task reads, all that is
+    committed when None. ``slot_name`` names a PostgreSQL source's replication slot
+    (:data:`cdc.DEFAULT_SLOT_NAME` when None). Besides :func:`run_full_load`'s errors, raises
+    :class:`CdcStartPositionMissing`, ``cdc.CheckpointUnreadable`` and ``cdc.ChangeCaptureError``.
+    """
+    if migration_type not in MIGRATION_TYPES:
+        raise ValueError(f"MigrationType {migration_type!r} is not one of {', '.join(MIGRATION_TYPES)}")
     if max_rows_per_file < 1 or batch_rows < 1:
         raise ValueError(
             f"max_rows_per_file and batch_rows must be positive, got {max_rows_per_file} and {batch_rows}"
         )
     selections = parse_table_mapping(table_mapping)
     settings = S3TargetSettings.from_dms(s3_settings)
-    writer = _FullLoadWriter(settings, sink or S3ObjectSink.for_target(settings), max_rows_per_file, clock)
+    stop = cdc.parse_stop_position(cdc_stop_position)
+    if migration_type == CDC and not cdc_start_position:
+        raise CdcStartPositionMissing(
+            "a cdc task needs CdcStartPosition (the RecoveryCheckpoint of an earlier task of the table)"
+        )
+    sink = sink or S3ObjectSink.for_target(settings)
+    writer = _FullLoadWriter(settings, sink, max_rows_per_file, clock)
     engine, created = open_source(source)
     try:
-        return FullLoadResult(
-            tuple(_load_table(engine, s, writer, batch_rows, map_boolean_as_boolean) for s in selections)
+        tables = [(selection.schema, selection.table) for selection in selections]
+        capture: cdc.ChangeCapture | None = None
+        start = 0
+        if migration_type == CDC:
+            capture = cdc.change_capture(engine, slot_name)
+            start = cdc.parse_checkpoint(str(cdc_start_position), capture.kind)
+            capture.resume(start, tables)
+        elif migration_type == FULL_LOAD_AND_CDC:
+            # Capture starts before the load reads, so that nothing committed meanwhile is lost.
+            capture = cdc.change_capture(engine, slot_name)
+            start = capture.prepare(tables)
+        loads: list[TableStatistics | None] = [
+            None
+            if migration_type == CDC
+            else _load_table(engine, s, writer, batch_rows, map_boolean_as_boolean)
+            for s in selections
+        ]
+        if capture is None:
+            return ReplicationResult(tuple(load for load in loads if load is not None))
+        window = capture.read(start, stop, tables)
+        change_writer = _ChangeWriter(settings, sink, max_rows_per_file, clock)
+        return ReplicationResult(
+            tuple(
+                _capture_table(
+                    engine,
+                    selection,
+                    window.of(selection.schema, selection.table),
+                    change_writer,
+                    load,
+                    batch_rows,
+                    map_boolean_as_boolean,
+                )
+                for selection, load in zip(selections, loads, strict=True)
+            ),
+            recovery_checkpoint=cdc.format_checkpoint(capture.kind, window.end),
         )
     finally:
         if created:
@@ -171,7 +290,9 @@ def _load_table(
                 connection, selection.schema, selection.table, map_boolean_as_boolean=map_boolean_as_boolean
             )
             writer.check_columns(selection, source_table.arrow_schema)
-            batches = source_table.batches(connection, selection.filters, batch_rows)
+            batches = source_table.batches(
+                connection, selection.filters, batch_rows, columns=selection.include_columns
+            )
             for uri, file_rows in writer.write_table(selection, batches):
                 files.append(uri)
                 rows += file_rows
@@ -187,6 +308,58 @@ def _load_table(
         files=tuple(files),
         started_at=started_at,
         finished_at=writer.clock(),
+    )
+
+
+def _capture_table(
+    engine: Engine,
+    selection: TableSelection,
+    changes: Sequence[cdc.Change],
+    writer: _ChangeWriter,
+    load: TableStatistics | None,
+    batch_rows: int,
+    map_boolean_as_boolean: bool,
+) -> TableStatistics:
+    """Write one table's changes of the window as CDC files, after its full load (``load``) if any."""
+    if load is not None and load.state == TABLE_ERROR:
+        return load
+    started_at = load.started_at if load is not None else writer.clock()
+    files = list(load.files) if load is not None else []
+    counts = dict.fromkeys("IUD", 0)
+    state, error_message = TABLE_COMPLETED, None
+    try:
+        with engine.connect() as connection:
+            source_table = reflect_table(
+                connection, selection.schema, selection.table, map_boolean_as_boolean=map_boolean_as_boolean
+            )
+            writer.check_columns(selection, source_table.arrow_schema)
+            if changes:
+                batches = cdc.change_batches(
+                    connection,
+                    source_table,
+                    changes,
+                    selection.filters,
+                    batch_rows,
+                    selection.include_columns,
+                )
+                for uri, ops in writer.write_table(selection, batches):
+                    files.append(uri)
+                    for op in ops:
+                        counts[op] += 1
+    except (SourceTableError, SQLAlchemyError, pa.ArrowException) as error:
+        state, error_message = TABLE_ERROR, _table_error_message(selection, error)
+    return TableStatistics(
+        schema=selection.schema,
+        table=selection.table,
+        full_load_rows=load.full_load_rows if load is not None else 0,
+        state=state,
+        error_message=error_message,
+        files=tuple(files),
+        started_at=started_at,
+        finished_at=writer.clock(),
+        inserts=counts["I"],
+        updates=counts["U"],
+        deletes=counts["D"],
     )
 
 
@@ -217,12 +390,7 @@ class _FullLoadWriter:
 
     def check_columns(self, selection: TableSelection, source_schema: pa.Schema) -> None:
         """A source column named like a column DMS adds would make the file ambiguous: refuse the table."""
-        for dms_field in self._dms_fields:
-            if dms_field.name in source_schema.names:
-                raise SourceTableError(
-                    f"{selection.schema}.{selection.table} has a column {dms_field.name!r}, which is also "
-                    "the name of a column DMS adds (Op or TimestampColumnName): rename one of them"
-                )
+        _check_dms_column_names(selection, source_schema, self.settings)
 
     def write_table(
         self, selection: TableSelection, batches: Iterator[pa.RecordBatch]
@@ -231,26 +399,13 @@ class _FullLoadWriter:
 
         Nothing is written for a table without rows, so its folder never appears.
         """
-        pending: list[pa.RecordBatch] = []
-        pending_rows = 0
-        sequence = 0
-        for batch in batches:
-            batch = self._with_dms_columns(batch)
-            while batch.num_rows:
-                take = min(self.max_rows - pending_rows, batch.num_rows)
-                pending.append(batch.slice(0, take))
-                pending_rows += take
-                batch = batch.slice(take)
-                if pending_rows == self.max_rows:
-                    sequence += 1
-                    yield self._write_file(selection, sequence, pending), pending_rows
-                    pending, pending_rows = [], 0
-        if pending_rows:
-            sequence += 1
-            yield self._write_file(selection, sequence, pending), pending_rows
+        laid_out = (self._with_dms_columns(batch, selection) for batch in batches)
+        for sequence, file_batches in enumerate(_files_of(laid_out, self.max_rows), start=1):
+            yield self._write_file(selection, sequence, file_batches), sum(b.num_rows for b in file_batches)
 
-    def _with_dms_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Prefix ``Op`` and the timestamp column; the transfer time is taken as the batch is read."""
+    def _with_dms_columns(self, batch: pa.RecordBatch, selection: TableSelection) -> pa.RecordBatch:
+        """Prefix ``Op`` and the timestamp column (the transfer time is taken as the batch is read);
+        a null ``AR_H_CHANGE_SEQ`` last when the mapping adds it."""
         transfer_time = self.clock()
         if transfer_time.tzinfo is not None:
             transfer_time = transfer_time.astimezone(dt.UTC)
@@ -260,8 +415,12 @@ class _FullLoadWriter:
         if self.settings.timestamp_column_name:
             constants.append(transfer_time.strftime(DMS_TIMESTAMP_FORMAT))
         arrays = [pa.repeat(pa.scalar(value, pa.string()), batch.num_rows) for value in constants]
-        schema = pa.schema([*self._dms_fields, *batch.schema])
-        return pa.RecordBatch.from_arrays([*arrays, *batch.columns], schema=schema)
+        fields = [*self._dms_fields, *batch.schema]
+        arrays += batch.columns
+        if selection.change_sequence:
+            fields.append(pa.field(CHANGE_SEQUENCE_COLUMN, pa.string()))
+            arrays.append(pa.nulls(batch.num_rows, pa.string()))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
     def _write_file(self, selection: TableSelection, sequence: int, batches: Sequence[pa.RecordBatch]) -> str:
         key = self.settings.object_key(selection.schema, selection.table, full_load_file_name(sequence))
@@ -275,11 +434,105 @@ class _FullLoadWriter:
         return self.sink.uri(key)
 
 
+def _files_of(batches: Iterator[pa.RecordBatch], max_rows: int) -> Iterator[list[pa.RecordBatch]]:
+    """The batches regrouped into files of ``max_rows`` rows each (the last one may hold fewer)."""
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in batches:
+        while batch.num_rows:
+            take = min(max_rows - pending_rows, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            pending_rows += take
+            batch = batch.slice(take)
+            if pending_rows == max_rows:
+                yield pending
+                pending, pending_rows = [], 0
+    if pending_rows:
+        yield pending
+
+
+def _check_dms_column_names(
+    selection: TableSelection, source_schema: pa.Schema, settings: S3TargetSettings
+) -> None:
+    added = [OP_COLUMN, settings.timestamp_column_name or ""]
+    if selection.change_sequence:
+        added.append(CHANGE_SEQUENCE_COLUMN)
+    for name in added:
+        if name and name in source_schema.names:
+            raise SourceTableError(
+                f"{selection.schema}.{selection.table} has a column {name!r}, which is also the name of a "
+                "column DMS adds (Op, TimestampColumnName or AR_H_CHANGE_SEQ): rename one of them"
+            )
+
+
+@dataclass
+class _ChangeWriter:
+    """Turns a table's changes into DMS's CDC files, named by the time of writing, ``max_rows`` rows each.
+
+    File names are strictly increasing over the whole task run: a name that would not sort after the
+    previous one is moved a millisecond past it.
+    """
+
+    settings: S3TargetSettings
+    sink: ObjectSink
+    max_rows: int
+    clock: Callable[[], dt.datetime]
+    _last_written: dt.datetime | None = field(default=None, init=False)
+
+    def check_columns(self, selection: TableSelection, source_schema: pa.Schema) -> None:
+        _check_dms_column_names(selection, source_schema, self.settings)
+
+    def write_table(
+        self, selection: TableSelection, batches: Iterator[pa.RecordBatch]
+    ) -> Iterator[tuple[str, list[str]]]:
+        """Write the changes as CDC files; yield each file's URI and its rows' ``Op`` values."""
+        laid_out = (self._dms_layout(batch, selection) for batch in batches)
+        for file_batches in _files_of(laid_out, self.max_rows):
+            yield self._write_file(selection, file_batches)
+
+    def _dms_layout(self, batch: pa.RecordBatch, selection: TableSelection) -> pa.RecordBatch:
+        """``Op``, the commit time (when configured), the source columns, ``AR_H_CHANGE_SEQ`` (when added)."""
+        op, commit_time, sequence = batch.column(0), batch.column(1), batch.column(2)
+        fields = [pa.field(OP_COLUMN, pa.string(), nullable=False)]
+        arrays = [op]
+        if self.settings.timestamp_column_name:
+            fields.append(pa.field(self.settings.timestamp_column_name, pa.string(), nullable=False))
+            arrays.append(commit_time)
+        fields += list(batch.schema)[3:]
+        arrays += batch.columns[3:]
+        if selection.change_sequence:
+            fields.append(pa.field(CHANGE_SEQUENCE_COLUMN, pa.string()))
+            arrays.append(sequence)
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _file_time(self) -> dt.datetime:
+        moment = self.clock()
+        moment = moment.astimezone(dt.UTC) if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+        moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        if self._last_written is not None and moment <= self._last_written:
+            moment = self._last_written + dt.timedelta(milliseconds=1)
+        self._last_written = moment
+        return moment
+
+    def _write_file(
+        self, selection: TableSelection, batches: Sequence[pa.RecordBatch]
+    ) -> tuple[str, list[str]]:
+        key = self.settings.object_key(selection.schema, selection.table, cdc_file_name(self._file_time()))
+        table = pa.Table.from_batches(batches)
+        with self.sink.open(key) as stream:
+            pq.write_table(
+                table, stream, version=self.settings.parquet_version, compression=self.settings.compression
+            )
+        return self.sink.uri(key), [str(op) for op in table.column(OP_COLUMN).to_pylist()]
+
+
 def parse_table_mapping(table_mapping: str | Mapping[str, Any]) -> list[TableSelection]:
-    """The tables a DMS table mapping selects, in rule order, with their source filters.
+    """The tables a DMS table mapping selects, in rule order, with their source filters and the
+    columns their transformation rules include or add.
 
     Rejects, as DMS does at task creation, what DMS would reject; and rejects what the stand-in does
-    not honour (wildcards, transformation rules) rather than writing files DMS would not write.
+    not honour (wildcards, transformation rules other than ``add-column`` of ``$AR_H_CHANGE_SEQ`` and
+    ``include-column``) rather than writing files DMS would not write.
     """
     document = _decode(table_mapping)
     rules = document.get("rules")
@@ -287,12 +540,16 @@ def parse_table_mapping(table_mapping: str | Mapping[str, Any]) -> list[TableSel
         raise TableMappingError("table mapping needs a non-empty 'rules' list")
     included: dict[tuple[str, str], TableSelection] = {}
     excluded: set[tuple[str, str]] = set()
+    transformations: list[tuple[str, Mapping[str, Any]]] = []
     for position, rule in enumerate(rules, start=1):
         if not isinstance(rule, Mapping):
             raise TableMappingError(f"rule {position} is not an object")
         name = f"rule {rule.get('rule-name', position)!s}"
         rule_type = rule.get("rule-type")
         if rule_type in _IGNORED_RULE_TYPES:
+            continue
+        if rule_type == "transformation":
+            transformations.append((name, rule))
             continue
         if rule_type != "selection":
             raise TableMappingError(f"{name}: rule-type {rule_type!r} is not supported by the DMS stand-in")
@@ -310,10 +567,53 @@ def parse_table_mapping(table_mapping: str | Mapping[str, Any]) -> list[TableSel
             raise TableMappingError(
                 f"{name}: rule-action {action!r} is not one of include, exclude, explicit"
             )
-    selections = [selection for key, selection in included.items() if key not in excluded]
+    selections = {key: selection for key, selection in included.items() if key not in excluded}
     if not selections:
         raise TableMappingError("table mapping selects no table")
-    return selections
+    for name, rule in transformations:
+        key, change = _transformation(rule, name)
+        if key not in selections:
+            raise TableMappingError(f"{name}: {key[0]}.{key[1]} is not a table the mapping selects")
+        selection = selections[key]
+        if change is None:
+            selections[key] = replace(selection, change_sequence=True)
+        elif change in selection.include_columns:
+            raise TableMappingError(f"{name}: column {change!r} is included by more than one rule")
+        else:
+            selections[key] = replace(selection, include_columns=(*selection.include_columns, change))
+    return list(selections.values())
+
+
+def _transformation(rule: Mapping[str, Any], name: str) -> tuple[tuple[str, str], str | None]:
+    """The table a transformation rule applies to, and the column it includes (None: it adds
+    ``AR_H_CHANGE_SEQ``); any other transformation is refused, naming the rule."""
+    action = rule.get("rule-action")
+    target = rule.get("rule-target")
+    key = _object_locator(rule, name)
+    if action == "add-column" and target == "column":
+        if (
+            rule.get("value") != CHANGE_SEQUENCE_COLUMN
+            or rule.get("expression") != _CHANGE_SEQUENCE_EXPRESSION
+        ):
+            raise TableMappingError(
+                f"{name}: add-column of {rule.get('value')!r} = {rule.get('expression')!r} is not supported "
+                f"by the DMS stand-in (it adds only {CHANGE_SEQUENCE_COLUMN} = {_CHANGE_SEQUENCE_EXPRESSION})"
+            )
+        data_type = rule.get("data-type", {"type": "string"})
+        if not isinstance(data_type, Mapping) or data_type.get("type") != "string":
+            raise TableMappingError(
+                f"{name}: {CHANGE_SEQUENCE_COLUMN} must be added as a string, got {data_type!r}"
+            )
+        return key, None
+    if action == "include-column" and target == "column":
+        column = rule["object-locator"].get("column-name")
+        if not isinstance(column, str) or not column or "%" in column:
+            raise TableMappingError(f"{name}: include-column needs an exact object-locator column-name")
+        return key, column
+    raise TableMappingError(
+        f"{name}: transformation rule-action {action!r} on rule-target {target!r} is not supported by the "
+        f"DMS stand-in (it honours add-column of {_CHANGE_SEQUENCE_EXPRESSION} and include-column)"
+    )
 
 
 def _decode(table_mapping: str | Mapping[str, Any]) -> Mapping[str, Any]:

@@ -27,7 +27,7 @@ class UnsupportedTargetSettings(ValueError):
 
 @dataclass(frozen=True)
 class S3TargetSettings:
-    """The parts of a DMS S3 target endpoint's ``S3Settings`` that decide what a full load writes."""
+    """The parts of a DMS S3 target endpoint's ``S3Settings`` that decide what a task writes."""
 
     bucket_name: str
     bucket_folder: str = ""
@@ -36,6 +36,11 @@ class S3TargetSettings:
     parquet_version: str = "1.0"
     compression: str = "none"
     put_arguments: Mapping[str, str] = field(default_factory=dict)
+    cdc_max_batch_interval: int = 60
+    """``CdcMaxBatchInterval`` (seconds) and ``CdcMinFileSize`` (KB) shape when DMS closes a CDC file;
+    the stand-in writes one CDC file per table per task run (more only past its row limit), so both
+    are checked and kept, but change no file."""
+    cdc_min_file_size: int = 32000
 
     @classmethod
     def from_dms(cls, settings: Mapping[str, Any]) -> S3TargetSettings:
@@ -60,10 +65,12 @@ class S3TargetSettings:
             parquet_version=_choice(settings, "ParquetVersion", "parquet-1-0", _PARQUET_VERSIONS),
             compression=_choice(settings, "CompressionType", "none", _COMPRESSIONS),
             put_arguments=_encryption(settings),
+            cdc_max_batch_interval=_positive(settings, "CdcMaxBatchInterval", 60),
+            cdc_min_file_size=_positive(settings, "CdcMinFileSize", 32000),
         )
 
     def object_key(self, schema: str, table: str, file_name: str) -> str:
-        """``<BucketFolder>/<schema>/<table>/<file>``, the layout DMS uses for full-load files."""
+        """``<BucketFolder>/<schema>/<table>/<file>``, the layout DMS uses for LOAD and CDC files."""
         return "/".join(part for part in (self.bucket_folder, schema, table, file_name) if part)
 
 
@@ -75,6 +82,16 @@ def _flag(settings: Mapping[str, Any], name: str) -> bool:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise UnsupportedTargetSettings(f"{name} must be true or false, got {value!r}")
+
+
+def _positive(settings: Mapping[str, Any], name: str, default: int) -> int:
+    """A whole-number setting greater than zero (JSON number or its text)."""
+    value = settings.get(name, default)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UnsupportedTargetSettings(f"{name} must be a whole number greater than 0, got {value!r}")
+    return value
 
 
 def _choice(settings: Mapping[str, Any], name: str, default: str, choices: Mapping[str, str]) -> str:

@@ -171,41 +171,98 @@ class _ColumnPlan:
 
 
 class SourceTable:
-    """A reflected source table: its Arrow schema and a reader of filtered record batches."""
+    """A reflected source table: its Arrow schema and a reader of filtered record batches.
 
-    def __init__(self, table: sa.Table, plans: Sequence[_ColumnPlan], dialect: str = "") -> None:
+    ``columns`` (where a method takes it) limits what is read to those source columns, in table
+    order, as DMS's ``include-column`` transformation rules do; filters may still name any column.
+    """
+
+    def __init__(
+        self,
+        table: sa.Table,
+        plans: Sequence[_ColumnPlan],
+        dialect: str = "",
+        *,
+        map_boolean_as_boolean: bool = True,
+    ) -> None:
         self.table = table
         self.dialect = dialect
+        self.map_boolean_as_boolean = map_boolean_as_boolean
         self._plans = tuple(plans)
         self.arrow_schema = pa.schema([pa.field(plan.name, plan.arrow_type) for plan in self._plans])
 
-    def select(self, filters: Sequence[SourceFilter]) -> sa.Select[Any]:
-        """The full-load query: every column, filters ANDed, each filter's conditions ORed."""
-        statement = sa.select(*(plan.select for plan in self._plans))
+    def plans(self, columns: Sequence[str] = ()) -> tuple[_ColumnPlan, ...]:
+        """The plans of ``columns`` (every column when empty); a column the table lacks is a table error."""
+        if not columns:
+            return self._plans
+        missing = [name for name in columns if name not in self.table.columns]
+        if missing:
+            raise SourceTableError(
+                f"include-column names {', '.join(map(repr, missing))}, which "
+                f"{self.table.schema}.{self.table.name} does not have"
+            )
+        return tuple(plan for plan in self._plans if plan.name in columns)
+
+    def output_schema(self, columns: Sequence[str] = ()) -> pa.Schema:
+        return pa.schema([pa.field(plan.name, plan.arrow_type) for plan in self.plans(columns)])
+
+    def staged(self, stage: sa.Table) -> SourceTable:
+        """The same column plans, reading the same-named columns of ``stage`` (a copy of this table)."""
+        plans = [_plan_column(stage.columns[c.name], self.dialect, self.map_boolean_as_boolean)
+                 for c in self.table.columns]  # fmt: skip
+        return SourceTable(stage, plans, self.dialect, map_boolean_as_boolean=self.map_boolean_as_boolean)
+
+    def select(self, filters: Sequence[SourceFilter], columns: Sequence[str] = ()) -> sa.Select[Any]:
+        """The full-load query: the columns, filters ANDed, each filter's conditions ORed."""
+        statement = sa.select(*(plan.select for plan in self.plans(columns)))
         for source_filter in filters:
             statement = statement.where(filter_clause(self.table, source_filter, self.dialect))
         return statement
 
     def batches(
-        self, connection: Connection, filters: Sequence[SourceFilter], batch_rows: int
+        self,
+        connection: Connection,
+        filters: Sequence[SourceFilter],
+        batch_rows: int,
+        columns: Sequence[str] = (),
     ) -> Iterator[pa.RecordBatch]:
         """Stream the filtered rows as record batches of at most ``batch_rows`` rows.
 
         ``yield_per`` makes PostgreSQL use a server-side cursor, so a big table is never held in memory.
         A SQLite time column holding text that is no time raises :class:`FilterValueError` naming it.
         """
+        return self.read(connection, self.select(filters, columns), batch_rows, columns=columns)
+
+    def read(
+        self,
+        connection: Connection,
+        statement: sa.Select[Any],
+        batch_rows: int,
+        *,
+        leading: Sequence[pa.Field] = (),
+        columns: Sequence[str] = (),
+    ) -> Iterator[pa.RecordBatch]:
+        """Run ``statement``, whose result is ``leading`` columns (taken as they come) and then the
+        planned ``columns``, and stream it as record batches typed as a full load types them."""
+        plans = self.plans(columns)
+        schema = pa.schema([*leading, *(pa.field(plan.name, plan.arrow_type) for plan in plans)])
         time_keys = _SqliteTimeKeys.register(connection) if connection.dialect.name == "sqlite" else None
         try:
-            result = connection.execution_options(yield_per=batch_rows).execute(self.select(filters))
+            # Per statement: Connection.execution_options would change every later statement too.
+            result = connection.execute(statement, execution_options={"yield_per": batch_rows})
             for rows in result.partitions():
-                columns = list(zip(*rows, strict=True))
+                columns_of_rows = list(zip(*rows, strict=True))
                 arrays = [
+                    pa.array(values, type=field.type)
+                    for field, values in zip(leading, columns_of_rows, strict=False)
+                ]
+                arrays += [
                     pa.array(
                         [plan.convert(v) for v in values] if plan.convert else values, type=plan.arrow_type
                     )
-                    for plan, values in zip(self._plans, columns, strict=True)
+                    for plan, values in zip(plans, columns_of_rows[len(leading) :], strict=True)
                 ]
-                yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
         except OperationalError:
             # sqlite3 reports a failing function only as "user-defined function raised exception".
             if time_keys is not None and time_keys.unreadable is not None:
@@ -229,7 +286,10 @@ def reflect_table(
         raise SourceTableError(f"cannot read the definition of {schema}.{name}: {_reason(error)}") from None
     dialect = connection.dialect.name
     return SourceTable(
-        table, [_plan_column(c, dialect, map_boolean_as_boolean) for c in table.columns], dialect
+        table,
+        [_plan_column(c, dialect, map_boolean_as_boolean) for c in table.columns],
+        dialect,
+        map_boolean_as_boolean=map_boolean_as_boolean,
     )
 
 

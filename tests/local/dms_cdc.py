@@ -1,0 +1,179 @@
+"""Driving the DMS stand-in's CDC through boto3 against moto, as the product's Lambdas drive AWS DMS.
+
+One :class:`DmsCdcDriver` per test: a source endpoint (for PostgreSQL naming the test's own replication
+slot), a replication instance, and per task a target endpoint of its own bucket folder; each task is
+created, started with its CDC positions, described until it stops, and its files and table statistics
+read back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icetide_local.standins.dms.data_mover import source_endpoint_settings
+
+BUCKET = "raw"
+TIMESTAMP_COLUMN = "dms_timestamp"
+
+
+def selection_rule(schema: str, table: str, *filters: dict[str, Any]) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "rule-type": "selection",
+        "rule-id": "1",
+        "rule-name": "1",
+        "object-locator": {"schema-name": schema, "table-name": table},
+        "rule-action": "include",
+    }
+    if filters:
+        rule["filters"] = list(filters)
+    return rule
+
+
+def change_sequence_rule(schema: str, table: str) -> dict[str, Any]:
+    """The rule the product's CDC tasks carry, exactly as the Lambdas write it."""
+    return {
+        "rule-type": "transformation",
+        "rule-id": "2",
+        "rule-name": "add-change-sequence",
+        "rule-target": "column",
+        "object-locator": {"schema-name": schema, "table-name": table},
+        "rule-action": "add-column",
+        "value": "AR_H_CHANGE_SEQ",
+        "expression": "$AR_H_CHANGE_SEQ",
+        "data-type": {"type": "string", "length": 35},
+    }
+
+
+def include_column_rule(rule_id: int, schema: str, table: str, column: str) -> dict[str, Any]:
+    return {
+        "rule-type": "transformation",
+        "rule-id": str(rule_id),
+        "rule-name": f"keep-{column}",
+        "rule-target": "column",
+        "object-locator": {"schema-name": schema, "table-name": table, "column-name": column},
+        "rule-action": "include-column",
+    }
+
+
+def cdc_mapping(schema: str, table: str, *filters: dict[str, Any]) -> dict[str, Any]:
+    return {"rules": [selection_rule(schema, table, *filters), change_sequence_rule(schema, table)]}
+
+
+def stop_at_next_second() -> str:
+    """Wait until just past the next whole second; that second, as a ``CdcStopPosition``.
+
+    Everything committed before the call is at or before the stop position, everything after it is
+    later: the stop position has whole seconds only.
+    """
+    now = dt.datetime.now(dt.UTC)
+    boundary = now.replace(microsecond=0) + dt.timedelta(seconds=1)
+    time.sleep((boundary - now).total_seconds() + 0.05)
+    return f"server_time:{boundary:%Y-%m-%dT%H:%M:%S}"
+
+
+@dataclass
+class TaskOutcome:
+    described: dict[str, Any]
+    statistics: list[dict[str, Any]]
+    files: dict[str, list[tuple[str, pa.Table]]]
+    """Per table: (file name, contents) in name order."""
+
+    def rows(self, table: str, *columns: str) -> list[tuple[Any, ...]]:
+        return [
+            tuple(row[column] for column in columns)
+            for _, contents in self.files.get(table, [])
+            for row in contents.to_pylist()
+        ]
+
+    def file_names(self, table: str) -> list[str]:
+        return [name for name, _ in self.files.get(table, [])]
+
+    def table_statistics(self, table: str) -> dict[str, Any]:
+        [entry] = [entry for entry in self.statistics if entry["TableName"] == table]
+        return dict(entry)
+
+
+class DmsCdcDriver:
+    def __init__(self, session: Any, source_url: str, slot_name: str) -> None:
+        self.dms = session.client("dms")
+        self.s3 = session.client("s3")
+        self.s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        self.source_arn = self.dms.create_endpoint(
+            EndpointIdentifier="source",
+            EndpointType="source",
+            **source_endpoint_settings(source_url, slot_name=slot_name),
+        )["Endpoint"]["EndpointArn"]
+        self.instance_arn = self.dms.create_replication_instance(
+            ReplicationInstanceIdentifier="instance", ReplicationInstanceClass="dms.t3.medium"
+        )["ReplicationInstance"]["ReplicationInstanceArn"]
+        self.tasks = 0
+
+    def run(
+        self,
+        migration_type: str,
+        mapping: dict[str, Any],
+        *,
+        start: str | None = None,
+        stop: str | None = None,
+        extra_s3_settings: dict[str, Any] | None = None,
+    ) -> TaskOutcome:
+        self.tasks += 1
+        folder = f"bronze/run-{self.tasks}"
+        target_arn = self.dms.create_endpoint(
+            EndpointIdentifier=f"target-{self.tasks}",
+            EndpointType="target",
+            EngineName="s3",
+            S3Settings={
+                "BucketName": BUCKET,
+                "BucketFolder": folder,
+                "DataFormat": "parquet",
+                "ParquetVersion": "parquet-2-0",
+                "TimestampColumnName": TIMESTAMP_COLUMN,
+                "IncludeOpForFullLoad": True,
+                "CdcMaxBatchInterval": 60,
+                "CdcMinFileSize": 32000,
+                **(extra_s3_settings or {}),
+            },
+        )["Endpoint"]["EndpointArn"]
+        task_arn = self.dms.create_replication_task(
+            ReplicationTaskIdentifier=f"task-{self.tasks}",
+            SourceEndpointArn=self.source_arn,
+            TargetEndpointArn=target_arn,
+            ReplicationInstanceArn=self.instance_arn,
+            MigrationType=migration_type,
+            TableMappings=json.dumps(mapping),
+        )["ReplicationTask"]["ReplicationTaskArn"]
+        self.describe(task_arn)  # creating -> ready
+        positions = {"CdcStartPosition": start, "CdcStopPosition": stop}
+        self.dms.start_replication_task(
+            ReplicationTaskArn=task_arn,
+            StartReplicationTaskType="start-replication",
+            **{name: value for name, value in positions.items() if value},
+        )
+        self.describe(task_arn)  # starting -> running: the data moves
+        described = self.describe(task_arn)  # running -> stopped (or failed)
+        statistics = self.dms.describe_table_statistics(ReplicationTaskArn=task_arn)["TableStatistics"]
+        return TaskOutcome(described, statistics, self._files(folder))
+
+    def describe(self, task_arn: str) -> dict[str, Any]:
+        [task] = self.dms.describe_replication_tasks(
+            Filters=[{"Name": "replication-task-arn", "Values": [task_arn]}]
+        )["ReplicationTasks"]
+        return dict(task)
+
+    def _files(self, folder: str) -> dict[str, list[tuple[str, pa.Table]]]:
+        listed = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{folder}/").get("Contents", [])
+        files: dict[str, list[tuple[str, pa.Table]]] = {}
+        for key in sorted(entry["Key"] for entry in listed):
+            table, name = key.split("/")[-2:]
+            body = self.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+            files.setdefault(table, []).append((name, pq.read_table(io.BytesIO(body))))
+        return files

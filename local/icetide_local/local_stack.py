@@ -23,6 +23,7 @@ from unittest import mock
 from icetide.clock import stored_time
 from icetide.control.codec import from_typed_json
 from icetide_local.cycle_report import CycleReport, TableRun
+from icetide_local.standins.dms.cdc import DEFAULT_SLOT_NAME
 from icetide_local.standins.dms.data_mover import replicator_mover, source_endpoint_settings
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.standins.glue_spark import SparkGlueJob
@@ -79,7 +80,8 @@ class LocalStack(TableRunHarness):
             substitutions={**FAST_WAITS, **(substitutions or {})},
             glue_runner=self.glue_job,
             dms=DmsLifecycle(mover=replicator_mover(source_url)),
-            source_endpoint_settings=source_endpoint_settings(source_url),
+            # A PostgreSQL source endpoint names the replication slot CDC tasks read, as on AWS.
+            source_endpoint_settings=source_endpoint_settings(source_url, slot_name=DEFAULT_SLOT_NAME),
             environment=LOCAL_ENVIRONMENT,
         )
         self.start_workflow_function = ""

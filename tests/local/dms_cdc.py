@@ -17,11 +17,30 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import sqlalchemy as sa
 
 from icetide_local.standins.dms.data_mover import source_endpoint_settings
 
 BUCKET = "raw"
 TIMESTAMP_COLUMN = "dms_timestamp"
+
+
+def drop_slot(source, slot: str) -> None:
+    """Slots outlive the test's schema: drop the test's own, so the session server keeps no WAL for it."""
+    if source.dialect == "postgresql":
+        with source.engine.begin() as connection:
+            connection.execute(
+                sa.text("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                        "WHERE slot_name = :slot"),
+                {"slot": slot},
+            )  # fmt: skip
+
+
+def execute(source, *statements: str) -> None:
+    """Each statement in its own transaction, as separate commits."""
+    for statement in statements:
+        with source.engine.begin() as connection:
+            connection.execute(sa.text(statement.replace("{schema}", source.schema)))
 
 
 def selection_rule(schema: str, table: str, *filters: dict[str, Any]) -> dict[str, Any]:

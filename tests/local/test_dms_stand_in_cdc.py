@@ -28,6 +28,8 @@ from local.dms_cdc import (
     DmsCdcDriver,
     TaskOutcome,
     cdc_mapping,
+    drop_slot,
+    execute,
     include_column_rule,
     selection_rule,
     stop_at_next_second,
@@ -60,24 +62,6 @@ def dms(source_db, monkeypatch) -> Iterator[DmsCdcDriver]:
     with mock_aws(), DmsLifecycle(mover=replicator_mover(source_db.url)).install():
         yield DmsCdcDriver(boto3.Session(region_name="eu-west-1"), source_db.url, slot)
     drop_slot(source_db, slot)
-
-
-def drop_slot(source_db, slot: str) -> None:
-    """Slots outlive the test's schema: drop the test's own, so the session server keeps no WAL for it."""
-    if source_db.dialect == "postgresql":
-        with source_db.engine.begin() as connection:
-            connection.execute(
-                sa.text("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                        "WHERE slot_name = :slot"),
-                {"slot": slot},
-            )  # fmt: skip
-
-
-def execute(source_db, *statements: str) -> None:
-    """Each statement in its own transaction, as separate commits."""
-    for statement in statements:
-        with source_db.engine.begin() as connection:
-            connection.execute(sa.text(statement.replace("{schema}", source_db.schema)))
 
 
 def deleted(source_db, key: int, item: str, qty: int) -> tuple[Any, ...]:

@@ -123,6 +123,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             f"(default {DEFAULT_TOMBSTONE_RETENTION_DAYS})"
         ),
     )
+    run.add_argument(
+        "--reconcile",
+        default="",
+        metavar="DIR",
+        help=(
+            "folder of a key-only full load of the source (DMS parquet: Op, the timestamp column, the "
+            "keys); silver keys it lacks, changed at or before --reconcile-started-at, are deleted "
+            "(soft-deleted with --delete-mode soft) in this run's commit. Merge tables only"
+        ),
+    )
+    run.add_argument(
+        "--reconcile-expected-rows",
+        default="",
+        metavar="N",
+        help=(
+            "rows DMS reported for the key extraction; refused (BronzeRowCountMismatch) when the folder "
+            "holds another number. An empty or missing folder needs 0 here to mean an empty source"
+        ),
+    )
+    run.add_argument(
+        "--reconcile-started-at",
+        default="",
+        metavar="TIME",
+        help="when the key extraction started, ISO-8601 UTC (2026-11-24T10:00:00Z); needed with --reconcile",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -149,6 +174,9 @@ def job_arguments(args: argparse.Namespace) -> JobArguments:
             "expected_rows": args.expected_rows,
             "delete_mode": args.delete_mode,
             "tombstone_retention_days": args.tombstone_retention_days,
+            "reconcile_uri": str(Path(args.reconcile).resolve()) if args.reconcile else "",
+            "reconcile_expected_rows": args.reconcile_expected_rows,
+            "reconcile_started_at": args.reconcile_started_at,
         }
     )
 

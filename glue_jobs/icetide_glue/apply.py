@@ -12,7 +12,15 @@ from pyspark.storagelevel import StorageLevel
 from icetide_glue.columns import ACTION, CHANGE_TS, REMEMBER
 from icetide_glue.commit import commit_with_properties
 from icetide_glue.silver import SilverTable
-from icetide_glue.sql import MEMORY_COLUMNS, ChangeAction, classify_changes_sql, memory_merge_sql, merge_sql
+from icetide_glue.sql import (
+    MEMORY_COLUMNS,
+    ChangeAction,
+    classify_changes_sql,
+    expired_memory_condition,
+    memory_merge_sql,
+    merge_sql,
+    prune_memory_sql,
+)
 
 CHANGES_VIEW = "icetide_changes"
 CHANGES_TO_APPLY_VIEW = "icetide_changes_to_apply"
@@ -86,33 +94,41 @@ def classify_changes(
 
 
 def remember_changes(
-    spark: SparkSession,
-    memory: SilverTable,
-    classified: ClassifiedChanges,
-    keys: Sequence[str],
-    retention_days: int,
+    spark: SparkSession, memory: SilverTable, classified: ClassifiedChanges, keys: Sequence[str]
 ) -> None:
-    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver MERGE,
-    pruning entries older than ``retention_days`` before the batch's newest change time.
+    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver MERGE.
 
     If the silver commit then fails, the entries are harmless: a delete equal to its tombstone
     still removes the row on the retry, and a skipped update only recorded what silver already
-    holds. Nothing to remember: no commit (pruning waits for the next run that remembers).
+    holds. Nothing to remember: no commit.
     """
     remembered = classified.frame.where(F.col(REMEMBER)).select(*keys, *MEMORY_COLUMNS)
     if not remembered.take(1):
         return
-    newest_micros = _newest_change_micros(classified.frame)
     remembered.createOrReplaceTempView(CHANGES_TO_REMEMBER_VIEW)
-    statement = memory_merge_sql(
-        memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys, newest_micros - retention_days * _MICROS_PER_DAY
-    )
-    spark.sql(statement)
+    spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
 
 
-def _newest_change_micros(frame: DataFrame) -> int:
-    row = frame.agg(F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest")).first()
-    return int(row["newest"]) if row is not None and row["newest"] is not None else 0
+def forget_expired_changes(
+    spark: SparkSession, memory: SilverTable, newest_change_micros: int, retention_days: int
+) -> None:
+    """Delete the tombstone entries older than ``retention_days`` before the batch's newest change
+    time, AFTER the silver commit (a commit of its own, only when there is something to delete).
+
+    Not before: the classification may be evaluated again while the run writes (Spark recomputes
+    a cached query whose table changed), and a retry after a failed silver commit classifies the
+    batch again; both must see every entry the first classification saw, or a change it found
+    too old would land.
+    """
+    prune_before = newest_change_micros - retention_days * _MICROS_PER_DAY
+    if spark.table(memory.sql_name).where(expired_memory_condition(prune_before)).take(1):
+        spark.sql(prune_memory_sql(memory.sql_name, prune_before))
+
+
+def newest_change_micros(classified: ClassifiedChanges) -> int | None:
+    """The batch's newest change time in epoch microseconds (None: no change)."""
+    row = classified.frame.agg(F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest")).first()
+    return int(row["newest"]) if row is not None and row["newest"] is not None else None
 
 
 def merge_changes(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TypeVar
 
@@ -32,6 +33,9 @@ OPTIONAL_ARGUMENTS = (
     "expected_rows",
     "delete_mode",
     "tombstone_retention_days",
+    "reconcile_uri",
+    "reconcile_expected_rows",
+    "reconcile_started_at",
 )
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
 
@@ -41,6 +45,9 @@ _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # summaries and SQL literals, so keep them to a plain alphabet.
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$")
 _ROW_COUNT = re.compile(r"[0-9]+")
+# An ISO-8601 instant with its zone (Z or an offset): a reconcile deletes by comparing with it, so
+# a time without zone, read in some machine's zone, could delete rows changed after the extraction.
+_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
 
 _Mode = TypeVar("_Mode", bound=StrEnum)
 ResolveOptions = Callable[[list[str], list[str]], Mapping[str, str]]
@@ -81,6 +88,12 @@ class JobArguments:
     # How long a deleted key (and a skipped update's change time) is remembered, counted back from
     # the batch's newest change time.
     tombstone_retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS
+    # A reconcile run: the folder of a key-only full load of the source, DMS's row count for it
+    # (None: not counted) and when that extraction started (UTC). Keys silver holds that the
+    # extraction lacks, unchanged since it started, are deleted (docs/glue-job.md, "Reconcile").
+    reconcile_uri: str | None = None
+    reconcile_expected_rows: int | None = None
+    reconcile_started_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -116,6 +129,42 @@ class JobArguments:
             raise InvalidJobArguments(
                 f"--tombstone_retention_days {self.tombstone_retention_days} must not be negative"
             )
+        self._check_reconcile()
+
+    def _check_reconcile(self) -> None:
+        if self.reconcile_uri is None:
+            given = [
+                name
+                for name, value in (
+                    ("--reconcile_expected_rows", self.reconcile_expected_rows),
+                    ("--reconcile_started_at", self.reconcile_started_at),
+                )
+                if value is not None
+            ]
+            if given:
+                raise InvalidJobArguments(
+                    f"{' and '.join(given)} given without --reconcile_uri: a reconcile needs the folder "
+                    "of its key extraction"
+                )
+            return
+        if self.load_mode is not LoadMode.MERGE:
+            raise InvalidJobArguments(
+                "--reconcile_uri needs --load_mode merge: a reconcile deletes keys silver holds and the "
+                "source lacks, and an append-only table has no keys"
+            )
+        if self.reconcile_started_at is None:
+            raise InvalidJobArguments(
+                "--reconcile_uri needs --reconcile_started_at (when the key extraction started, "
+                "e.g. 2026-11-24T10:00:00Z): rows changed after it must not be deleted"
+            )
+        if self.reconcile_started_at.utcoffset() != UTC.utcoffset(None):
+            raise InvalidJobArguments(
+                f"--reconcile_started_at {self.reconcile_started_at.isoformat()} must be a UTC time"
+            )
+        if self.reconcile_expected_rows is not None and self.reconcile_expected_rows < 0:
+            raise InvalidJobArguments(
+                f"--reconcile_expected_rows {self.reconcile_expected_rows} must not be negative"
+            )
 
     @property
     def database(self) -> str:
@@ -139,6 +188,7 @@ class JobArguments:
         load_mode = _choice(LoadMode, "--load_mode", optional("load_mode") or LoadMode.MERGE.value)
         delete_mode = _choice(DeleteMode, "--delete_mode", optional("delete_mode") or DeleteMode.HARD.value)
         retention = _row_count(optional("tombstone_retention_days"), "--tombstone_retention_days", "days")
+        reconcile_rows = _row_count(optional("reconcile_expected_rows"), "--reconcile_expected_rows")
         return cls(
             target_table=str(options["target_table"]).strip(),
             run_id=str(options["run_id"]).strip(),
@@ -153,6 +203,9 @@ class JobArguments:
             expected_rows=_row_count(optional("expected_rows")),
             delete_mode=delete_mode,
             tombstone_retention_days=DEFAULT_TOMBSTONE_RETENTION_DAYS if retention is None else retention,
+            reconcile_uri=optional("reconcile_uri"),
+            reconcile_expected_rows=reconcile_rows,
+            reconcile_started_at=_instant(optional("reconcile_started_at"), "--reconcile_started_at"),
         )
 
 
@@ -173,6 +226,26 @@ def _row_count(text: str | None, name: str = "--expected_rows", unit: str = "row
         what = "of rows (DMS's fullLoadRows)" if unit == "rows" else f"of {unit}"
         raise InvalidJobArguments(f"{name} {text!r} must be a whole number {what}, or empty")
     return int(text)
+
+
+def _instant(text: str | None, name: str) -> datetime | None:
+    """An ISO-8601 time with its zone (``2026-11-24T10:00:00Z``, fractions allowed) as a UTC
+    datetime; digits beyond microseconds are dropped (the time moves earlier, never later)."""
+    if text is None:
+        return None
+    if not _INSTANT.fullmatch(text):
+        raise InvalidJobArguments(
+            f"{name} {text!r} must be an ISO-8601 UTC time such as 2026-11-24T10:00:00Z "
+            "(fractions of a second allowed), or empty"
+        )
+    whole, zone = (text[:-1], "+00:00") if text.endswith("Z") else (text[:-6], text[-6:])
+    if "." in whole:
+        whole, fraction = whole.split(".")
+        whole = f"{whole}.{fraction[:6].ljust(6, '0')}"
+    try:
+        return datetime.fromisoformat(whole + zone).astimezone(UTC)
+    except ValueError as error:
+        raise InvalidJobArguments(f"{name} {text!r} is not a valid time: {error}") from None
 
 
 def split_column_list(text: str | None) -> tuple[str, ...]:

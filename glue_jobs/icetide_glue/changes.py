@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DataType,
     DecimalType,
     IntegralType,
+    LongType,
     StringType,
+    StructField,
     StructType,
     TimestampNTZType,
     TimestampType,
 )
+from pyspark.sql.window import WindowSpec
 
 from icetide_glue.columns import (
     CHANGE_SEQ,
@@ -32,6 +35,8 @@ from icetide_glue.columns import (
     DMS_OP_COLUMN,
     FILE_RANK,
     HAS_IMAGE,
+    IMAGE_SEQ,
+    IMAGE_TS,
     INSERT,
     OP,
     ROW_INDEX,
@@ -42,6 +47,9 @@ from icetide_glue.errors import BronzeSchemaError
 from icetide_glue.sql import quote_identifier
 
 _LATEST = "_icetide_latest"
+_IMAGE = "_icetide_image"
+# Working columns a change keeps when aligned to silver (for the classification and the MERGE).
+_CHANGE_WORKING_COLUMNS = (OP, HAS_IMAGE, IMAGE_TS, IMAGE_SEQ)
 # DMS's TimestampColumnName format, yyyy-MM-dd HH:mm:ss.SSSSSS (fractions optional, at most
 # microseconds). Spark's cast alone also accepts "2026", "2026-11" or a T, and reads those as times.
 DMS_TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
@@ -183,57 +191,113 @@ def source_schema(changes: DataFrame) -> StructType:
     return StructType([field for field in changes.schema.fields if not is_metadata_column(field.name)])
 
 
-def latest_change_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """One change per key: the latest by (change time, change sequence, file, position in file).
-
-    A missing sequence sorts below any sequence, as in the MERGE's order guard.
-    """
-    latest_first = Window.partitionBy(*[column(key) for key in keys]).orderBy(
+def _latest_first(keys: Sequence[str]) -> WindowSpec:
+    """A key's changes, latest first: by change time, change sequence (a missing one below any, as
+    in the MERGE's order guard), file, position in file."""
+    return Window.partitionBy(*[column(key) for key in keys]).orderBy(
         F.col(CHANGE_TS).desc(),
         F.col(CHANGE_SEQ).desc_nulls_last(),
         F.col(FILE_RANK).desc(),
         F.col(ROW_INDEX).desc(),
     )
+
+
+def latest_change_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """One change per key: the latest by (change time, change sequence, file, position in file)."""
     return (
-        changes.withColumn(_LATEST, F.row_number().over(latest_first))
+        changes.withColumn(_LATEST, F.row_number().over(_latest_first(keys)))
         .where(F.col(_LATEST) == 1)
         .drop(_LATEST)
     )
+
+
+def value_columns(columns: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """The source columns that are not keys: what a row's image holds."""
+    wanted = {key.lower() for key in keys}
+    return [c for c in columns if c.lower() not in wanted and not is_metadata_column(c)]
+
+
+def keep_latest_image(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """Mark which changes carry the row's values, and give a keys-only D the latest values known.
+
+    A D row whose non-key columns are all null (PostgreSQL's default replica identity sends only
+    the key) carries no values; a soft delete must still keep the row's last known values, never
+    nulls. So such a D takes the values of the key's latest change in this batch that has values
+    (an I or U before it), with that change's time and sequence in ``_icetide_image_ts`` /
+    ``_icetide_image_seq``; the classification keeps them only if they are newer than silver's
+    row (otherwise silver's values are the latest known). Every other change carries its own
+    values (``_icetide_image_ts`` = its own change time); ``_icetide_has_image`` says whether
+    there are any. Run before :func:`latest_change_per_key`: both use one window.
+    """
+    values = value_columns(changes.columns, keys)
+    has_own = F.lit(True)
+    if values:
+        has_own = (
+            F.greatest(*[column(c).isNotNull() for c in values])
+            if len(values) > 1
+            else column(values[0]).isNotNull()
+        )
+    image = F.struct(
+        *[column(c).alias(f"v{i}") for i, c in enumerate(values)],
+        F.col(CHANGE_TS).alias("ts"),
+        F.col(CHANGE_SEQ).alias("seq"),
+    )
+    whole_key = _latest_first(keys).rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    latest_image = F.first(F.when(has_own, image), ignorenulls=True).over(whole_key)
+    with_image = changes.withColumn(_IMAGE, F.when((F.col(OP) == DELETE) & ~has_own, latest_image))
+    borrowed = F.col(_IMAGE).isNotNull()
+    replaced = {
+        c: F.when(borrowed, F.col(f"{_IMAGE}.v{i}")).otherwise(column(c)) for i, c in enumerate(values)
+    }
+    own_or_borrowed = [replaced[c].alias(c) if c in replaced else column(c) for c in changes.columns]
+    return with_image.select(
+        *own_or_borrowed,
+        (has_own | borrowed).alias(HAS_IMAGE),
+        F.when(borrowed, F.col(f"{_IMAGE}.ts")).when(has_own, F.col(CHANGE_TS)).alias(IMAGE_TS),
+        F.when(borrowed, F.col(f"{_IMAGE}.seq")).when(has_own, F.col(CHANGE_SEQ)).alias(IMAGE_SEQ),
+    )
+
+
+def empty_changes(spark: SparkSession, silver: StructType) -> DataFrame:
+    """A batch without rows, shaped like :func:`normalize_changes`' output for ``silver``'s source
+    columns: what a reconcile run without bronze files merges (its reconcile deletes only)."""
+    working = [
+        StructField(OP, StringType()),
+        StructField(CHANGE_TS, TimestampType()),
+        StructField(CHANGE_SEQ, StringType()),
+        StructField(RUN_ID, StringType()),
+        StructField(FILE_RANK, StringType()),
+        StructField(ROW_INDEX, LongType()),
+    ]
+    source = [field for field in silver.fields if not is_metadata_column(field.name)]
+    return spark.createDataFrame([], StructType([*source, *working]))
 
 
 def align_to_silver(changes: DataFrame, silver: StructType, keep_op: bool = True) -> DataFrame:
     """Shape a batch like the silver table: its columns, names and types, in its order.
 
     A silver column the source no longer has becomes null; narrower source types (smallint into
-    int, a smaller decimal) are cast up. With ``keep_op`` the Op column is kept even when silver
-    has none, for the MERGE conditions.
+    int, a smaller decimal) are cast up. With ``keep_op`` the Op column (and the image columns of
+    :func:`keep_latest_image`, when present) are kept, for the classification and the MERGE.
     """
     selected = []
     for field in silver.fields:
         name = find_column(changes.columns, field.name)
         value = column(name) if name is not None else F.lit(None)
         selected.append(value.cast(field.dataType).alias(field.name))
-    if keep_op and find_column(silver.fieldNames(), OP) is None:
-        selected.append(F.col(OP))
+    if keep_op:
+        selected += [
+            F.col(name)
+            for name in _CHANGE_WORKING_COLUMNS
+            if name in changes.columns and find_column(silver.fieldNames(), name) is None
+        ]
     return changes.select(*selected)
 
 
-def mark_deletes(aligned: DataFrame, keys: Sequence[str], soft_delete: bool) -> DataFrame:
-    """Add what a delete needs: ``_icetide_has_image`` (false for a D row whose non-key source
-    columns are all null, PostgreSQL's default before-image: it must not overwrite values), and,
-    for soft deletes, ``_icetide_deleted_at`` = the delete's change time (null for I and U, which
-    revives a deleted row)."""
-    wanted = {key.lower() for key in keys}
-    values = [c for c in aligned.columns if c.lower() not in wanted and not is_metadata_column(c)]
-    has_image = F.lit(True)
-    if values:
-        has_image = (
-            F.greatest(*[column(c).isNotNull() for c in values])
-            if len(values) > 1
-            else column(values[0]).isNotNull()
-        )
-    marked = aligned.withColumn(HAS_IMAGE, has_image)
-    if soft_delete:
-        deleted_at = F.when(F.col(OP) == DELETE, F.col(CHANGE_TS)).cast(TimestampType())
-        marked = marked.withColumn(DELETED_AT, deleted_at)
-    return marked
+def mark_deletes(aligned: DataFrame, soft_delete: bool) -> DataFrame:
+    """For soft deletes, add ``_icetide_deleted_at`` = a delete's change time (null for I and U,
+    which revives a deleted row)."""
+    if not soft_delete:
+        return aligned
+    deleted_at = F.when(F.col(OP) == DELETE, F.col(CHANGE_TS)).cast(TimestampType())
+    return aligned.withColumn(DELETED_AT, deleted_at)

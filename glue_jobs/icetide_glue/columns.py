@@ -37,8 +37,15 @@ IN_MEMORY = "_icetide_in_memory"
 # True for a change the key's order memory (the tombstone table) must keep: a delete, or an update
 # skipped as unchanged, newer than everything silver and the memory know of its key.
 REMEMBER = "_icetide_remember"
-# True when a D row carries the deleted row's values (not PostgreSQL's keys-only before-image).
+# True when a change carries values of the row: its own (an I, a U, a D with DMS's before-image),
+# or, for a keys-only D (PostgreSQL's default before-image), those of the key's latest change in
+# the batch that had values. IMAGE_TS / IMAGE_SEQ: the change time and sequence of those values.
 HAS_IMAGE = "_icetide_has_image"
+IMAGE_TS = "_icetide_image_ts"
+IMAGE_SEQ = "_icetide_image_seq"
+# True when a soft delete keeps the change's values (newer than silver's and the tombstone's),
+# false when it keeps silver's.
+TAKE_IMAGE = "_icetide_take_image"
 
 MERGE_METADATA = StructType(
     [

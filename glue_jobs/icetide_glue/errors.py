@@ -66,3 +66,9 @@ class BronzeRowCountMismatch(IcetideJobError):
     """The bronze files hold another number of rows than DMS reported loading for the run
     (``--expected_rows``): a file was lost or added between the DMS task and the job, and merging
     what is there would put a wrong picture of the source into silver."""
+
+
+class MissingReconcileExtraction(IcetideJobError):
+    """A reconcile's key extraction (``--reconcile_uri``) holds no files and DMS's count for it
+    (``--reconcile_expected_rows``) is unknown: an empty source table and a lost extraction look
+    alike, and taking the second for the first would delete every row of silver."""

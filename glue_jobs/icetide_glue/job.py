@@ -2,33 +2,48 @@
 
 Order of work, chosen so that a failure leaves silver untouched and a rerun changes nothing:
 1. a snapshot already carrying this run id → hand back its manifest (``alreadyCommitted``);
-2. read the run's DMS files; none → an empty manifest (if DMS reported no rows either);
-3. check the whole batch, its row count against DMS's (``--expected_rows``) and the whole schema
-   change before any DDL;
-4. create or evolve the table; remember the run's deletes and skipped updates in the table's
-   tombstone table (idempotent, before silver: harmless if the silver commit fails); then ONE
-   commit (MERGE, or append for key-less tables, without the rows silver already holds) that
-   carries the run id and the run's statistics in its snapshot summary;
+2. read the run's DMS files; none → an empty manifest (if DMS reported no rows either), unless
+   the run reconciles an existing table (the source may only have lost rows: an empty batch);
+3. check the whole batch, its row count against DMS's (``--expected_rows``), a reconcile's key
+   extraction (``--reconcile_expected_rows``, null keys) and the whole schema change before any
+   DDL;
+4. create or evolve the table; turn the keys a reconcile removes into deletes of the batch;
+   remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
+   before silver: harmless if the silver commit fails); then ONE commit (MERGE, or append for
+   key-less tables, without the rows silver already holds) that carries the run id and the run's
+   statistics in its snapshot summary; then forget tombstones older than the retention (after
+   the commit: a retry must classify against what the first attempt saw);
 5. write the manifest.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.append_once import rows_not_in_silver
-from icetide_glue.apply import append_changes, classify_changes, merge_changes, remember_changes
+from icetide_glue.apply import (
+    append_changes,
+    classify_changes,
+    forget_expired_changes,
+    merge_changes,
+    newest_change_micros,
+    remember_changes,
+)
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
 from icetide_glue.batch import inspect_batch
 from icetide_glue.bronze import read_bronze
 from icetide_glue.changes import (
     align_to_silver,
+    empty_changes,
+    find_column,
+    keep_latest_image,
     latest_change_per_key,
     mark_deletes,
     normalize_changes,
@@ -38,6 +53,7 @@ from icetide_glue.changes import (
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.manifest import write_manifest
+from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import check_row_count
 from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
@@ -51,6 +67,8 @@ from icetide_glue.silver import (
     table_exists,
 )
 from icetide_glue.sql import RUN_ID_PROPERTY, RUN_STATS_PROPERTY
+
+logger = logging.getLogger(__name__)
 
 
 def run_job(spark: SparkSession, args: JobArguments) -> dict[str, Any]:
@@ -72,11 +90,15 @@ def _load_run(spark: SparkSession, args: JobArguments, table: SilverTable) -> Ru
                 args.run_id, str(table), committed.snapshot_id, committed.run_stats
             )
     bronze = read_bronze(spark, args.bronze_uri)
-    if bronze is None:
+    if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
         check_row_count(args.expected_rows, 0, args.bronze_uri)
         return RunManifest(args.run_id, str(table), watermark_column=args.watermark_column)
-    changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
+    if bronze is None:
+        # A reconcile still runs when nothing changed: the source may only have lost rows.
+        changes = empty_changes(spark, silver_schema(spark, table))
+    else:
+        changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
     changes = changes.persist()
     try:
         return _land_changes(spark, args, table, exists, changes)
@@ -102,6 +124,12 @@ def _land_changes(
     # Before any DDL or commit: a lost or added bronze file must not reach silver.
     check_row_count(args.expected_rows, summary.rows_read, args.bronze_uri)
     source = source_schema(changes)
+    reconcile_keys = None
+    if args.reconcile_uri is not None and merging:
+        key_fields = _final_key_fields(spark, table, exists, source, keys)
+        reconcile_keys = read_reconcile_keys(
+            spark, args.reconcile_uri, key_fields, args.reconcile_expected_rows
+        )
     if exists:
         # Raises before any ALTER when one column cannot follow: the table stays as it was.
         schema_changes = evolve_silver_table(
@@ -119,7 +147,7 @@ def _land_changes(
     )
     silver = silver_schema(spark, table)
     if merging:
-        return _merge(spark, args, table, changes, keys, silver, manifest)
+        return _merge(spark, args, table, changes, keys, silver, manifest, reconcile_keys)
     return _append(spark, table, changes, silver, manifest, watermark)
 
 
@@ -131,11 +159,26 @@ def _merge(
     keys: list[str],
     silver: StructType,
     manifest: RunManifest,
+    reconcile_keys: DataFrame | None,
 ) -> RunManifest:
     soft = args.delete_mode is DeleteMode.SOFT
-    latest = mark_deletes(align_to_silver(latest_change_per_key(changes, keys), silver), keys, soft)
+    latest = latest_change_per_key(keep_latest_image(changes, keys), keys)
+    latest = mark_deletes(align_to_silver(latest, silver), soft)
     value_columns = [name for name in silver.fieldNames() if not is_metadata_column(name)]
     tombstones = ensure_tombstone_table(spark, table, silver, keys)
+    if reconcile_keys is not None and args.reconcile_started_at is not None:
+        silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
+        latest = add_reconcile_deletes(
+            spark,
+            table,
+            latest,
+            reconcile_keys,
+            silver_keys,
+            tombstones,
+            args.reconcile_started_at,
+            args.run_id,
+            soft,
+        )
     classified = classify_changes(spark, table, latest, keys, value_columns, tombstones, soft)
     try:
         counts = classified.counts
@@ -146,17 +189,28 @@ def _merge(
             rows_deleted=counts.deleted,
             rows_unchanged=counts.unchanged,
         )
+        newest = newest_change_micros(classified)
         # Before silver: a rerun of a committed run writes nothing, so the tombstones must be there.
-        remember_changes(spark, tombstones, classified, keys, args.tombstone_retention_days)
-        if counts.changing == 0:
-            # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
-            return manifest
-        merge_changes(
-            spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest), soft
-        )
+        remember_changes(spark, tombstones, classified, keys)
+        if counts.changing > 0:
+            merge_changes(
+                spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest), soft
+            )
+            manifest = replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+        # else nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
     finally:
         classified.release()
-    return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+    if newest is not None:
+        _forget_expired_changes(spark, tombstones, newest, args.tombstone_retention_days)
+    return manifest
+
+
+def _forget_expired_changes(spark: SparkSession, tombstones: SilverTable, newest: int, days: int) -> None:
+    """Housekeeping after the run's commit: a failure only delays it to the next run."""
+    try:
+        forget_expired_changes(spark, tombstones, newest, days)
+    except Exception as error:  # the run's commit stands; failing the run now would only mislead
+        logger.warning("%s: old tombstones not pruned this run: %s", tombstones, " ".join(str(error).split()))
 
 
 def _append(
@@ -179,6 +233,16 @@ def _append(
     finally:
         new_rows.unpersist()
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+
+
+def _final_key_fields(
+    spark: SparkSession, table: SilverTable, exists: bool, source: StructType, keys: list[str]
+) -> list[StructField]:
+    """The key columns as silver names and types them (the batch's, for a table not created yet)."""
+    by_name = {field.name.lower(): field for field in source.fields}
+    if exists:
+        by_name.update({field.name.lower(): field for field in silver_schema(spark, table).fields})
+    return [by_name[key.lower()] for key in keys]
 
 
 def _snapshot_properties(manifest: RunManifest) -> dict[str, str]:

@@ -16,17 +16,21 @@ from icetide_glue.errors import BronzeRowCountMismatch
 logger = logging.getLogger(__name__)
 
 
-def check_row_count(expected_rows: int | None, rows_read: int, bronze_uri: str) -> None:
+def check_row_count(
+    expected_rows: int | None, rows_read: int, bronze_uri: str, argument: str = "--expected_rows"
+) -> None:
     """Raise :class:`BronzeRowCountMismatch` when ``rows_read`` is not ``expected_rows``.
 
-    ``expected_rows`` None means nobody counted (a run started by hand, without
-    ``--expected_rows``): the run goes on, with a warning, because there is nothing to compare
+    ``argument`` names the count's job argument (``--reconcile_expected_rows`` for a reconcile's
+    key extraction). ``expected_rows`` None means nobody counted (a run started by hand, without
+    it): the run goes on, with a warning, because there is nothing to compare
     with; refusing would make every manual run impossible. The state machine always passes DMS's
     count, and fails the run before the job when DMS cannot give it.
     """
     if expected_rows is None:
         logger.warning(
-            "no --expected_rows: the %d row(s) in %s are not checked against DMS's count",
+            "no %s: the %d row(s) in %s are not checked against DMS's count",
+            argument,
             rows_read,
             bronze_uri,
         )
@@ -34,7 +38,7 @@ def check_row_count(expected_rows: int | None, rows_read: int, bronze_uri: str) 
     if rows_read != expected_rows:
         difference = "missing" if rows_read < expected_rows else "extra"
         raise BronzeRowCountMismatch(
-            f"the bronze files hold {rows_read} row(s) but DMS reported {expected_rows} (--expected_rows, "
+            f"the bronze files hold {rows_read} row(s) but DMS reported {expected_rows} ({argument}, "
             f"DMS fullLoadRows) for this run: {abs(expected_rows - rows_read)} row(s) {difference}, so a "
             f"file was lost or added between the DMS task and this job ({bronze_uri}); nothing was "
             "committed and the table is unchanged"

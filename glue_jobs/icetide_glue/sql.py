@@ -16,11 +16,14 @@ from icetide_glue.columns import (
     DELETE,
     DELETED_AT,
     HAS_IMAGE,
+    IMAGE_SEQ,
+    IMAGE_TS,
     IN_MEMORY,
     IN_SILVER,
     OP,
     REMEMBER,
     RUN_ID,
+    TAKE_IMAGE,
 )
 
 # Snapshot summary keys written with every icetide commit (see commit.py).
@@ -103,10 +106,32 @@ def order_guard(source: str = "s", target: str = "t") -> str:
     sequence sorts below every sequence. Equal time and sequence means the same change read twice
     (a ``gte`` watermark re-reads its boundary rows): not newer, so it changes nothing.
     """
-    s_ts, t_ts = f"{source}.{quote_identifier(CHANGE_TS)}", f"{target}.{quote_identifier(CHANGE_TS)}"
-    s_seq = f"coalesce({source}.{quote_identifier(CHANGE_SEQ)}, '')"
-    t_seq = f"coalesce({target}.{quote_identifier(CHANGE_SEQ)}, '')"
+    return _newer((source, CHANGE_TS, CHANGE_SEQ), (target, CHANGE_TS, CHANGE_SEQ))
+
+
+def _newer(source: tuple[str, str, str], target: tuple[str, str, str]) -> str:
+    """:func:`order_guard` on any pair of (alias, time column, sequence column)."""
+    s_ts, t_ts = (f"{alias}.{quote_identifier(ts)}" for alias, ts, _ in (source, target))
+    s_seq, t_seq = (f"coalesce({alias}.{quote_identifier(seq)}, '')" for alias, _, seq in (source, target))
     return f"({t_ts} IS NULL OR {s_ts} > {t_ts} OR ({s_ts} = {t_ts} AND {s_seq} > {t_seq}))"
+
+
+def take_image(memory: bool) -> str:
+    """True when a soft delete keeps the values it carries (``_icetide_image_ts`` / ``_seq`` say
+    whose they are): they are newer than silver's row, and not older than an update the key's
+    tombstone entry says was skipped (silver holds its values). A delete entry says nothing about
+    values (and may be this very delete, remembered before a failed silver commit)."""
+    image = ("s", IMAGE_TS, IMAGE_SEQ)
+    in_silver = f"t.{quote_identifier(IN_SILVER)}"
+    silver_row = ("t", CHANGE_TS, CHANGE_SEQ)
+    condition = f"s.{quote_identifier(HAS_IMAGE)} AND ({in_silver} IS NULL OR {_newer(image, silver_row)})"
+    if memory:
+        in_memory, memory_op = f"m.{quote_identifier(IN_MEMORY)}", f"m.{quote_identifier(OP)}"
+        skipped_update = ("m", CHANGE_TS, CHANGE_SEQ)
+        condition += (
+            f" AND ({in_memory} IS NULL OR {memory_op} = '{DELETE}' OR NOT {_newer(skipped_update, image)})"
+        )
+    return f"({condition})"
 
 
 def key_condition(keys: Sequence[str], source: str = "s", target: str = "t") -> str:
@@ -158,7 +183,9 @@ def classify_changes_sql(
     skipped as unchanged: a change it does not pass (:func:`passes_memory`) is ``unchanged``. The
     changes to remember are the deletes and the skipped updates newer than silver's row and the
     memory. With ``soft_delete`` a delete keeps the row (so a delete of a key silver lacks, when
-    the D row carries its values, inserts it as deleted), and a revived row is never unchanged.
+    it carries values, inserts it as deleted), a revived row is never unchanged, and
+    ``_icetide_take_image`` (:func:`take_image`) says whether a delete keeps the values it carries
+    or silver's.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
@@ -170,16 +197,15 @@ def classify_changes_sql(
         alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
         same_row = f"{op} <> '{DELETE}' AND {alive}{same_values(compared)}"
     memory_ok = passes_memory() if memory_table is not None else "TRUE"
+    keeps_image = take_image(memory_table is not None)
     soft_insert = (
-        [f"  WHEN {in_silver} IS NULL AND s.{quote_identifier(HAS_IMAGE)} THEN '{ChangeAction.DELETE}'"]
-        if soft_delete
-        else []
+        [f"  WHEN {in_silver} IS NULL AND {keeps_image} THEN '{ChangeAction.DELETE}'"] if soft_delete else []
     )
     skipped_update = f"({in_silver} IS NOT NULL AND {same_row})"
     remember = f"({memory_ok} AND {order_guard()} AND ({op} = '{DELETE}' OR {skipped_update}))"
     memory_join = []
     if memory_table is not None:
-        memory_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ))
+        memory_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ, OP))
         memory_join = [
             # Quoted names only, as above.
             f"LEFT JOIN (SELECT {memory_columns}, TRUE AS {quote_identifier(IN_MEMORY)} "  # noqa: S608
@@ -202,6 +228,7 @@ def classify_changes_sql(
             *([f"  WHEN {same_row} THEN '{ChangeAction.UNCHANGED}'"] if compared else []),
             f"  ELSE '{ChangeAction.UPDATE}'",
             f"END AS {quote_identifier(ACTION)},",
+            *([f"{keeps_image} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
             f"{remember} AS {quote_identifier(REMEMBER)}",
             f"FROM {quote_identifier(source_view)} s",
             # Every name is quoted by quote_identifier: nothing in this text comes unquoted from input.
@@ -221,15 +248,16 @@ def merge_sql(
     them, with nulls for columns the source no longer has. The order guard sits in the matched
     clauses, so an older change never overwrites a newer row even if the view holds one.
 
-    With ``soft_delete`` a delete keeps the row: it takes the D row's values when the D row carries
-    them (``_icetide_has_image``), otherwise only the change time, sequence, run id and
-    ``_icetide_deleted_at`` change (a keys-only before-image never overwrites values with nulls);
-    a D row with values of a key silver lacks is inserted as deleted.
+    With ``soft_delete`` a delete keeps the row: it takes the values the change carries when the
+    classification says they are the latest known (``_icetide_take_image``), otherwise only the
+    change time, sequence, run id and ``_icetide_deleted_at`` change (a keys-only before-image
+    never overwrites values with nulls); a delete with values of a key silver lacks is inserted
+    as deleted.
     """
     if not columns:
         raise ValueError(f"MERGE INTO {table} needs the silver column list")
     op = f"s.{quote_identifier(OP)}"
-    has_image = f"s.{quote_identifier(HAS_IMAGE)}"
+    has_image = f"s.{quote_identifier(TAKE_IMAGE)}"
     guard = order_guard()
     assignments = _assignments(columns)
     names = ", ".join(quote_identifier(c) for c in columns)
@@ -260,25 +288,85 @@ def _assignments(columns: Sequence[str]) -> str:
     return ", ".join(f"t.{quote_identifier(c)} = s.{quote_identifier(c)}" for c in columns)
 
 
+def reconcile_candidates_sql(
+    table: str,
+    changes_view: str,
+    extraction_view: str,
+    keys: Sequence[str],
+    memory_table: str,
+    started_at_micros: int,
+    reconcile_sequence: str,
+    soft_delete: bool = False,
+) -> str:
+    """The keys a reconcile deletes: live after this run's changes, changed at or before the key
+    extraction started (``started_at_micros``, epoch microseconds), and absent from it.
+
+    A key's state before the run is silver's row (live unless soft-deleted) with the newer change
+    time of silver's row and the key's tombstone entry (a skipped update newer than the row says
+    the source still had the key then; a delete entry newer than a live row is a failed silver
+    commit, which the retry repeats). The run's change of the key (``changes_view``, one per key)
+    decides instead when it passes that state as the classification would: an I or U newer,
+    a D not older. A key only in the batch is live after an I or U.
+
+    A tombstone entry that is this reconcile's own delete (``started_at_micros``,
+    ``reconcile_sequence``) keeps its key a candidate: the classification is evaluated again after
+    the tombstones are written (Spark recomputes a cached query whose table changed), and a retry
+    after a failed silver commit reads them too; both must reach the same result.
+    """
+    in_silver, in_memory = quote_identifier(IN_SILVER), quote_identifier(IN_MEMORY)
+    ts, seq, op = quote_identifier(CHANGE_TS), quote_identifier(CHANGE_SEQ), quote_identifier(OP)
+    quoted = [quote_identifier(k) for k in keys]
+    alive = f" AND t.{quote_identifier(DELETED_AT)} IS NULL" if soft_delete else ""
+    memory_newer = f"m.{in_memory} IS NOT NULL AND (t.{in_silver} IS NULL OR {order_guard('m', 't')})"
+    silver_columns = ", ".join([*quoted, ts, seq, *([quote_identifier(DELETED_AT)] if soft_delete else [])])
+    state_keys = ", ".join(f"coalesce(t.{k}, m.{k}) AS {k}" for k in quoted)
+    batch_wins = (
+        f"s.{quoted[0]} IS NOT NULL AND (b.{quoted[0]} IS NULL"
+        f" OR (s.{op} <> '{DELETE}' AND {order_guard('s', 'b')})"
+        f" OR (s.{op} = '{DELETE}' AND NOT {order_guard('b', 's')}))"
+    )
+    started = f"timestamp_micros({int(started_at_micros)})"
+    own_delete = (
+        f"m.{op} = '{DELETE}' AND m.{ts} = {started} AND m.{seq} = {string_literal(reconcile_sequence)}"
+    )
+    return "\n".join(
+        [
+            f"SELECT {', '.join(f'coalesce(s.{k}, b.{k}) AS {k}' for k in quoted)}",
+            f"FROM {quote_identifier(changes_view)} s",
+            "FULL OUTER JOIN (",
+            f"  SELECT {state_keys}, ((t.{in_silver} IS NOT NULL{alive}) OR ({own_delete})) AS `live`,",
+            f"    CASE WHEN {memory_newer} THEN m.{ts} ELSE t.{ts} END AS {ts},",
+            f"    CASE WHEN {memory_newer} THEN m.{seq} ELSE t.{seq} END AS {seq}",
+            # Quoted names only: nothing in this text comes unquoted from input.
+            f"  FROM (SELECT {silver_columns}, TRUE AS {in_silver} FROM {table}) t",  # noqa: S608
+            f"  FULL OUTER JOIN (SELECT {', '.join(quoted)}, {ts}, {seq}, {op}, TRUE AS {in_memory} "  # noqa: S608
+            f"FROM {memory_table}) m",
+            f"  ON {key_condition(keys, 'm', 't')}",
+            ") b",
+            f"ON {key_condition(keys, 's', 'b')}",
+            f"LEFT ANTI JOIN {quote_identifier(extraction_view)} e",
+            "ON " + " AND ".join(f"e.{k} = coalesce(s.{k}, b.{k})" for k in quoted),
+            f"WHERE CASE WHEN {batch_wins} THEN s.{op} <> '{DELETE}' AND s.{ts} <= {started}",
+            f"  ELSE b.`live` AND (b.{ts} IS NULL OR b.{ts} <= {started}) END",
+        ]
+    )
+
+
 # The order memory's own columns after the key columns (the tombstone table, see memory_merge_sql).
 MEMORY_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID)
 
 
-def memory_merge_sql(
-    memory_table: str, source_view: str, keys: Sequence[str], prune_before_micros: int
-) -> str:
-    """Remember the run's deletes and skipped updates, newest change per key winning, and forget
-    in the same commit what is older than the retention (``prune_before_micros``, epoch
-    microseconds, measured from the batch's newest change time, not the wall clock).
+def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -> str:
+    """Remember the run's deletes and skipped updates, newest change per key winning.
 
     Idempotent: the same changes merged again change nothing, so a retry after a failed silver
-    commit re-applies them harmlessly.
+    commit re-applies them harmlessly. Only adds or moves entries forward: what the run's
+    classification saw stays true (it may be evaluated again after this commit).
     """
     columns = [*keys, *MEMORY_COLUMNS]
     names = ", ".join(quote_identifier(c) for c in columns)
     values = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
     updates = ", ".join(f"m.{quote_identifier(c)} = r.{quote_identifier(c)}" for c in MEMORY_COLUMNS)
-    expired = f"m.{quote_identifier(CHANGE_TS)} < timestamp_micros({int(prune_before_micros)})"
     return "\n".join(
         [
             f"MERGE INTO {memory_table} m",
@@ -286,9 +374,19 @@ def memory_merge_sql(
             f"ON {key_condition(keys, 'r', 'm')}",
             f"WHEN MATCHED AND {order_guard('r', 'm')} THEN UPDATE SET {updates}",
             f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})",  # noqa: S608
-            f"WHEN NOT MATCHED BY SOURCE AND {expired} THEN DELETE",
         ]
     )
+
+
+def expired_memory_condition(prune_before_micros: int) -> str:
+    """Tombstone entries older than the retention (``prune_before_micros``, epoch microseconds,
+    measured from a batch's newest change time, not the wall clock)."""
+    return f"{quote_identifier(CHANGE_TS)} < timestamp_micros({int(prune_before_micros)})"
+
+
+def prune_memory_sql(memory_table: str, prune_before_micros: int) -> str:
+    """Forget the tombstone entries older than the retention (one small commit)."""
+    return f"DELETE FROM {memory_table} WHERE {expired_memory_condition(prune_before_micros)}"  # noqa: S608
 
 
 def committed_snapshot_sql(table: str, run_id: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ def load_into_silver(
     manifest_uri: str | None = None,
     delete_mode: DeleteMode = DeleteMode.HARD,
     tombstone_retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS,
+    reconcile: Path | None = None,
+    reconcile_expected_rows: int | None = None,
+    reconcile_started_at: datetime | None = None,
 ) -> dict[str, Any]:
     """Run the job on a bronze folder into ``silver.<table>`` and return its manifest."""
     arguments = JobArguments(
@@ -54,5 +58,8 @@ def load_into_silver(
         catalog=CATALOG,
         delete_mode=delete_mode,
         tombstone_retention_days=tombstone_retention_days,
+        reconcile_uri=str(reconcile) if reconcile is not None else None,
+        reconcile_expected_rows=reconcile_expected_rows,
+        reconcile_started_at=reconcile_started_at,
     )
     return run_job(spark, arguments)

@@ -1,16 +1,21 @@
 """The job's arguments: their names and meaning through Glue's resolver (getResolvedOptions).
 
-``icetide job run`` maps its own options onto the same model (tests/glue/test_entrypoints.py).
+``icetide job run`` maps its own options onto the same model (tests/glue/test_entrypoints.py runs
+it; its reconcile options are checked here, without Spark).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from glue.awsglue_fake import get_resolved_options
-from icetide_glue.arguments import JobArguments, LoadMode, parse_glue_options
+from icetide_cli.job import job_arguments
+from icetide_cli.main import build_parser
+from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode, parse_glue_options
 from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
 
 REQUIRED = [
@@ -155,3 +160,121 @@ def test_expected_rows_blank_means_not_counted_and_zero_is_a_count() -> None:
 def test_a_negative_expected_row_count_is_refused_when_built_directly() -> None:
     with pytest.raises(InvalidJobArguments, match="--expected_rows -3 must not be negative"):
         JobArguments(target_table="d.t", run_id="r", bronze_uri="b", primary_keys=("id",), expected_rows=-3)
+
+
+def test_reconcile_arguments_are_read_and_blank_means_no_reconcile() -> None:
+    merge = [*REQUIRED, "--primary_keys", "id"]
+    args = parse_glue_arguments(
+        [
+            *merge,
+            "--reconcile_uri",
+            "s3://raw/bronze/_reconcile/orders/run-1/",
+            "--reconcile_expected_rows",
+            "12",
+            "--reconcile_started_at",
+            "2026-11-24T10:00:00.1234567Z",
+        ]
+    )
+    assert args.reconcile_uri == "s3://raw/bronze/_reconcile/orders/run-1/"
+    assert args.reconcile_expected_rows == 12
+    # Digits beyond microseconds are dropped: the instant moves earlier, never later.
+    assert args.reconcile_started_at == datetime(2026, 11, 24, 10, 0, 0, 123456, tzinfo=UTC)
+    assert parse_glue_arguments(
+        [*merge, "--reconcile_started_at", "2026-11-24 11:00:00+01:00", "--reconcile_uri", "s3://k/"]
+    ).reconcile_started_at == datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
+
+    # What the state machine passes when the run does not reconcile.
+    blank = ["--reconcile_uri", "", "--reconcile_expected_rows", "", "--reconcile_started_at", ""]
+    args = parse_glue_arguments([*merge, "--delete_mode", "", *blank])
+    assert (args.reconcile_uri, args.reconcile_expected_rows, args.reconcile_started_at) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("extra", "error", "message"),
+    [
+        (
+            ["--primary_keys", "id", "--reconcile_uri", "s3://k/"],
+            InvalidJobArguments,
+            "--reconcile_uri needs --reconcile_started_at",
+        ),
+        (
+            [
+                "--load_mode",
+                "append",
+                "--reconcile_uri",
+                "s3://k/",
+                "--reconcile_started_at",
+                "2026-11-24T10:00:00Z",
+            ],
+            InvalidJobArguments,
+            "--reconcile_uri needs --load_mode merge",
+        ),
+        (
+            ["--primary_keys", "id", "--reconcile_started_at", "2026-11-24T10:00:00Z"],
+            InvalidJobArguments,
+            "--reconcile_started_at given without --reconcile_uri",
+        ),
+        (
+            [
+                "--primary_keys",
+                "id",
+                "--reconcile_uri",
+                "s3://k/",
+                "--reconcile_started_at",
+                "2026-11-24T10:00:00",
+            ],
+            InvalidJobArguments,
+            "--reconcile_started_at '2026-11-24T10:00:00' must be an ISO-8601 UTC time",
+        ),
+        (
+            [
+                "--primary_keys",
+                "id",
+                "--reconcile_uri",
+                "s3://k/",
+                "--reconcile_started_at",
+                "2026-11-31T10:00:00Z",
+            ],
+            InvalidJobArguments,
+            "--reconcile_started_at '2026-11-31T10:00:00Z' is not a valid time",
+        ),
+        (
+            [
+                "--primary_keys",
+                "id",
+                "--reconcile_uri",
+                "s3://k/",
+                "--reconcile_started_at",
+                "2026-11-24T10:00:00Z",
+                "--reconcile_expected_rows",
+                "-1",
+            ],
+            InvalidJobArguments,
+            "--reconcile_expected_rows '-1' must be a whole number",
+        ),
+    ],
+)
+def test_bad_reconcile_arguments_are_refused(extra: list[str], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        parse_glue_arguments([*REQUIRED, *extra])
+
+
+def test_icetide_job_run_maps_its_reconcile_options_onto_the_job_arguments(tmp_path: Path) -> None:
+    command = [
+        *("job", "run", "--bronze", "b", "--warehouse", "w", "--table", "silver.t", "--keys", "id"),
+        *("--reconcile", str(tmp_path), "--reconcile-expected-rows", "3"),
+        *("--reconcile-started-at", "2026-11-24T10:00:00Z", "--delete-mode", "soft"),
+    ]
+    args = job_arguments(build_parser().parse_args(command))
+    assert (args.reconcile_uri, args.reconcile_expected_rows, args.reconcile_started_at) == (
+        str(tmp_path.resolve()),
+        3,
+        datetime(2026, 11, 24, 10, 0, tzinfo=UTC),
+    )
+    assert args.delete_mode is DeleteMode.SOFT
+    plain = job_arguments(build_parser().parse_args(command[:10]))
+    assert (plain.reconcile_uri, plain.reconcile_expected_rows, plain.reconcile_started_at) == (
+        None,
+        None,
+        None,
+    )

@@ -95,25 +95,28 @@ def classify_changes(
 
 def remember_changes(
     spark: SparkSession, memory: SilverTable, classified: ClassifiedChanges, keys: Sequence[str]
-) -> None:
-    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver MERGE.
+) -> bool:
+    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver MERGE;
+    False when there was nothing to remember (and so no commit).
 
     If the silver commit then fails, the entries are harmless: a delete equal to its tombstone
     still removes the row on the retry, and a skipped update only recorded what silver already
-    holds. Nothing to remember: no commit.
+    holds.
     """
     remembered = classified.frame.where(F.col(REMEMBER)).select(*keys, *MEMORY_COLUMNS)
     if not remembered.take(1):
-        return
+        return False
     remembered.createOrReplaceTempView(CHANGES_TO_REMEMBER_VIEW)
     spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
+    return True
 
 
 def forget_expired_changes(
     spark: SparkSession, memory: SilverTable, newest_change_micros: int, retention_days: int
 ) -> None:
     """Delete the tombstone entries older than ``retention_days`` before the batch's newest change
-    time, AFTER the silver commit (a commit of its own, only when there is something to delete).
+    time, AFTER the silver commit (a commit of its own, only when there is something to delete;
+    the job asks only in runs that remembered something, as the table only grows then).
 
     Not before: the classification may be evaluated again while the run writes (Spark recomputes
     a cached query whose table changed), and a retry after a failed silver commit classifies the

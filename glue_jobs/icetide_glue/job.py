@@ -11,8 +11,8 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
    before silver: harmless if the silver commit fails); then ONE commit (MERGE, or append for
    key-less tables, without the rows silver already holds) that carries the run id and the run's
-   statistics in its snapshot summary; then forget tombstones older than the retention (after
-   the commit: a retry must classify against what the first attempt saw);
+   statistics in its snapshot summary; then, if the run remembered something, forget tombstones
+   older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.
 """
 
@@ -191,7 +191,7 @@ def _merge(
         )
         newest = newest_change_micros(classified)
         # Before silver: a rerun of a committed run writes nothing, so the tombstones must be there.
-        remember_changes(spark, tombstones, classified, keys)
+        remembered = remember_changes(spark, tombstones, classified, keys)
         if counts.changing > 0:
             merge_changes(
                 spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest), soft
@@ -200,7 +200,7 @@ def _merge(
         # else nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
     finally:
         classified.release()
-    if newest is not None:
+    if remembered and newest is not None:
         _forget_expired_changes(spark, tombstones, newest, args.tombstone_retention_days)
     return manifest
 

@@ -120,7 +120,12 @@ def add_reconcile_deletes(
         RECONCILE_SEQUENCE,
         soft_delete=soft_delete,
     )
-    candidates = spark.sql(statement)
+    try:
+        # Analysed at once: the views can go (a session may run many jobs).
+        candidates = spark.sql(statement)
+    finally:
+        spark.catalog.dropTempView(RECONCILE_CHANGES_VIEW)
+        spark.catalog.dropTempView(EXTRACTION_VIEW)
     started = F.timestamp_micros(F.lit(started_micros))
     overrides = {
         OP: F.lit(DELETE),

@@ -178,10 +178,13 @@ def run_history(spark: SparkSession, folder: Path, table: str, mode: DeleteMode,
             load_into_silver(spark, table, "r3", paths["r3"], delete_mode=mode, **reconcile3)
         history.after["r3 failed"] = collected(spark, table, soft)
     load("r3", paths["r3"], **reconcile3)
-    load("r4", paths["r4"])
     # A reconcile without changes (no bronze folder) and an empty source (no extraction folder).
     empty, gone = folder / "no_changes", folder / "no_keys"
     at = utc("2026-11-24 10:15:00")
+    if fail_once:  # kept short: what follows does not depend on the delete mode
+        load("r5", empty, reconcile=gone, reconcile_expected_rows=0, reconcile_started_at=at)
+        return history
+    load("r4", paths["r4"])
     for expected, error in ((3, BronzeRowCountMismatch), (None, MissingReconcileExtraction)):
         with pytest.raises(error) as refused:
             load_into_silver(
@@ -264,8 +267,6 @@ def test_a_soft_reconcile_marks_lost_keys_deleted_with_their_last_values(
         (6, "f", t("10:00:00"), RECONCILED, t("10:00:00")),
         (7, "g2", t("09:10:00"), "0003", t("09:10:00")),
     ]
-    assert counts(soft.manifests["r4"]) == (1, 0, 0, 0, 1)
-    assert soft.after["r4"] == soft.after["r3"]
 
 
 def test_a_retry_after_a_failed_silver_commit_gives_what_one_attempt_gives(
@@ -311,9 +312,9 @@ def test_a_reconcile_without_changes_deletes_everything_unchanged_since_its_star
 def test_a_missing_key_extraction_is_refused_unless_dms_counted_zero_rows(
     histories: dict[str, History],
 ) -> None:
-    for history in histories.values():
-        assert "DMS reported 3 (--reconcile_expected_rows" in history.errors[0]
-        assert "--reconcile_expected_rows is not given" in history.errors[1]
+    errors = histories["hard"].errors
+    assert "DMS reported 3 (--reconcile_expected_rows" in errors[0]
+    assert "--reconcile_expected_rows is not given" in errors[1]
 
 
 def test_tombstones_are_forgotten_after_the_retention(spark: SparkSession, tmp_path: Path) -> None:

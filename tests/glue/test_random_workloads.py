@@ -2,15 +2,20 @@
 
 Each workload is one table and 3-5 runs of tiny batches cut from one source history (per key:
 I, then U or D, a D followed by an I): several changes per key per batch, equal commit times (with
-a change sequence, or without one inside one file), late batches (a file delivered in a later run
-than its time), re-delivered files (the same file in two runs), reruns of a committed run id,
-deletes followed by older changes arriving later, D rows whose non-key columns are null
-(PostgreSQL's default before-image), hard and soft deletes.
+a change sequence, or without one inside one file), a full load's rows (no sequence, in a LOAD
+file beside the CDC files of the first run), late batches (a file delivered in a later run than
+its time), re-delivered files (the same file in two runs), reruns of a run id, deletes followed
+by older changes arriving later, D rows whose non-key columns are null (PostgreSQL's default
+before-image), hard and soft deletes, and reconcile runs (a key extraction started at some time
+and reading the source's keys at or after it).
 
 The oracle: per key, the newest change by (commit time, sequence, file, position) among
-everything ever delivered; a delete means absent (hard) or present with the D row's values and
-``_icetide_deleted_at`` = its time (soft). Silver is read back after every run; the manifest's
-counts are checked against the oracle's own counts. Every mismatch is collected; there must be none.
+everything ever delivered; a delete means absent (hard) or a row marked ``_icetide_deleted_at`` =
+its time (soft) holding the newest values known (the D's own, else the newest values of its
+batch when newer than what was known, else the row's). A reconcile adds a delete at its start,
+above every sequence, for each key not extracted whose newest change (this batch included) is a
+live one at or before the start. Silver is read back after every run; the manifest's counts are
+checked against the oracle's own counts. Every mismatch is collected; there must be none.
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ WITH_SEQ = pa.schema(
     ]
 )
 WITHOUT_SEQ = pa.schema([f for f in WITH_SEQ if f.name != "AR_H_CHANGE_SEQ"])
+# A full-load file without IncludeOpForFullLoad and without the sequence column.
+BARE_LOAD = pa.schema([f for f in WITHOUT_SEQ if f.name != "Op"])
+KEYS_ONLY = pa.schema([("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int32())])
+# What the job's reconcile deletes carry: the extraction's start, a sequence above any other.
+RECONCILE_SEQ = "9" * 40
 
 
 @dataclass(frozen=True)
@@ -62,13 +72,33 @@ class Change:
     def ts(self) -> datetime:
         return BASE + timedelta(seconds=self.seconds)
 
+    @property
+    def has_values(self) -> bool:
+        return (self.name, self.v) != (None, None)
+
     def order(self) -> tuple[datetime, str, int, int]:
         return (self.ts, self.seq or "", self.chunk, self.position)
 
-    def row(self, has_seq: bool) -> tuple[Any, ...]:
-        text = self.ts.strftime("%Y-%m-%d %H:%M:%S.%f")
-        seq = (self.seq,) if has_seq else ()
-        return (self.op, text, *seq, self.key, self.name, self.v)
+    def row(self, schema: pa.Schema) -> tuple[Any, ...]:
+        values = {
+            "Op": self.op,
+            "dms_timestamp": self.ts.strftime("%Y-%m-%d %H:%M:%S.%f"),
+            "AR_H_CHANGE_SEQ": self.seq,
+            "id": self.key,
+            "name": self.name,
+            "v": self.v,
+        }
+        return tuple(values[name] for name in schema.names)
+
+
+@dataclass(frozen=True)
+class Reconcile:
+    seconds: int  # the extraction's start
+    keys: frozenset[int]  # the source's keys as the extraction read them, at or after the start
+
+    @property
+    def started_at(self) -> datetime:
+        return BASE + timedelta(seconds=self.seconds)
 
 
 @dataclass(frozen=True)
@@ -76,13 +106,22 @@ class Workload:
     soft: bool
     has_seq: bool
     null_images: bool
+    load_schema: pa.Schema | None  # the first run's full-load file (None: no full load)
+    load: list[Change]
     chunks: list[list[Change]]
     runs: list[list[int]]  # chunk numbers delivered in each run
+    reconciles: dict[int, Reconcile]  # by run number
 
 
-def source_history(rng: random.Random, has_seq: bool, null_images: bool) -> list[Change]:
-    """A valid history: a key starts with I; after I/U comes U or D; after D comes I."""
+def source_history(rng: random.Random, has_seq: bool, null_images: bool, loaded: list[int]) -> list[Change]:
+    """A valid history: a key starts with I (a full load's, at second 0, for ``loaded``); after I/U
+    comes U or D; after D comes I."""
     state: dict[int, tuple[str, int] | None] = {}
+    load = []
+    for key in loaded:
+        values = (rng.choice("ab"), rng.choice((0, 1)))
+        state[key] = values
+        load.append(Change(key, "I", 0, None, *values))  # a full-load row: no sequence
     seconds, changes = 0, []
     for index in range(rng.randint(14, 24)):
         key = rng.choice(KEYS)
@@ -99,7 +138,16 @@ def source_history(rng: random.Random, has_seq: bool, null_images: bool) -> list
             state[key] = (name, v)
         seq = f"{index:020d}" if has_seq else None
         changes.append(Change(key, op, seconds, seq, name, v))
-    return changes
+    return [*load, *changes]
+
+
+def source_keys(history: Sequence[Change], seconds: int) -> frozenset[int]:
+    """The keys the source holds once every change up to ``seconds`` is committed."""
+    live: dict[int, bool] = {}
+    for change in history:
+        if change.seconds <= seconds:
+            live[change.key] = change.op != "D"
+    return frozenset(key for key, alive in live.items() if alive)
 
 
 def cut_into_chunks(rng: random.Random, history: list[Change], has_seq: bool) -> list[list[Change]]:
@@ -123,8 +171,19 @@ def cut_into_chunks(rng: random.Random, history: list[Change], has_seq: bool) ->
 
 def make_workload(rng: random.Random, soft: bool) -> Workload:
     has_seq = rng.random() < 0.5
-    null_images = rng.random() < 0.5 and not soft
-    chunks = cut_into_chunks(rng, source_history(rng, has_seq, null_images), has_seq)
+    null_images = rng.random() < 0.5
+    # A full-load-and-cdc folder (LOAD rows without sequence beside CDC files) needs the sequence:
+    # without one, equal times in different runs could not be ordered.
+    loaded = sorted(rng.sample(KEYS, rng.randint(2, 4))) if has_seq and rng.random() < 0.6 else []
+    history = source_history(rng, has_seq, null_images, loaded)
+    load = [
+        Change(c.key, c.op, c.seconds, c.seq, c.name, c.v, position=p)
+        for p, c in enumerate(history[: len(loaded)])
+    ]
+    # A delta table's filtered loads never see deletes: only a reconcile can remove those keys.
+    unseen = 0.5 if rng.random() < 0.5 else 0.0
+    delivered = [c for c in history[len(loaded) :] if c.op != "D" or rng.random() >= unseen]
+    chunks = cut_into_chunks(rng, delivered, has_seq)
     run_count = rng.randint(3, 5)
     runs: list[list[int]] = [[] for _ in range(run_count)]
     for n in range(len(chunks)):
@@ -134,44 +193,78 @@ def make_workload(rng: random.Random, soft: bool) -> Workload:
         runs[run].append(n)
         if run < run_count - 1 and rng.random() < 0.2:
             runs[rng.randint(run + 1, run_count - 1)].append(n)  # delivered again
-    return Workload(soft, has_seq, null_images, chunks, runs)
+    reconciles = {}
+    for number in [rng.randint(1, run_count - 1)]:  # one reconcile run per workload
+        # Started near the newest change this run delivers; read the source a little later.
+        times = [c.seconds for n in runs[number] for c in chunks[n]] or [0]
+        start = max(times) + rng.choice((-2, -1, 0, 0, 1))
+        reconciles[number] = Reconcile(start, source_keys(history, start + rng.choice((0, 1, 2))))
+    load_schema = rng.choice((WITH_SEQ, BARE_LOAD)) if loaded else None
+    return Workload(soft, has_seq, null_images, load_schema, load, chunks, runs, reconciles)
 
 
 class Oracle:
-    """What silver must hold: per key the newest change ever delivered."""
+    """What silver must hold, from the changes delivered so far: per key the newest change, and the
+    change whose values its row holds (soft deletes keep the newest values known, never nulls)."""
 
     def __init__(self, soft: bool) -> None:
         self.soft = soft
         self.newest: dict[int, Change] = {}
+        self.values: dict[int, Change] = {}
 
-    def deliver(self, batch: Sequence[Change]) -> dict[str, int]:
+    def deliver(self, batch: Sequence[Change], reconcile: Reconcile | None) -> dict[str, int]:
         """Take a run's changes; return the counts the manifest must show."""
         winners: dict[int, Change] = {}
+        with_values: dict[int, Change] = {}
         for change in batch:
-            if change.key not in winners or change.order() > winners[change.key].order():
-                winners[change.key] = change
+            for newest in (winners, *([with_values] if change.has_values else [])):
+                if change.key not in newest or change.order() > newest[change.key].order():
+                    newest[change.key] = change
+        if reconcile is not None:
+            # Keys live after this batch, unchanged since the extraction started, and not extracted.
+            for key in set(self.newest) | set(winners):
+                after = max(
+                    (c for c in (self.newest.get(key), winners.get(key)) if c is not None), key=Change.order
+                )
+                if key not in reconcile.keys and after.op != "D" and after.seconds <= reconcile.seconds:
+                    winners[key] = Change(key, "D", reconcile.seconds, RECONCILE_SEQ, None, None)
         counts = {"rowsInserted": 0, "rowsUpdated": 0, "rowsDeleted": 0, "rowsUnchanged": 0}
         for key, won in winners.items():
-            before = self.newest.get(key)
-            if before is not None and won.order() <= before.order():
-                counts["rowsUnchanged"] += 1
-                continue
-            self.newest[key] = won
-            in_silver = before is not None and (self.soft or before.op != "D")
-            if won.op == "D":
-                counts["rowsDeleted" if in_silver or self.soft else "rowsUnchanged"] += 1
-            elif not in_silver:
-                counts["rowsInserted"] += 1
-            elif before is not None and before.op != "D" and (before.name, before.v) == (won.name, won.v):
-                counts["rowsUnchanged"] += 1
-            else:
-                counts["rowsUpdated"] += 1
+            counts[self._apply(key, won, with_values.get(key))] += 1
         return counts
+
+    def _apply(self, key: int, won: Change, batch_values: Change | None) -> str:
+        before, row = self.newest.get(key), self.values.get(key)
+        if before is not None and won.order() <= before.order():
+            return "rowsUnchanged"  # older than what is known: changes nothing
+        self.newest[key] = won
+        live = before is not None and before.op != "D"
+        if won.op != "D":
+            self.values[key] = won
+            if row is None:
+                return "rowsInserted"
+            if not live:
+                return "rowsUpdated"  # a soft-deleted row revived
+            return "rowsUnchanged" if (row.name, row.v) == (won.name, won.v) else "rowsUpdated"
+        if not self.soft:
+            self.values.pop(key, None)
+            return "rowsDeleted" if live else "rowsUnchanged"
+        # The newest values known: the D's own, else the batch's newest if newer than the row's.
+        if won.has_values:
+            self.values[key] = won
+        elif batch_values is not None and (
+            row is None or before is None or batch_values.order() > before.order()
+        ):
+            self.values[key] = batch_values
+        return "rowsDeleted" if key in self.values else "rowsUnchanged"
 
     def rows(self) -> set[tuple[Any, ...]]:
         if self.soft:
-            return {(k, c.name, c.v, c.ts if c.op == "D" else None) for k, c in self.newest.items()}
-        return {(k, c.name, c.v) for k, c in self.newest.items() if c.op != "D"}
+            return {
+                (k, c.name, c.v, self.newest[k].ts if self.newest[k].op == "D" else None)
+                for k, c in self.values.items()
+            }
+        return {(k, c.name, c.v) for k, c in self.values.items()}
 
 
 def silver_rows(spark: SparkSession, table: str, soft: bool) -> set[tuple[Any, ...]]:
@@ -189,22 +282,53 @@ def silver_rows(spark: SparkSession, table: str, soft: bool) -> set[tuple[Any, .
 COUNTS = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
 
 
+def write_run(workload: Workload, number: int, folder: Path) -> tuple[Path, list[Change], dict[str, Any]]:
+    """The run's bronze folder, its changes, and its reconcile arguments (if it reconciles)."""
+    schema = WITH_SEQ if workload.has_seq else WITHOUT_SEQ
+    bronze = folder / f"run{number}"
+    batch = []
+    if number == 0 and workload.load_schema is not None:
+        write_dms_file(
+            bronze,
+            "LOAD00000001.parquet",
+            workload.load_schema,
+            [c.row(workload.load_schema) for c in workload.load],
+        )
+        batch += workload.load
+    for n in workload.runs[number]:
+        write_dms_file(
+            bronze, f"20261121-07{n:04d}000.parquet", schema, [c.row(schema) for c in workload.chunks[n]]
+        )
+        batch += workload.chunks[n]
+    reconcile = workload.reconciles.get(number)
+    if reconcile is None:
+        return bronze, batch, {}
+    keys = folder / f"keys{number}"
+    if reconcile.keys:  # DMS writes no folder for an empty table
+        rows = [
+            ("I", reconcile.started_at.strftime("%Y-%m-%d %H:%M:%S.%f"), key)
+            for key in sorted(reconcile.keys)
+        ]
+        write_dms_file(keys, "LOAD00000001.parquet", KEYS_ONLY, rows)
+    arguments = {
+        "reconcile": keys,
+        "reconcile_expected_rows": len(reconcile.keys),
+        "reconcile_started_at": reconcile.started_at,
+    }
+    return bronze, batch, arguments
+
+
 def run_workload(
     spark: SparkSession, rng: random.Random, workload: Workload, table: str, folder: Path
 ) -> list[str]:
     """Load every run of the workload; return its mismatches (none expected)."""
-    schema = WITH_SEQ if workload.has_seq else WITHOUT_SEQ
     mode = DeleteMode.SOFT if workload.soft else DeleteMode.HARD
     oracle, mismatches = Oracle(workload.soft), []
-    for number, chunk_numbers in enumerate(workload.runs):
-        bronze = folder / f"run{number}"
-        for n in chunk_numbers:
-            rows = [c.row(workload.has_seq) for c in workload.chunks[n]]
-            write_dms_file(bronze, f"20261121-07{n:04d}000.parquet", schema, rows)
+    for number in range(len(workload.runs)):
+        bronze, batch, reconcile = write_run(workload, number, folder)
         run_id = f"{table}-{number}"
-        batch = [c for n in chunk_numbers for c in workload.chunks[n]]
-        manifest = load_into_silver(spark, table, run_id, bronze, delete_mode=mode)
-        expected = oracle.deliver(batch)
+        manifest = load_into_silver(spark, table, run_id, bronze, delete_mode=mode, **reconcile)
+        expected = oracle.deliver(batch, workload.reconciles.get(number))
         where = f"{table} run {number} ({workload}):"
         got = {k: manifest[k] for k in COUNTS}
         if manifest["rowsRead"] != len(batch) or got != expected:
@@ -217,7 +341,7 @@ def run_workload(
                 f"{where} silver {sorted(actual, key=repr)} != oracle {sorted(oracle.rows(), key=repr)}"
             )
         if rng.random() < 0.3:
-            again = load_into_silver(spark, table, run_id, bronze, delete_mode=mode)
+            again = load_into_silver(spark, table, run_id, bronze, delete_mode=mode, **reconcile)
             wanted = {**manifest, "alreadyCommitted": manifest["snapshotId"] is not None}
             if again != wanted:
                 mismatches.append(f"{where} rerun manifest {again} != {wanted}")

@@ -15,7 +15,9 @@ from icetide_glue.sql import (
     order_guard,
     qualified_name,
     quote_identifier,
+    reconcile_candidates_sql,
     string_literal,
+    take_image,
 )
 
 TABLE = "`glue_catalog`.`silver`.`orders`"
@@ -160,3 +162,34 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
         "LEFT JOIN (SELECT `order_id`, `_icetide_change_ts`, `_icetide_change_seq`, `note`, `amount`, "
         "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders`) t\n"
     ) in statement
+
+
+def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extracted() -> None:
+    statement = reconcile_candidates_sql(
+        TABLE, "changes", "keys", ["order_id"], "`m`.`t`", 1_795_514_400_000_000, "9" * 40, soft_delete=True
+    )
+    started = "timestamp_micros(1795514400000000)"
+    # A soft-deleted row is not live; this reconcile's own tombstone keeps its key a candidate.
+    assert (
+        "((t.`_icetide_in_silver` IS NOT NULL AND t.`_icetide_deleted_at` IS NULL) OR "
+        f"(m.`_icetide_op` = 'D' AND m.`_icetide_change_ts` = {started} AND "
+        f"m.`_icetide_change_seq` = '{'9' * 40}')) AS `live`"
+    ) in statement
+    assert "LEFT ANTI JOIN `keys` e\nON e.`order_id` = coalesce(s.`order_id`, b.`order_id`)\n" in statement
+    assert statement.endswith(
+        f"THEN s.`_icetide_op` <> 'D' AND s.`_icetide_change_ts` <= {started}\n"
+        f"  ELSE b.`live` AND (b.`_icetide_change_ts` IS NULL OR b.`_icetide_change_ts` <= {started}) END"
+    )
+
+
+def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest_known() -> None:
+    assert take_image(memory=True) == (
+        "(s.`_icetide_has_image` AND (t.`_icetide_in_silver` IS NULL OR (t.`_icetide_change_ts` IS NULL OR "
+        "s.`_icetide_image_ts` > t.`_icetide_change_ts` OR "
+        "(s.`_icetide_image_ts` = t.`_icetide_change_ts` AND "
+        "coalesce(s.`_icetide_image_seq`, '') > coalesce(t.`_icetide_change_seq`, '')))) AND "
+        "(m.`_icetide_in_memory` IS NULL OR m.`_icetide_op` = 'D' OR NOT (s.`_icetide_image_ts` IS NULL OR "
+        "m.`_icetide_change_ts` > s.`_icetide_image_ts` OR "
+        "(m.`_icetide_change_ts` = s.`_icetide_image_ts` AND "
+        "coalesce(m.`_icetide_change_seq`, '') > coalesce(s.`_icetide_image_seq`, '')))))"
+    )

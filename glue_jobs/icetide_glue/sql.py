@@ -257,7 +257,7 @@ def merge_sql(
     if not columns:
         raise ValueError(f"MERGE INTO {table} needs the silver column list")
     op = f"s.{quote_identifier(OP)}"
-    has_image = f"s.{quote_identifier(TAKE_IMAGE)}"
+    takes_image = f"s.{quote_identifier(TAKE_IMAGE)}"
     guard = order_guard()
     assignments = _assignments(columns)
     names = ", ".join(quote_identifier(c) for c in columns)
@@ -265,10 +265,10 @@ def merge_sql(
     if soft_delete:
         metadata_only = _assignments([CHANGE_TS, CHANGE_SEQ, RUN_ID, DELETED_AT])
         deletes = [
-            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} AND {has_image} THEN UPDATE SET {assignments}",
+            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} AND {takes_image} THEN UPDATE SET {assignments}",
             f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN UPDATE SET {metadata_only}",
         ]
-        insert_when = f"({op} <> '{DELETE}' OR {has_image})"
+        insert_when = f"({op} <> '{DELETE}' OR {takes_image})"
     else:
         deletes = [f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN DELETE"]
         insert_when = f"{op} <> '{DELETE}'"

@@ -25,11 +25,6 @@ from icetide_local.workspace_cycle import run_workspace_cycle
 pytestmark = pytest.mark.spark
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN FAILING (issue 11 left open): a cycle of a reconciling table fails with a Spark "
-    "error in the local run; not diagnosed yet",
-)
 def test_rows_lost_at_the_source_leave_silver_at_the_reconcile_run(tmp_path):
     path = tmp_path / "shop.db"
     engine = sa.create_engine(f"sqlite:///{path}")

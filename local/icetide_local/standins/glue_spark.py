@@ -66,10 +66,17 @@ class SparkGlueJob:
 
     def __call__(self, arguments: Mapping[str, str]) -> None:
         options = {name.removeprefix("--"): value for name, value in arguments.items()}
-        with tempfile.TemporaryDirectory(prefix="icetide-bronze-") as staging:
+        with (
+            tempfile.TemporaryDirectory(prefix="icetide-bronze-") as staging,
+            tempfile.TemporaryDirectory(prefix="icetide-keys-") as keys,
+        ):
             files = stage_bronze(options.get("bronze_uri", ""), Path(staging))
             self.progress(f"{options.get('target_table')}: Spark job on {files} staged bronze file(s)")
             options.update(bronze_uri=staging, catalog=self.catalog)
+            if options.get("reconcile_uri"):
+                # A reconcile run's key extraction lives in moto S3 too; the job reads a local copy.
+                stage_bronze(options["reconcile_uri"], Path(keys))
+                options["reconcile_uri"] = keys
             run_job(self._job_session(), JobArguments.from_options(options))
 
     def _job_session(self) -> SparkSession:

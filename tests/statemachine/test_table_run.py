@@ -138,6 +138,7 @@ def test_a_run_merges_cleans_up_notifies_and_commits_the_watermark(stack: TableR
         "rowsUnchanged": 0,
         "snapshotId": SNAPSHOT_ID,
         "fullLoadRows": FULL_LOAD_ROWS,
+        "changeRows": 0,  # a full load writes no change rows
     }
     assert "lockHolder" not in item
     inventory = stack.dms_inventory()

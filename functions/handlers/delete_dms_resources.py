@@ -55,20 +55,25 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
 
     given = run.task
-    pairs = (
+    pairs = [
         (
             given.replication_task_arn if given else None,
             resources.task_identifier,
             given.target_endpoint_arn if given else None,
             resources.endpoint_identifier,
-        ),
-        (
-            given.key_task_arn if given else None,
-            resources.key_task_identifier,
-            given.key_endpoint_arn if given else None,
-            resources.key_endpoint_identifier,
-        ),
-    )
+        )
+    ]
+    # CreateReplicationTask's output names the key extraction when there is one; only without that
+    # output (a run that failed while creating) must the key pair be looked up by name.
+    if given is None or given.key_task_arn:
+        pairs.append(
+            (
+                given.key_task_arn if given else None,
+                resources.key_task_identifier,
+                given.key_endpoint_arn if given else None,
+                resources.key_endpoint_identifier,
+            )
+        )
     for task_given, task_identifier, endpoint_given, endpoint_identifier in pairs:
         task_arn = task_given or _own_arn(
             dms.describe_task_by_id(task_identifier), "ReplicationTaskArn", resources.tags

@@ -10,6 +10,7 @@ the Glue job as arguments (`silverTable`, `bronzeUri`, `manifestUri`, `primaryKe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from icetide_contracts.json_fields import (
@@ -24,9 +25,32 @@ from icetide_contracts.json_fields import (
 )
 from icetide_contracts.watermark_text import WatermarkJson
 
-LOAD_MODES = ("merge", "append")
-CAPTURE_MODES = ("delta", "cdc")
-DELETE_MODES = ("hard", "soft")
+
+class LoadMode(StrEnum):
+    """How a run's rows reach silver: merged on the primary keys, or appended (key-less tables)."""
+
+    MERGE = "merge"
+    APPEND = "append"
+
+
+class CaptureMode(StrEnum):
+    """How a run finds what changed (design.md §6): a filtered full load, or DMS change data capture."""
+
+    DELTA = "delta"
+    CDC = "cdc"
+
+
+class DeleteMode(StrEnum):
+    """What a source delete does to silver: remove the row, or keep it marked ``_icetide_deleted_at``."""
+
+    HARD = "hard"
+    SOFT = "soft"
+
+
+# The control item, the plan and the Glue job's arguments share these values (one definition).
+LOAD_MODES = tuple(mode.value for mode in LoadMode)
+CAPTURE_MODES = tuple(mode.value for mode in CaptureMode)
+DELETE_MODES = tuple(mode.value for mode in DeleteMode)
 MIGRATION_TYPES = ("full-load", "full-load-and-cdc", "cdc")
 S3_FOLDER_URI_OR_NONE = r"^(s3://[^/]+/.+/)?$"
 S3_OBJECT_URI = r"^s3://[^/]+/.+"

@@ -14,6 +14,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TypeVar
 
+# Re-exported: the job's modules name the modes here; their one definition is the contract's.
+from icetide_contracts.run_plan import DeleteMode as DeleteMode
+from icetide_contracts.run_plan import LoadMode as LoadMode
 from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
 
 DEFAULT_TIMESTAMP_COLUMN = "dms_timestamp"
@@ -51,20 +54,6 @@ _INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-
 
 _Mode = TypeVar("_Mode", bound=StrEnum)
 ResolveOptions = Callable[[list[str], list[str]], Mapping[str, str]]
-
-
-class LoadMode(StrEnum):
-    """How a run lands in silver: merged on the keys, or appended (key-less tables)."""
-
-    MERGE = "merge"
-    APPEND = "append"
-
-
-class DeleteMode(StrEnum):
-    """What an Op D does to a merge table: remove the row, or keep it marked ``_icetide_deleted_at``."""
-
-    HARD = "hard"
-    SOFT = "soft"
 
 
 @dataclass(frozen=True)

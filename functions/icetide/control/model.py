@@ -38,29 +38,13 @@ from icetide.control.values import as_decimal, scalar_text
 from icetide.control.watermark import compare
 from icetide.errors import InvalidControlItem
 
+# Re-exported: callers name the modes beside the control item; their one definition is the contract's.
+from icetide_contracts.run_plan import CaptureMode as CaptureMode
+from icetide_contracts.run_plan import DeleteMode as DeleteMode
+from icetide_contracts.run_plan import LoadMode as LoadMode
+
 TARGET_TABLE_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 SOURCE_NAME_MAX_LENGTH = 128
-
-
-class LoadMode(StrEnum):
-    """How a run's rows reach silver: MERGE on the primary keys, or APPEND for key-less tables."""
-
-    MERGE = "merge"
-    APPEND = "append"
-
-
-class CaptureMode(StrEnum):
-    """How a run finds what changed (design.md §6): a filtered full load, or DMS change data capture."""
-
-    DELTA = "delta"
-    CDC = "cdc"
-
-
-class DeleteMode(StrEnum):
-    """What a source delete does to silver: remove the row, or keep it marked `_icetide_deleted_at`."""
-
-    HARD = "hard"
-    SOFT = "soft"
 
 
 class RunStatus(StrEnum):

@@ -40,7 +40,9 @@ class StrayFileMover:
         self.replicate = data_mover.replicator_mover(source_url)
         self.armed = armed
 
-    def __call__(self, run: lifecycle.ReplicationTaskRun) -> Sequence[lifecycle.TableStatistics]:
+    def __call__(
+        self, run: lifecycle.ReplicationTaskRun
+    ) -> Sequence[lifecycle.TableStatistics] | lifecycle.MoverResult:
         statistics = self.replicate(run)
         if self.armed:
             self._add_stray_file(run.target_s3_settings)

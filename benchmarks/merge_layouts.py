@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 
 from icetide_glue.arguments import JobArguments
 from icetide_glue.job import run_job
-from icetide_glue.silver import MERGE_TABLE_PROPERTIES, SILVER_BUCKETS
+from icetide_glue.silver import MERGE_TABLE_PROPERTIES
 from icetide_glue.sql import create_namespace_sql, create_table_sql, qualified_name
 from icetide_local.spark import local_spark_session
 
@@ -75,8 +75,10 @@ COPY_ON_WRITE = {
     "write.update.mode": "copy-on-write",
     "write.merge.mode": "copy-on-write",
 }
+# The bucket count icetide used for silver until it moved to a key-ordered layout (merge_cost.py).
+BUCKETS = 16
 # The base table is written as this many files in every layout, so only the layout differs.
-BASE_FILES = SILVER_BUCKETS
+BASE_FILES = BUCKETS
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ def create_base_table(spark: SparkSession, layout: Layout, name: str, scattered:
             COLUMNS,
             layout.properties,
             bucket_column=KEY if layout.bucketed else None,
-            buckets=SILVER_BUCKETS,
+            buckets=BUCKETS,
         )
     )
     base = base_rows(spark, rows)

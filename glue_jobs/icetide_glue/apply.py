@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.storagelevel import StorageLevel
 
 from icetide_glue.columns import ACTION, CHANGE_TS, REMEMBER
 from icetide_glue.commit import commit_with_properties
@@ -44,10 +43,12 @@ class ChangeCounts:
 
 @dataclass(frozen=True)
 class ClassifiedChanges:
-    """Changes labelled with their action (cached: they are counted, then merged)."""
+    """Changes labelled with their action, computed once and kept (they are counted, remembered,
+    then merged), with the key ranges silver was read in (:mod:`icetide_glue.key_ranges`)."""
 
     frame: DataFrame
     counts: ChangeCounts
+    key_ranges: Sequence[tuple[int, int]] = ()
 
     def to_apply(self) -> DataFrame:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
@@ -67,11 +68,19 @@ def classify_changes(
     value_columns: Sequence[str] = (),
     memory: SilverTable | None = None,
     soft_delete: bool = False,
+    key_ranges: Sequence[tuple[int, int]] = (),
+    broadcast_changes: bool = False,
 ) -> ClassifiedChanges:
     """Label each change (one per key, aligned to silver) with what the MERGE will do to it.
 
     ``value_columns`` are the source columns compared with silver to tell a real update from a
-    re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults.
+    re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults;
+    ``key_ranges`` and ``broadcast_changes`` limit silver's read to the batch's keys
+    (:func:`icetide_glue.sql.silver_rows_of_batch`).
+
+    The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
+    dropped and recomputed when a table it read changes, and the run writes the tombstone table
+    before the MERGE reads these labels, which would repeat the classification's read of silver.
     """
     latest.createOrReplaceTempView(CHANGES_VIEW)
     statement = classify_changes_sql(
@@ -81,8 +90,10 @@ def classify_changes(
         value_columns,
         memory_table=memory.sql_name if memory is not None else None,
         soft_delete=soft_delete,
+        key_ranges=key_ranges,
+        broadcast_changes=broadcast_changes,
     )
-    frame = spark.sql(statement).persist(StorageLevel.MEMORY_AND_DISK)
+    frame = spark.sql(statement).localCheckpoint(eager=True)
     by_action = {row[ACTION]: int(row["count"]) for row in frame.groupBy(ACTION).count().collect()}
     counts = ChangeCounts(
         inserted=by_action.get(ChangeAction.INSERT.value, 0),
@@ -90,7 +101,7 @@ def classify_changes(
         deleted=by_action.get(ChangeAction.DELETE.value, 0),
         unchanged=by_action.get(ChangeAction.UNCHANGED.value, 0),
     )
-    return ClassifiedChanges(frame=frame, counts=counts)
+    return ClassifiedChanges(frame=frame, counts=counts, key_ranges=key_ranges)
 
 
 def remember_changes(
@@ -149,7 +160,14 @@ def merge_changes(
     still protects newer silver rows on its own.
     """
     classified.to_apply().createOrReplaceTempView(CHANGES_TO_APPLY_VIEW)
-    statement = merge_sql(table.sql_name, CHANGES_TO_APPLY_VIEW, keys, columns, soft_delete=soft_delete)
+    statement = merge_sql(
+        table.sql_name,
+        CHANGES_TO_APPLY_VIEW,
+        keys,
+        columns,
+        soft_delete=soft_delete,
+        key_ranges=classified.key_ranges,
+    )
     commit_with_properties(spark, snapshot_properties, lambda: spark.sql(statement))
 
 

@@ -52,6 +52,7 @@ from icetide_glue.changes import (
 )
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError
+from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import check_row_count
@@ -63,12 +64,17 @@ from icetide_glue.silver import (
     ensure_tombstone_table,
     evolve_silver_table,
     find_committed_run,
+    has_data_files,
     silver_schema,
     table_exists,
 )
 from icetide_glue.sql import RUN_ID_PROPERTY, RUN_STATS_PROPERTY
 
 logger = logging.getLogger(__name__)
+
+# Up to this many changes, the batch's keys are broadcast into silver's scan (a few tens of MB on
+# the driver at most); a larger batch is a large share of the table anyway, and is joined by shuffle.
+MAX_BROADCAST_CHANGES = 1_000_000
 
 
 def run_job(spark: SparkSession, args: JobArguments) -> dict[str, Any]:
@@ -179,7 +185,15 @@ def _merge(
             args.run_id,
             soft,
         )
-    classified = classify_changes(spark, table, latest, keys, value_columns, tombstones, soft)
+    key_ranges: list[tuple[int, int]] = []
+    if reconcile_keys is None:
+        # A reconcile's deletes can be anywhere in silver: its runs read silver whole, as before.
+        first_key = find_column(latest.columns, keys[0]) or keys[0]
+        key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)
+    broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
+    classified = classify_changes(
+        spark, table, latest, keys, value_columns, tombstones, soft, key_ranges, broadcast
+    )
     try:
         counts = classified.counts
         manifest = replace(
@@ -193,9 +207,13 @@ def _merge(
         # Before silver: a rerun of a committed run writes nothing, so the tombstones must be there.
         remembered = remember_changes(spark, tombstones, classified, keys)
         if counts.changing > 0:
-            merge_changes(
-                spark, table, classified, keys, silver.fieldNames(), _snapshot_properties(manifest), soft
-            )
+            properties = _snapshot_properties(manifest)
+            if has_data_files(spark, table):
+                merge_changes(spark, table, classified, keys, silver.fieldNames(), properties, soft)
+            else:
+                # Nothing to match: the MERGE would insert exactly these rows. An append writes them
+                # in the table's key order (range-distributed), so the files start out key-banded.
+                append_changes(table, classified.to_apply().select(*silver.fieldNames()), properties)
             manifest = replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
         # else nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
     finally:

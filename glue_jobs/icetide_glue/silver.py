@@ -1,9 +1,12 @@
 """The silver table in the Spark catalog: its layout, creation, schema evolution and run history.
 
-Layout (see docs/glue-job.md for the benchmark behind it): Iceberg format v2, bucketed on the first
-key column, merge-on-read for updates, deletes and merges. Bucketing lets a MERGE touch only the
-buckets its keys hash to; merge-on-read writes delete files instead of rewriting whole data files.
-A merge then costs what the change costs, not what the table costs.
+Layout (see docs/glue-job.md for the benchmarks behind it): Iceberg format v2, merge-on-read for
+updates, deletes and merges (a merge writes delete files and the changed rows, never rewrites whole
+data files), and a sort order on the primary key with modest file and row-group sizes. Written in
+key order, each data file and each Parquet row group covers a narrow band of keys, and Iceberg
+skips those whose bounds miss the batch's key ranges (key_ranges.py): a batch of recent keys, what
+a timestamp-driven delta mostly holds, reads the few newest files instead of the whole table.
+Tables created by earlier versions (bucketed on the first key) keep their layout and still work.
 """
 
 from __future__ import annotations
@@ -26,15 +29,21 @@ from icetide_glue.sql import (
     committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
+    first_data_file_sql,
     qualified_name,
+    write_ordered_by_sql,
 )
 
-SILVER_BUCKETS = 16
+_MB = 1024 * 1024
 MERGE_TABLE_PROPERTIES = {
     "format-version": "2",
     "write.delete.mode": "merge-on-read",
     "write.update.mode": "merge-on-read",
     "write.merge.mode": "merge-on-read",
+    # Files of 64 MB and row groups of 8 MB: a band of recent keys is a few row groups to read,
+    # while a full scan still reads large sequential blocks (Iceberg's defaults: 512 MB, 128 MB).
+    "write.target-file-size-bytes": str(64 * _MB),
+    "write.parquet.row-group-size-bytes": str(8 * _MB),
 }
 APPEND_TABLE_PROPERTIES = {"format-version": "2"}
 # The tombstone table beside each merge table: `<table>__icetide_tombstones` in the same database.
@@ -89,14 +98,12 @@ def create_silver_table(
     columns = plan_schema_changes(StructType([]), source).additions
     definitions = [(c.name, c.data_type.simpleString()) for c in columns]
     definitions += [(f.name, f.dataType.simpleString()) for f in _metadata(load_mode, delete_mode).fields]
-    if load_mode is LoadMode.MERGE:
-        statement = create_table_sql(
-            table.sql_name, definitions, MERGE_TABLE_PROPERTIES, bucket_column=keys[0], buckets=SILVER_BUCKETS
-        )
-    else:
-        statement = create_table_sql(table.sql_name, definitions, APPEND_TABLE_PROPERTIES)
+    merging = load_mode is LoadMode.MERGE
+    properties = MERGE_TABLE_PROPERTIES if merging else APPEND_TABLE_PROPERTIES
     spark.sql(create_namespace_sql(table.catalog, table.database))
-    spark.sql(statement)
+    spark.sql(create_table_sql(table.sql_name, definitions, properties))
+    if merging:
+        spark.sql(write_ordered_by_sql(table.sql_name, keys))
     return [f"created table {table} with {len(columns)} source column(s)"]
 
 
@@ -135,6 +142,11 @@ def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPla
             add_columns_sql(table.sql_name, [(a.name, a.data_type.simpleString()) for a in plan.additions])
         )
     return plan.describe()
+
+
+def has_data_files(spark: SparkSession, table: SilverTable) -> bool:
+    """False for a table without a data file: a first load can append instead of merging."""
+    return spark.sql(first_data_file_sql(table.sql_name)).first() is not None
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

@@ -89,6 +89,19 @@ def create_table_sql(
     return "\n".join(lines)
 
 
+def write_ordered_by_sql(table: str, columns: Sequence[str]) -> str:
+    """Give the table a sort order: Iceberg then writes (and compacts) rows in this order, so each
+    data file covers a narrow band of it and its bounds let a read skip the file."""
+    if not columns:
+        raise ValueError(f"a sort order for {table} needs at least one column")
+    return f"ALTER TABLE {table} WRITE ORDERED BY {', '.join(quote_identifier(c) for c in columns)}"
+
+
+def first_data_file_sql(table: str) -> str:
+    """One data file of the table's current state, if it has any (metadata only: no data read)."""
+    return f"SELECT file_path FROM {table}.{quote_identifier('data_files')} LIMIT 1"  # noqa: S608
+
+
 def add_columns_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
     """One ALTER TABLE that adds every new column (one metadata commit, nullable columns)."""
     return f"ALTER TABLE {table} ADD COLUMNS (\n{column_definitions(columns)}\n)"
@@ -141,6 +154,26 @@ def key_condition(keys: Sequence[str], source: str = "s", target: str = "t") -> 
     return " AND ".join(f"{target}.{quote_identifier(k)} = {source}.{quote_identifier(k)}" for k in keys)
 
 
+def key_ranges_condition(column: str, ranges: Sequence[tuple[int, int]], alias: str = "t") -> str:
+    """True when ``alias.column`` lies in one of the closed ``ranges`` (whole numbers, low <= high).
+
+    A static predicate on silver's own column: Iceberg prunes data files (and Parquet row groups)
+    whose key bounds miss every range, which a join condition alone never does. It is only ever
+    added next to a key equality whose batch keys all lie in the ranges, so it removes no match.
+    """
+    if not ranges:
+        raise ValueError("a key range condition needs at least one range")
+    quoted = f"{alias}.{quote_identifier(column)}" if alias else quote_identifier(column)
+    parts = []
+    for low, high in ranges:
+        if low > high:
+            raise ValueError(f"key range {low}..{high} is empty")
+        parts.append(
+            f"{quoted} = {int(low)}" if low == high else f"{quoted} BETWEEN {int(low)} AND {int(high)}"
+        )
+    return "(" + " OR ".join(parts) + ")"
+
+
 def same_values(columns: Sequence[str], source: str = "s", target: str = "t") -> str:
     """True when every listed column of the change equals silver's, nulls included (``<=>``)."""
     if not columns:
@@ -169,6 +202,8 @@ def classify_changes_sql(
     value_columns: Sequence[str] = (),
     memory_table: str | None = None,
     soft_delete: bool = False,
+    key_ranges: Sequence[tuple[int, int]] = (),
+    broadcast_changes: bool = False,
 ) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the MERGE will take, and
     whether the key's order memory must keep it (``_icetide_remember``).
@@ -186,12 +221,17 @@ def classify_changes_sql(
     it carries values, inserts it as deleted), a revived row is never unchanged, and
     ``_icetide_take_image`` (:func:`take_image`) says whether a delete keeps the values it carries
     or silver's.
+
+    Silver is read only where the batch can match (:func:`silver_rows_of_batch`): files outside
+    ``key_ranges`` (of the first key, from the batch's own keys) are skipped, and with
+    ``broadcast_changes`` the batch's keys are broadcast into silver's scan, so only silver's rows
+    of the batch's keys reach the join, never the whole table.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
     compared = [c for c in value_columns if c not in keys]
     silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
-    silver_columns = ", ".join(quote_identifier(c) for c in silver_side)
+    silver_rows = silver_rows_of_batch(table, source_view, keys, silver_side, key_ranges, broadcast_changes)
     same_row = "FALSE"
     if compared:
         alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
@@ -231,16 +271,48 @@ def classify_changes_sql(
             *([f"{keeps_image} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
             f"{remember} AS {quote_identifier(REMEMBER)}",
             f"FROM {quote_identifier(source_view)} s",
-            # Every name is quoted by quote_identifier: nothing in this text comes unquoted from input.
-            f"LEFT JOIN (SELECT {silver_columns}, TRUE AS {quote_identifier(IN_SILVER)} FROM {table}) t",  # noqa: S608
+            f"LEFT JOIN ({silver_rows}) t",
             f"ON {key_condition(keys)}",
             *memory_join,
         ]
     )
 
 
+def silver_rows_of_batch(
+    table: str,
+    source_view: str,
+    keys: Sequence[str],
+    columns: Sequence[str],
+    key_ranges: Sequence[tuple[int, int]] = (),
+    broadcast_changes: bool = False,
+) -> str:
+    """Silver's ``columns`` (plus ``_icetide_in_silver``) for the rows a batch can match.
+
+    ``key_ranges`` become a static filter Iceberg prunes files with; ``broadcast_changes`` adds a
+    semi join with the batch's keys, broadcast into the scan, so the classification's join sees
+    only matching rows instead of shuffling all of silver's. Both drop only rows whose key is not
+    in the batch, which the classification's left join would not match anyway.
+    """
+    hint = "/*+ BROADCAST(k) */ " if broadcast_changes else ""
+    selected = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
+    lines = [
+        # Every name is quoted by quote_identifier: nothing in this text comes unquoted from input.
+        f"SELECT {hint}{selected}, TRUE AS {quote_identifier(IN_SILVER)} FROM {table} r",  # noqa: S608
+    ]
+    if broadcast_changes:
+        lines.append(f"LEFT SEMI JOIN {quote_identifier(source_view)} k ON {key_condition(keys, 'k', 'r')}")
+    if key_ranges:
+        lines.append(f"WHERE {key_ranges_condition(keys[0], key_ranges, 'r')}")
+    return " ".join(lines)
+
+
 def merge_sql(
-    table: str, source_view: str, keys: Sequence[str], columns: Sequence[str], soft_delete: bool = False
+    table: str,
+    source_view: str,
+    keys: Sequence[str],
+    columns: Sequence[str],
+    soft_delete: bool = False,
+    key_ranges: Sequence[tuple[int, int]] = (),
 ) -> str:
     """The one MERGE that inserts, updates and deletes a run's changes in a single commit.
 
@@ -253,6 +325,9 @@ def merge_sql(
     change time, sequence, run id and ``_icetide_deleted_at`` change (a keys-only before-image
     never overwrites values with nulls); a delete with values of a key silver lacks is inserted
     as deleted.
+
+    ``key_ranges`` (of the first key, covering every key of the source) join the ON condition as a
+    filter on silver alone, so the MERGE scans only the files that can hold the batch's keys.
     """
     if not columns:
         raise ValueError(f"MERGE INTO {table} needs the silver column list")
@@ -276,7 +351,8 @@ def merge_sql(
         [
             f"MERGE INTO {table} t",
             f"USING {quote_identifier(source_view)} s",
-            f"ON {key_condition(keys)}",
+            f"ON {key_condition(keys)}"
+            + (f" AND {key_ranges_condition(keys[0], key_ranges)}" if key_ranges else ""),
             *deletes,
             f"WHEN MATCHED AND {op} <> '{DELETE}' AND {guard} THEN UPDATE SET {assignments}",
             f"WHEN NOT MATCHED AND {insert_when} THEN INSERT ({names}) VALUES ({values})",  # noqa: S608

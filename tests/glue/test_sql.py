@@ -11,6 +11,8 @@ from icetide_glue.sql import (
     committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
+    first_data_file_sql,
+    key_ranges_condition,
     merge_sql,
     order_guard,
     qualified_name,
@@ -18,6 +20,7 @@ from icetide_glue.sql import (
     reconcile_candidates_sql,
     string_literal,
     take_image,
+    write_ordered_by_sql,
 )
 
 TABLE = "`glue_catalog`.`silver`.`orders`"
@@ -133,8 +136,8 @@ def test_classification_labels_each_change_with_the_merge_action() -> None:
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
         "AS `_icetide_remember`\n"
         "FROM `icetide_changes` s\n"
-        "LEFT JOIN (SELECT `order_id`, `_icetide_change_ts`, `_icetide_change_seq`, "
-        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders`) t\n"
+        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
         "ON t.`order_id` = s.`order_id`"
     )
 
@@ -159,9 +162,40 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
         "  ELSE 'update'\n"
     ) in statement
     assert (
-        "LEFT JOIN (SELECT `order_id`, `_icetide_change_ts`, `_icetide_change_seq`, `note`, `amount`, "
-        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders`) t\n"
+        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, r.`note`, "
+        "r.`amount`, TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
     ) in statement
+
+
+def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
+    statement = classify_changes_sql(
+        TABLE,
+        "icetide_changes",
+        ["tenant", "order_id"],
+        key_ranges=[(5, 9), (42, 42)],
+        broadcast_changes=True,
+    )
+    assert (
+        "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
+        "r.`_icetide_change_seq`, TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
+        "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id` "
+        "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) t\n"
+        "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`"
+    ) in statement
+
+
+def test_key_ranges_condition_is_closed_ranges_of_whole_numbers() -> None:
+    assert key_ranges_condition("id", [(-3, 7), (10, 10)]) == "(t.`id` BETWEEN -3 AND 7 OR t.`id` = 10)"
+    assert key_ranges_condition("we`ird", [(1, 2)], alias="") == "(`we``ird` BETWEEN 1 AND 2)"
+    with pytest.raises(ValueError, match="at least one range"):
+        key_ranges_condition("id", [])
+    with pytest.raises(ValueError, match=r"key range 9\.\.1 is empty"):
+        key_ranges_condition("id", [(9, 1)])
+
+
+def test_merge_scans_silver_only_within_the_batch_s_key_ranges() -> None:
+    statement = merge_sql(TABLE, "v", ["order_id"], ["order_id", "note"], key_ranges=[(100, 250)])
+    assert "ON t.`order_id` = s.`order_id` AND (t.`order_id` BETWEEN 100 AND 250)\n" in statement
 
 
 def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extracted() -> None:
@@ -192,4 +226,15 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
         "m.`_icetide_change_ts` > s.`_icetide_image_ts` OR "
         "(m.`_icetide_change_ts` = s.`_icetide_image_ts` AND "
         "coalesce(m.`_icetide_change_seq`, '') > coalesce(s.`_icetide_image_seq`, '')))))"
+    )
+
+
+def test_sort_order_and_first_data_file_statements() -> None:
+    assert write_ordered_by_sql(TABLE, ["tenant", "order`id"]) == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` WRITE ORDERED BY `tenant`, `order``id`"
+    )
+    with pytest.raises(ValueError, match="needs at least one column"):
+        write_ordered_by_sql(TABLE, [])
+    assert first_data_file_sql(TABLE) == (
+        "SELECT file_path FROM `glue_catalog`.`silver`.`orders`.`data_files` LIMIT 1"
     )

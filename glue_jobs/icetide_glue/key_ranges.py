@@ -1,0 +1,78 @@
+"""Where in silver a batch's keys can be: a few closed ranges of the first key column.
+
+Silver merge tables are written in key order (silver.py), so each data file holds a narrow band of
+keys and Iceberg keeps each file's lowest and highest key. A batch of recent changes (the newest
+keys, plus new ones) then lies in the last few files; a filter on those ranges lets Iceberg skip
+every other file, in the classification's read of silver and in the MERGE's. A join condition
+alone never skips a file.
+
+The ranges are exact, not estimated: they are cut from the batch's own distinct keys at the widest
+gaps between neighbours, so every key of the batch is inside one (the filter may never hide a
+match: a hidden match would become a second row for its key). A handful of old keys among many
+recent ones become ranges of their own instead of widening one range over the whole table.
+Only whole-number keys get ranges (the common auto-increment case, where recency means locality);
+for any other type, and for batches too large to sort cheaply on the driver's side, there is no
+filter and silver is read as before.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import ByteType, DecimalType, IntegerType, LongType, ShortType
+
+from icetide_glue.changes import column
+
+# More ranges skip more files, but every scanned row is tested against each: a few dozen is cheap.
+MAX_KEY_RANGES = 32
+# Past this many distinct keys the batch is a large share of any table it can skip files in:
+# finding its gaps (one sorted pass on one task) would cost more than it saves.
+MAX_KEYS_FOR_RANGES = 2_000_000
+
+_PREVIOUS = "_icetide_previous_key"
+_GAP = "_icetide_key_gap"
+_KEY = "_icetide_key"
+
+
+def is_whole_number(frame: DataFrame, key: str) -> bool:
+    data_type = frame.schema[key].dataType
+    whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
+    return isinstance(data_type, ByteType | ShortType | IntegerType | LongType) or whole_decimal
+
+
+def batch_key_ranges(
+    changes: DataFrame, key: str, key_count: int, max_ranges: int = MAX_KEY_RANGES
+) -> list[tuple[int, int]]:
+    """Closed ranges of ``key`` covering every value in ``changes`` ([] = no filter: read all).
+
+    ``key_count`` is the number of rows of ``changes`` (one per key), known to the caller.
+    """
+    if key_count == 0 or key_count > MAX_KEYS_FOR_RANGES or not is_whole_number(changes, key):
+        return []
+    # Differences as decimals: a bigint difference could overflow.
+    keys = changes.select(column(key).cast(DecimalType(38, 0)).alias(_KEY)).distinct()
+    in_order = Window.orderBy(_KEY)
+    with_gaps = keys.select(F.col(_KEY), F.lag(_KEY).over(in_order).alias(_PREVIOUS)).select(
+        _KEY, _PREVIOUS, (F.col(_KEY) - F.col(_PREVIOUS)).alias(_GAP)
+    )
+    bounds = keys.agg(F.min(_KEY).alias("low"), F.max(_KEY).alias("high")).first()
+    assert bounds is not None  # a global aggregate always returns one row
+    widest = (
+        with_gaps.where(F.col(_GAP) > 1)
+        .orderBy(F.col(_GAP).desc(), F.col(_KEY))
+        .limit(max_ranges - 1)
+        .collect()
+    )
+    cuts = [(int(row[_PREVIOUS]), int(row[_KEY])) for row in widest]
+    return _ranges(int(bounds["low"]), int(bounds["high"]), cuts)
+
+
+def _ranges(low: int, high: int, cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[low, high] split at each cut (the keys on either side of a gap), in key order."""
+    ranges = []
+    start = low
+    for before, after in sorted(cuts):
+        ranges.append((start, before))
+        start = after
+    ranges.append((start, high))
+    return ranges

@@ -1,9 +1,13 @@
-"""`icetide job run`: the Glue job on a folder of DMS files, into a local Iceberg warehouse.
+"""`icetide job run`: the Glue job on folders of DMS files, into a local Iceberg warehouse.
 
 The one way to run the job outside Glue. It runs the same :func:`icetide_glue.job.run_job` as the
 Glue entrypoint (glue_jobs/bronze_to_silver.py, Glue-only); only the session differs: local Spark
 with a file-system catalog on ``--warehouse`` (:mod:`icetide_local.spark`) instead of Glue's
 session and the Glue Data Catalog.
+
+``--bronze`` may be repeated: the folders are successive runs of the one table, run in the given
+order in ONE Spark session, so a replay of several DMS batches pays the JVM and session start-up
+(15-20 s) once instead of once a folder.
 """
 
 from __future__ import annotations
@@ -42,15 +46,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     run = commands.add_parser(
         "run",
-        help="dedupe a folder of DMS files and MERGE it into a local Iceberg table",
+        help="dedupe folders of DMS files and MERGE them into a local Iceberg table",
         description=(
             "Run the bronze-to-silver job on a folder of DMS parquet files (searched recursively) into "
-            f"an Iceberg table of a local warehouse (Spark catalog {DEFAULT_LOCAL_CATALOG!r}). Prints "
-            "the run manifest as the last line of stdout. Exit code 0: loaded; 1: the job refused or failed."
+            f"an Iceberg table of a local warehouse (Spark catalog {DEFAULT_LOCAL_CATALOG!r}). Repeat "
+            "--bronze to replay several batches: the folders run in the given order, as successive "
+            "runs of the table, in one Spark session, so the JVM start-up (15-20 s) is paid once. "
+            "Prints each run's manifest as one line of stdout as the run finishes. The first run "
+            "that fails stops the command: later folders are not run (a batch applied without an "
+            "earlier one could be wrong); earlier runs stay committed. Exit code 0: all loaded; "
+            "1: the job refused or failed."
         ),
     )
     run.add_argument(
-        "--bronze", required=True, metavar="DIR", help="folder holding this run's DMS parquet files"
+        "--bronze",
+        required=True,
+        action="append",
+        metavar="DIR",
+        help=(
+            "folder holding one run's DMS parquet files; repeat it to run several folders in that "
+            "order, as runs <run-id>-1, <run-id>-2, ..."
+        ),
     )
     run.add_argument(
         "--warehouse",
@@ -87,13 +103,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--run-id",
         default="",
         metavar="ID",
-        help="run id recorded in the snapshot (default: manual-<UTC time>)",
+        help=(
+            "run id recorded in the snapshot (default: manual-<UTC time>); with several --bronze "
+            "folders, the n-th folder's run is <run-id>-<n>"
+        ),
     )
     run.add_argument(
         "--append-only", action="store_true", help="append every row instead of merging (tables without keys)"
     )
     run.add_argument(
-        "--manifest", default="", metavar="PATH", help="also write the run manifest JSON to PATH"
+        "--manifest",
+        default="",
+        metavar="PATH",
+        help=(
+            "also write the run manifest JSON to PATH; one --bronze folder only (with several, each "
+            "run's manifest is its line on stdout)"
+        ),
     )
     run.add_argument(
         "--expected-rows",
@@ -101,7 +126,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help=(
             "rows DMS reported for these files (its fullLoadRows); the job refuses to commit, with "
-            "BronzeRowCountMismatch, when the folder holds another number. Default: not checked"
+            "BronzeRowCountMismatch, when the folder holds another number; one --bronze folder "
+            "only. Default: not checked"
         ),
     )
     run.add_argument(
@@ -130,7 +156,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=(
             "folder of a key-only full load of the source (DMS parquet: Op, the timestamp column, the "
             "keys); silver keys it lacks, changed at or before --reconcile-started-at, are deleted "
-            "(soft-deleted with --delete-mode soft) in this run's commit. Merge tables only"
+            "(soft-deleted with --delete-mode soft) in this run's commit. Merge tables only; one "
+            "--bronze folder only"
         ),
     )
     run.add_argument(
@@ -151,57 +178,110 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_command)
 
 
-def job_arguments(args: argparse.Namespace) -> JobArguments:
-    """The CLI's options as the Glue job's arguments (validated by the same model)."""
+# Options that belong to one run, refused with several --bronze folders, and why.
+ONE_RUN_OPTIONS: dict[str, str] = {
+    "manifest": "--manifest writes one run's manifest (stdout has each run's manifest line)",
+    "expected_rows": "--expected-rows is the row count of one folder's files",
+    "reconcile": "--reconcile belongs to one run",
+}
+
+
+class OneRunOption(ValueError):
+    """An option that belongs to one run was given with several ``--bronze`` folders."""
+
+
+def refuse_one_run_options(args: argparse.Namespace) -> None:
+    """Raise :class:`OneRunOption` when several folders come with an option of one run."""
+    if len(args.bronze) < 2:
+        return
+    for name, reason in ONE_RUN_OPTIONS.items():
+        if getattr(args, name):
+            raise OneRunOption(f"{reason}: give one --bronze folder with it, not {len(args.bronze)}")
+
+
+def run_ids(args: argparse.Namespace) -> list[str]:
+    """One run id a folder: ``--run-id`` (or ``manual-<UTC time>``), numbered ``-1``, ``-2``, ... when
+    there are several folders, so each is its own exactly-once run."""
+    run_id: str = args.run_id or datetime.now(UTC).strftime("manual-%Y%m%dT%H%M%SZ")
+    if len(args.bronze) == 1:
+        return [run_id]
+    return [f"{run_id}-{number}" for number in range(1, len(args.bronze) + 1)]
+
+
+def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
+    """The CLI's options as the Glue job's arguments (validated by the same model), one per
+    ``--bronze`` folder, in the given order. Everything is checked before Spark starts."""
     if not args.keys.strip() and not args.append_only:
         # Said in the CLI's own terms; the model would name the Glue job's arguments.
         raise MissingPrimaryKeys(
             f"{args.table}: merging needs --keys; a table without keys needs --append-only"
         )
-    run_id = args.run_id or datetime.now(UTC).strftime("manual-%Y%m%dT%H%M%SZ")
-    return JobArguments.from_options(
-        {
-            "target_table": args.table,
-            "run_id": run_id,
-            "bronze_uri": str(Path(args.bronze).resolve()),
-            "manifest_uri": args.manifest,
-            "primary_keys": args.keys,
-            "load_mode": (LoadMode.APPEND if args.append_only else LoadMode.MERGE).value,
-            "watermark_column": args.watermark_column,
-            "timestamp_column": args.timestamp_column,
-            "change_sequence_column": args.change_sequence_column,
-            "catalog": DEFAULT_LOCAL_CATALOG,
-            "expected_rows": args.expected_rows,
-            "delete_mode": args.delete_mode,
-            "tombstone_retention_days": args.tombstone_retention_days,
-            "reconcile_uri": str(Path(args.reconcile).resolve()) if args.reconcile else "",
-            "reconcile_expected_rows": args.reconcile_expected_rows,
-            "reconcile_started_at": args.reconcile_started_at,
-        }
-    )
+    refuse_one_run_options(args)
+    return [
+        JobArguments.from_options(
+            {
+                "target_table": args.table,
+                "run_id": run_id,
+                "bronze_uri": str(Path(bronze).resolve()),
+                "manifest_uri": args.manifest,
+                "primary_keys": args.keys,
+                "load_mode": (LoadMode.APPEND if args.append_only else LoadMode.MERGE).value,
+                "watermark_column": args.watermark_column,
+                "timestamp_column": args.timestamp_column,
+                "change_sequence_column": args.change_sequence_column,
+                "catalog": DEFAULT_LOCAL_CATALOG,
+                "expected_rows": args.expected_rows,
+                "delete_mode": args.delete_mode,
+                "tombstone_retention_days": args.tombstone_retention_days,
+                "reconcile_uri": str(Path(args.reconcile).resolve()) if args.reconcile else "",
+                "reconcile_expected_rows": args.reconcile_expected_rows,
+                "reconcile_started_at": args.reconcile_started_at,
+            }
+        )
+        for bronze, run_id in zip(args.bronze, run_ids(args), strict=True)
+    ]
+
+
+def error_text(error: Exception) -> str:
+    """``<ErrorName>: <message>`` on one line; an unforeseen error says so, and is cut short."""
+    if isinstance(error, IcetideJobError | JarFetchError | OneRunOption):
+        return f"{type(error).__name__}: {' '.join(str(error).split())}"
+    text = " ".join(str(error).split())[:500]
+    return f"{type(error).__name__} (unexpected; please report it): {text}"
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Handler of `icetide job run`: errors go to stderr as ONE line with exit code 1, the manifest
-    to stdout.
+    """Handler of `icetide job run`: errors go to stderr as ONE line with exit code 1, each run's
+    manifest to stdout as one line, as the run finishes.
+
+    All folders run in one Spark session, in the given order; the first run that fails stops the
+    command, and its error line names the folder and how many earlier runs were committed.
 
     Spark logs a failed task's Java stack trace at ERROR level as well, on the same terminal; the
     job turns such failures into named errors (e.g. an unreadable bronze file), so only fatal JVM
     logs are kept while the job runs here.
     """
     try:
-        job_args = job_arguments(args)
+        runs = runs_arguments(args)
         spark = local_spark_session(
             Path(args.warehouse), catalog=DEFAULT_LOCAL_CATALOG, app_name="icetide-job-run"
         )
         spark.sparkContext.setLogLevel("FATAL")
-        manifest = run_job(spark, job_args)
-    except (IcetideJobError, JarFetchError) as error:
-        print(f"error: {type(error).__name__}: {' '.join(str(error).split())}", file=sys.stderr)
+    except Exception as error:  # anything, foreseen or not, ends as one line, never a traceback
+        print(f"error: {error_text(error)}", file=sys.stderr)
         return EXIT_JOB_FAILED
-    except Exception as error:  # anything unforeseen still ends as one line, never a traceback
-        text = " ".join(str(error).split())[:500]
-        print(f"error: {type(error).__name__} (unexpected; please report it): {text}", file=sys.stderr)
-        return EXIT_JOB_FAILED
-    print(manifest_line(manifest), flush=True)
+    for number, (bronze, job_args) in enumerate(zip(args.bronze, runs, strict=True), start=1):
+        try:
+            manifest = run_job(spark, job_args)
+        except Exception as error:
+            where = ""
+            if len(runs) > 1:
+                where = (
+                    f"--bronze {bronze} (run {number} of {len(runs)}, run id {job_args.run_id}) failed; "
+                    f"{number - 1} earlier run(s) committed, {len(runs) - number} later folder(s) "
+                    "not run: "
+                )
+            print(f"error: {where}{error_text(error)}", file=sys.stderr)
+            return EXIT_JOB_FAILED
+        print(manifest_line(manifest), flush=True)
     return EXIT_OK

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from glue.awsglue_fake import get_resolved_options
-from icetide_cli.job import job_arguments
+from icetide_cli.job import runs_arguments
 from icetide_cli.main import build_parser
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode, parse_glue_options
 from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
@@ -265,14 +265,14 @@ def test_icetide_job_run_maps_its_reconcile_options_onto_the_job_arguments(tmp_p
         *("--reconcile", str(tmp_path), "--reconcile-expected-rows", "3"),
         *("--reconcile-started-at", "2026-11-24T10:00:00Z", "--delete-mode", "soft"),
     ]
-    args = job_arguments(build_parser().parse_args(command))
+    [args] = runs_arguments(build_parser().parse_args(command))
     assert (args.reconcile_uri, args.reconcile_expected_rows, args.reconcile_started_at) == (
         str(tmp_path.resolve()),
         3,
         datetime(2026, 11, 24, 10, 0, tzinfo=UTC),
     )
     assert args.delete_mode is DeleteMode.SOFT
-    plain = job_arguments(build_parser().parse_args(command[:10]))
+    [plain] = runs_arguments(build_parser().parse_args(command[:10]))
     assert (plain.reconcile_uri, plain.reconcile_expected_rows, plain.reconcile_started_at) == (
         None,
         None,

@@ -8,8 +8,10 @@ builds local Spark with a file-system catalog on ``--warehouse``.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -19,7 +21,9 @@ from pyspark.sql.types import LongType, StringType
 from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal, silver_schema
 from glue.silver_tables import CATALOG, silver_table
+from icetide_cli import job as cli_job
 from icetide_cli.main import main as icetide
+from icetide_glue.arguments import JobArguments
 
 pytestmark = pytest.mark.spark
 
@@ -41,6 +45,18 @@ def bronze(tmp_path: Path) -> Path:
         [("I", "2026-11-21 06:00:00", 1, "a"), ("I", "2026-11-21 06:00:00", 2, "b")],
     )
     return tmp_path / "bronze"
+
+
+def assert_holds_the_bronze_fixture(spark: SparkSession, table: str, run_id: str) -> None:
+    """``table`` holds the ``bronze`` fixture's two rows, loaded by run ``run_id``."""
+    assert_frame_equal(
+        spark.table(silver_table(table)),
+        [
+            (1, "a", utc("2026-11-21 06:00:00"), None, run_id),
+            (2, "b", utc("2026-11-21 06:00:00"), None, run_id),
+        ],
+        SILVER,
+    )
 
 
 def last_stdout_line(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
@@ -80,14 +96,7 @@ def test_glue_entrypoint(
     printed = last_stdout_line(capsys)
     assert printed == returned == json.loads(manifest_path.read_text())
     assert (printed["rowsInserted"], printed["newWatermark"]) == (2, 2)
-    assert_frame_equal(
-        spark.table(silver_table("via_glue_entrypoint")),
-        [
-            (1, "a", utc("2026-11-21 06:00:00"), None, "entry-1"),
-            (2, "b", utc("2026-11-21 06:00:00"), None, "entry-1"),
-        ],
-        SILVER,
-    )
+    assert_holds_the_bronze_fixture(spark, "via_glue_entrypoint", "entry-1")
 
 
 def test_icetide_job_run(
@@ -118,14 +127,7 @@ def test_icetide_job_run(
     printed = last_stdout_line(capsys)
     assert printed == json.loads(manifest_path.read_text())
     assert (printed["runId"], printed["rowsInserted"], printed["alreadyCommitted"]) == ("cli-1", 2, False)
-    assert_frame_equal(
-        spark.table(silver_table("via_cli")),
-        [
-            (1, "a", utc("2026-11-21 06:00:00"), None, "cli-1"),
-            (2, "b", utc("2026-11-21 06:00:00"), None, "cli-1"),
-        ],
-        SILVER,
-    )
+    assert_holds_the_bronze_fixture(spark, "via_cli", "cli-1")
 
 
 def test_icetide_job_run_without_keys_says_how_to_proceed(
@@ -138,3 +140,143 @@ def test_icetide_job_run_without_keys_says_how_to_proceed(
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: MissingPrimaryKeys: silver.x: merging needs --keys; a table without keys needs --append-only"
     )
+
+
+@dataclass
+class JobRunSpy:
+    """What `icetide job run` asked for: sessions built, and each run's id and session."""
+
+    sessions_built: int = 0
+    run_ids: list[str] = field(default_factory=list)
+    run_sessions: list[SparkSession] = field(default_factory=list)
+
+
+@pytest.fixture
+def job_run_spy(monkeypatch: pytest.MonkeyPatch) -> JobRunSpy:
+    """Counts `local_spark_session` calls and records each `run_job` call of `icetide job run`;
+    both still do their real work (on the tests' one Spark session)."""
+    spy = JobRunSpy()
+    build_session, run = cli_job.local_spark_session, cli_job.run_job
+
+    def counting_session(*args: Any, **kwargs: Any) -> SparkSession:
+        spy.sessions_built += 1
+        return build_session(*args, **kwargs)
+
+    def recording_run(session: SparkSession, arguments: JobArguments) -> dict[str, Any]:
+        spy.run_ids.append(arguments.run_id)
+        spy.run_sessions.append(session)
+        return run(session, arguments)
+
+    monkeypatch.setattr(cli_job, "local_spark_session", counting_session)
+    monkeypatch.setattr(cli_job, "run_job", recording_run)
+    return spy
+
+
+def several_folders(warehouse: Path, table: str, *folders: Path) -> list[str]:
+    """`icetide job run` with one --bronze option a folder, run id `several`."""
+    bronze = [option for folder in folders for option in ("--bronze", str(folder))]
+    return ["job", "run", *bronze, "--warehouse", str(warehouse), "--table", f"silver.{table}",
+            "--keys", "id", "--run-id", "several"]  # fmt: skip
+
+
+def test_icetide_job_run_runs_several_folders_in_order_in_one_spark_session(
+    spark: SparkSession,
+    warehouse: Path,
+    bronze: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    job_run_spy: JobRunSpy,
+) -> None:
+    later = tmp_path / "later"
+    write_dms_file(
+        later,
+        "20261121-070000000.parquet",
+        BRONZE,
+        [("U", "2026-11-21 07:00:00", 1, "a2"), ("D", "2026-11-21 07:00:00", 2, "b"),
+         ("I", "2026-11-21 07:00:00", 3, "c")],
+    )  # fmt: skip
+
+    exit_code = icetide(several_folders(warehouse, "several_folders", bronze, later))
+
+    assert exit_code == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    counts = [(run["runId"], run["rowsInserted"], run["rowsUpdated"], run["rowsDeleted"]) for run in printed]
+    assert counts == [
+        ("several-1", 2, 0, 0),
+        ("several-2", 1, 1, 1),
+    ]
+    # One JVM and one session for both runs, in the given order.
+    assert job_run_spy.sessions_built == 1
+    assert job_run_spy.run_ids == ["several-1", "several-2"]
+    assert all(session is job_run_spy.run_sessions[0] for session in job_run_spy.run_sessions)
+    assert job_run_spy.run_sessions[0].sparkContext is spark.sparkContext
+    assert_frame_equal(
+        spark.table(silver_table("several_folders")),
+        [
+            (1, "a2", utc("2026-11-21 07:00:00"), None, "several-2"),
+            (3, "c", utc("2026-11-21 07:00:00"), None, "several-2"),
+        ],
+        SILVER,
+    )
+
+
+def test_icetide_job_run_stops_at_the_first_failing_folder(
+    spark: SparkSession,
+    warehouse: Path,
+    bronze: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    job_run_spy: JobRunSpy,
+) -> None:
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "LOAD00000001.parquet").write_text("Op,dms_timestamp,id\nI,2026-11-21 07:00:00,8\n")
+    last = tmp_path / "last"
+    write_dms_file(last, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 08:00:00", 9, "z")])
+
+    exit_code = icetide(several_folders(warehouse, "stops_at_failure", bronze, garbage, last))
+
+    assert exit_code == 1
+    captured = capsys.readouterr()
+    assert [json.loads(line)["runId"] for line in captured.out.strip().splitlines()] == ["several-1"]
+    error = captured.err.strip().splitlines()[-1]
+    assert error.startswith(
+        f"error: --bronze {garbage} (run 2 of 3, run id several-2) failed; 1 earlier run(s) committed, "
+        "1 later folder(s) not run: UnreadableBronzeFile: bronze file file:"
+    ), error
+    assert job_run_spy.run_ids == ["several-1", "several-2"]  # the third folder is not attempted
+    assert_holds_the_bronze_fixture(spark, "stops_at_failure", "several-1")
+
+
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [
+        (["--reconcile", "keys"], "--reconcile belongs to one run"),
+        (["--manifest", "manifest.json"], "--manifest writes one run's manifest"),
+        (["--expected-rows", "2"], "--expected-rows is the row count of one folder's files"),
+    ],
+)
+def test_icetide_job_run_refuses_options_of_one_run_with_several_folders(
+    option: list[str],
+    reason: str,
+    warehouse: Path,
+    bronze: Path,
+    capsys: pytest.CaptureFixture[str],
+    job_run_spy: JobRunSpy,
+) -> None:
+    exit_code = icetide([*several_folders(warehouse, "refused", bronze, bronze), *option])
+
+    assert exit_code == 1
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert error.startswith(f"error: OneRunOption: {reason}")
+    assert error.endswith(": give one --bronze folder with it, not 2")
+    assert (job_run_spy.sessions_built, job_run_spy.run_ids) == (0, [])  # refused before Spark
+
+
+def test_icetide_job_run_help_says_folders_run_in_order_in_one_session(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert icetide(["job", "run", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the folders run in the given order, as successive runs of the table, in one Spark session" in text
+    assert "the JVM start-up (15-20 s) is paid once" in text

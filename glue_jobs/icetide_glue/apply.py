@@ -49,6 +49,10 @@ class ClassifiedChanges:
     frame: DataFrame
     counts: ChangeCounts
     key_ranges: Sequence[tuple[int, int]] = ()
+    # How many changes the tombstone table must remember, and the batch's newest change time in
+    # epoch microseconds (None: no change), found in the same pass as the counts.
+    to_remember: int = 0
+    newest_change_micros: int | None = None
 
     def to_apply(self) -> DataFrame:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
@@ -94,14 +98,29 @@ def classify_changes(
         broadcast_changes=broadcast_changes,
     )
     frame = spark.sql(statement).localCheckpoint(eager=True)
-    by_action = {row[ACTION]: int(row["count"]) for row in frame.groupBy(ACTION).count().collect()}
-    counts = ChangeCounts(
-        inserted=by_action.get(ChangeAction.INSERT.value, 0),
-        updated=by_action.get(ChangeAction.UPDATE.value, 0),
-        deleted=by_action.get(ChangeAction.DELETE.value, 0),
-        unchanged=by_action.get(ChangeAction.UNCHANGED.value, 0),
+    rows = frame.groupBy(ACTION).agg(
+        F.count(F.lit(1)).alias("count"),
+        F.count_if(F.col(REMEMBER)).alias("remember"),
+        F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest"),
     )
-    return ClassifiedChanges(frame=frame, counts=counts, key_ranges=key_ranges)
+    by_action = {row[ACTION]: row for row in rows.collect()}
+
+    def count(action: ChangeAction) -> int:
+        return int(by_action[action.value]["count"]) if action.value in by_action else 0
+
+    newest = [int(row["newest"]) for row in by_action.values() if row["newest"] is not None]
+    return ClassifiedChanges(
+        frame=frame,
+        counts=ChangeCounts(
+            inserted=count(ChangeAction.INSERT),
+            updated=count(ChangeAction.UPDATE),
+            deleted=count(ChangeAction.DELETE),
+            unchanged=count(ChangeAction.UNCHANGED),
+        ),
+        key_ranges=key_ranges,
+        to_remember=sum(int(row["remember"]) for row in by_action.values()),
+        newest_change_micros=max(newest) if newest else None,
+    )
 
 
 def remember_changes(
@@ -114,9 +133,9 @@ def remember_changes(
     still removes the row on the retry, and a skipped update only recorded what silver already
     holds.
     """
-    remembered = classified.frame.where(F.col(REMEMBER)).select(*keys, *MEMORY_COLUMNS)
-    if not remembered.take(1):
+    if classified.to_remember == 0:
         return False
+    remembered = classified.frame.where(F.col(REMEMBER)).select(*keys, *MEMORY_COLUMNS)
     remembered.createOrReplaceTempView(CHANGES_TO_REMEMBER_VIEW)
     spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
     return True
@@ -137,12 +156,6 @@ def forget_expired_changes(
     prune_before = newest_change_micros - retention_days * _MICROS_PER_DAY
     if spark.table(memory.sql_name).where(expired_memory_condition(prune_before)).take(1):
         spark.sql(prune_memory_sql(memory.sql_name, prune_before))
-
-
-def newest_change_micros(classified: ClassifiedChanges) -> int | None:
-    """The batch's newest change time in epoch microseconds (None: no change)."""
-    row = classified.frame.agg(F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest")).first()
-    return int(row["newest"]) if row is not None and row["newest"] is not None else None
 
 
 def merge_changes(

@@ -33,7 +33,6 @@ from icetide_glue.apply import (
     classify_changes,
     forget_expired_changes,
     merge_changes,
-    newest_change_micros,
     remember_changes,
 )
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
@@ -169,7 +168,8 @@ def _merge(
 ) -> RunManifest:
     soft = args.delete_mode is DeleteMode.SOFT
     latest = latest_change_per_key(keep_latest_image(changes, keys), keys)
-    latest = mark_deletes(align_to_silver(latest, silver), soft)
+    # Computed once: the key ranges and the classification (twice: changes and their keys) read it.
+    latest = mark_deletes(align_to_silver(latest, silver), soft).localCheckpoint(eager=True)
     value_columns = [name for name in silver.fieldNames() if not is_metadata_column(name)]
     tombstones = ensure_tombstone_table(spark, table, silver, keys)
     if reconcile_keys is not None and args.reconcile_started_at is not None:
@@ -203,7 +203,7 @@ def _merge(
             rows_deleted=counts.deleted,
             rows_unchanged=counts.unchanged,
         )
-        newest = newest_change_micros(classified)
+        newest = classified.newest_change_micros
         # Before silver: a rerun of a committed run writes nothing, so the tombstones must be there.
         remembered = remember_changes(spark, tombstones, classified, keys)
         if counts.changing > 0:

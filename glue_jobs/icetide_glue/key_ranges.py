@@ -32,6 +32,8 @@ MAX_KEYS_FOR_RANGES = 2_000_000
 _PREVIOUS = "_icetide_previous_key"
 _GAP = "_icetide_key_gap"
 _KEY = "_icetide_key"
+_NEXT = "_icetide_next_key"
+_RANK = "_icetide_gap_rank"
 
 
 def is_whole_number(frame: DataFrame, key: str) -> bool:
@@ -52,19 +54,24 @@ def batch_key_ranges(
     # Differences as decimals: a bigint difference could overflow.
     keys = changes.select(column(key).cast(DecimalType(38, 0)).alias(_KEY)).distinct()
     in_order = Window.orderBy(_KEY)
-    with_gaps = keys.select(F.col(_KEY), F.lag(_KEY).over(in_order).alias(_PREVIOUS)).select(
-        _KEY, _PREVIOUS, (F.col(_KEY) - F.col(_PREVIOUS)).alias(_GAP)
-    )
-    bounds = keys.agg(F.min(_KEY).alias("low"), F.max(_KEY).alias("high")).first()
-    assert bounds is not None  # a global aggregate always returns one row
-    widest = (
-        with_gaps.where(F.col(_GAP) > 1)
-        .orderBy(F.col(_GAP).desc(), F.col(_KEY))
-        .limit(max_ranges - 1)
-        .collect()
-    )
-    cuts = [(int(row[_PREVIOUS]), int(row[_KEY])) for row in widest]
-    return _ranges(int(bounds["low"]), int(bounds["high"]), cuts)
+    with_gaps = keys.select(
+        F.col(_KEY),
+        F.lag(_KEY).over(in_order).alias(_PREVIOUS),
+        F.lead(_KEY).over(in_order).alias(_NEXT),
+    ).withColumn(_GAP, F.col(_KEY) - F.col(_PREVIOUS))
+    widest_first = Window.orderBy(F.col(_GAP).desc_nulls_last(), F.col(_KEY))
+    ranked = with_gaps.withColumn(_RANK, F.row_number().over(widest_first))
+    is_cut = (F.col(_RANK) < max_ranges) & (F.col(_GAP) > 1)
+    # One pass: the lowest key, the highest, and the keys after the widest gaps.
+    rows = ranked.where(F.col(_PREVIOUS).isNull() | F.col(_NEXT).isNull() | is_cut).collect()
+    low = next(int(row[_KEY]) for row in rows if row[_PREVIOUS] is None)
+    high = next(int(row[_KEY]) for row in rows if row[_NEXT] is None)
+    cuts = [
+        (int(row[_PREVIOUS]), int(row[_KEY]))
+        for row in rows
+        if row[_GAP] is not None and row[_GAP] > 1 and row[_RANK] < max_ranges
+    ]
+    return _ranges(low, high, cuts)
 
 
 def _ranges(low: int, high: int, cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:

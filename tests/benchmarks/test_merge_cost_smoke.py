@@ -1,0 +1,104 @@
+"""benchmarks/merge_cost.py end to end at a tiny size: every approach and pattern is measured, the
+results are written, and the comparison that guards them does fail when silver is wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+APPROACHES = {"icetide", "append", "naive", "reload"}
+PATTERNS = {"scattered", "recent", "fixed"}
+
+
+def benchmark_arguments(tmp_path: Path, catalog: str, *more: str) -> list[str]:
+    """One 2,000-row table and one round; each test its own workspace, so its own catalog name
+    (Spark keeps a catalog's first warehouse)."""
+    return [
+        "--sizes", "2000",
+        "--rounds", "1",
+        "--fixed-changes", "20",
+        "--no-plot",
+        "--no-warm-up",
+        "--out", str(tmp_path / "out"),
+        "--workspace", str(tmp_path / "workspace"),
+        "--catalog", catalog,
+        *more,
+    ]  # fmt: skip
+
+
+def read_results(tmp_path: Path) -> dict[str, Any]:
+    return json.loads((tmp_path / "out" / "merge_cost.json").read_text(encoding="utf-8"))
+
+
+def test_every_approach_and_pattern_is_measured_and_agrees(
+    spark: SparkSession, merge_cost: ModuleType, tmp_path: Path
+) -> None:
+    assert merge_cost.main(benchmark_arguments(tmp_path, "bench_smoke")) == 0
+
+    results = read_results(tmp_path)
+    assert results["correct"] is True
+    assert results["checks"] and all(check["ok"] for check in results["checks"])
+    assert {r["pattern"] for r in results["results"]} == PATTERNS
+    for record in results["results"]:
+        assert set(record["approaches"]) == APPROACHES
+        for approach, cost in record["approaches"].items():
+            assert cost["seconds"] > 0, (record["pattern"], approach)
+            assert cost["written_bytes"] > 0, (record["pattern"], approach)
+            assert all(figure >= 0 for figure in cost.values()), (record["pattern"], approach, cost)
+        # icetide and naive read silver through Iceberg; the reload reads its export, not a table.
+        assert record["approaches"]["icetide"]["scanned_data_files"] > 0
+        assert record["approaches"]["naive"]["scanned_data_files"] > 0
+    summary = results["summary"]["2000"]
+    assert set(summary) == PATTERNS and all(set(row) == APPROACHES for row in summary.values())
+    assert results["builds"][0]["seconds"] > 0
+    assert results["versions"]["iceberg"]
+    assert not (tmp_path / "out" / "merge_cost.png").exists()
+
+
+def test_a_silver_row_missing_fails_the_run(
+    spark: SparkSession, merge_cost: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def drop_one_silver_row(session: SparkSession, tables: Any) -> None:
+        silver = tables.name("silver")
+        session.sql(f"DELETE FROM {silver} WHERE id = (SELECT min(id) FROM {silver})")  # noqa: S608
+
+    arguments = benchmark_arguments(tmp_path, "bench_tamper", "--patterns", "scattered")
+    assert merge_cost.main(arguments, before_compare=drop_one_silver_row) == 1
+
+    results = read_results(tmp_path)
+    assert results["correct"] is False
+    verdicts = {check["what"].split(" (")[0]: check["ok"] for check in results["checks"]}
+    assert verdicts == {"icetide vs full load": True, "icetide vs naive": False, "reload vs naive": True}
+    assert "MISMATCH icetide vs naive" in capsys.readouterr().out
+
+
+def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
+    """The ratios, without Spark: minimum over rounds, every size, the growth across sizes."""
+
+    def figures(**seconds: float) -> dict[str, dict[str, float]]:
+        return {name: {"min_seconds": value} for name, value in seconds.items()}
+
+    summary = {
+        1000: {
+            "scattered": figures(icetide=1.0, append=0.1, naive=4.0, reload=1.0),
+            "recent": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0),
+            "fixed": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0),
+        },
+        10000: {"fixed": figures(icetide=2.0, append=0.5, naive=4.0, reload=20.0)},
+    }
+    verdicts = merge_cost.evaluate_targets(summary, [1000, 10000])
+    passed = {(v["size"], v["pattern"], v["ratio"]): v["pass"] for v in verdicts}
+    assert passed == {
+        (1000, "scattered", "naive/icetide"): True,
+        (1000, "scattered", "reload/icetide"): False,
+        (1000, "recent", "reload/icetide"): True,
+        (1000, "recent", "icetide/append"): True,
+        (10000, "fixed", "icetide(10,000)/icetide(1,000)"): False,
+    }

@@ -80,7 +80,7 @@ def classify_changes(
     ``value_columns`` are the source columns compared with silver to tell a real update from a
     re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults;
     ``key_ranges`` and ``broadcast_changes`` limit silver's read to the batch's keys
-    (:func:`icetide_glue.sql.silver_rows_of_batch`).
+    (:func:`icetide_glue.sql.rows_of_batch`).
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table

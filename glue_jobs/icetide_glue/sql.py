@@ -222,16 +222,18 @@ def classify_changes_sql(
     ``_icetide_take_image`` (:func:`take_image`) says whether a delete keeps the values it carries
     or silver's.
 
-    Silver is read only where the batch can match (:func:`silver_rows_of_batch`): files outside
-    ``key_ranges`` (of the first key, from the batch's own keys) are skipped, and with
-    ``broadcast_changes`` the batch's keys are broadcast into silver's scan, so only silver's rows
-    of the batch's keys reach the join, never the whole table.
+    Silver and the tombstone table are read only where the batch can match
+    (:func:`rows_of_batch`): files outside ``key_ranges`` (of the first key, from the batch's own
+    keys) are skipped, and with ``broadcast_changes`` the batch's keys are broadcast into their
+    scans, so only their rows of the batch's keys reach the joins, never whole tables.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
     compared = [c for c in value_columns if c not in keys]
     silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
-    silver_rows = silver_rows_of_batch(table, source_view, keys, silver_side, key_ranges, broadcast_changes)
+    silver_rows = rows_of_batch(
+        table, source_view, keys, silver_side, IN_SILVER, key_ranges, broadcast_changes
+    )
     same_row = "FALSE"
     if compared:
         alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
@@ -245,13 +247,16 @@ def classify_changes_sql(
     remember = f"({memory_ok} AND {order_guard()} AND ({op} = '{DELETE}' OR {skipped_update}))"
     memory_join = []
     if memory_table is not None:
-        memory_columns = ", ".join(quote_identifier(c) for c in (*keys, CHANGE_TS, CHANGE_SEQ, OP))
-        memory_join = [
-            # Quoted names only, as above.
-            f"LEFT JOIN (SELECT {memory_columns}, TRUE AS {quote_identifier(IN_MEMORY)} "  # noqa: S608
-            f"FROM {memory_table}) m",
-            f"ON {key_condition(keys, 's', 'm')}",
-        ]
+        memory_rows = rows_of_batch(
+            memory_table,
+            source_view,
+            keys,
+            (*keys, CHANGE_TS, CHANGE_SEQ, OP),
+            IN_MEMORY,
+            key_ranges,
+            broadcast_changes,
+        )
+        memory_join = [f"LEFT JOIN ({memory_rows}) m", f"ON {key_condition(keys, 's', 'm')}"]
     return "\n".join(
         [
             "SELECT s.*, CASE",
@@ -278,15 +283,17 @@ def classify_changes_sql(
     )
 
 
-def silver_rows_of_batch(
+def rows_of_batch(
     table: str,
     source_view: str,
     keys: Sequence[str],
     columns: Sequence[str],
+    marker: str,
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
 ) -> str:
-    """Silver's ``columns`` (plus ``_icetide_in_silver``) for the rows a batch can match.
+    """``columns`` of a keyed table (silver, or its tombstone table) plus a ``marker`` column that
+    is true, for the rows a batch can match.
 
     ``key_ranges`` become a static filter Iceberg prunes files with; ``broadcast_changes`` adds a
     semi join with the batch's keys, broadcast into the scan, so the classification's join sees
@@ -297,7 +304,7 @@ def silver_rows_of_batch(
     selected = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
     lines = [
         # Every name is quoted by quote_identifier: nothing in this text comes unquoted from input.
-        f"SELECT {hint}{selected}, TRUE AS {quote_identifier(IN_SILVER)} FROM {table} r",  # noqa: S608
+        f"SELECT {hint}{selected}, TRUE AS {quote_identifier(marker)} FROM {table} r",  # noqa: S608
     ]
     if broadcast_changes:
         lines.append(f"LEFT SEMI JOIN {quote_identifier(source_view)} k ON {key_condition(keys, 'k', 'r')}")

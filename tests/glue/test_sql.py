@@ -174,14 +174,23 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
         ["tenant", "order_id"],
         key_ranges=[(5, 9), (42, 42)],
         broadcast_changes=True,
+        memory_table="`m`.`t`",
     )
     assert (
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
         "r.`_icetide_change_seq`, TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
         "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id` "
         "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) t\n"
-        "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`"
+        "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
     ) in statement
+    # The tombstone table is read the same way.
+    assert statement.endswith(
+        "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
+        "r.`_icetide_change_seq`, r.`_icetide_op`, TRUE AS `_icetide_in_memory` FROM `m`.`t` r "
+        "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id` "
+        "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) m\n"
+        "ON m.`tenant` = s.`tenant` AND m.`order_id` = s.`order_id`"
+    )
 
 
 def test_key_ranges_condition_is_closed_ranges_of_whole_numbers() -> None:

@@ -148,10 +148,8 @@ def forget_expired_changes(
     time, AFTER the silver commit (a commit of its own, only when there is something to delete;
     the job asks only in runs that remembered something, as the table only grows then).
 
-    Not before: the classification may be evaluated again while the run writes (Spark recomputes
-    a cached query whose table changed), and a retry after a failed silver commit classifies the
-    batch again; both must see every entry the first classification saw, or a change it found
-    too old would land.
+    Not before: a retry after a failed silver commit classifies the batch again and must see
+    every entry the first classification saw, or a change it found too old would land.
     """
     prune_before = newest_change_micros - retention_days * _MICROS_PER_DAY
     if spark.table(memory.sql_name).where(expired_memory_condition(prune_before)).take(1):

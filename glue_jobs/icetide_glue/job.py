@@ -9,8 +9,9 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    DDL;
 4. create or evolve the table; turn the keys a reconcile removes into deletes of the batch;
    remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
-   before silver: harmless if the silver commit fails); then ONE commit (MERGE, or append for
-   key-less tables, without the rows silver already holds) that carries the run id and the run's
+   before silver: harmless if the silver commit fails); then ONE commit (MERGE; an append into a
+   merge table without data files, which the MERGE could only insert into; for key-less tables an
+   append without the rows silver already holds) that carries the run id and the run's
    statistics in its snapshot summary; then, if the run remembered something, forget tombstones
    older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.

@@ -392,9 +392,8 @@ def reconcile_candidates_sql(
     a D not older. A key only in the batch is live after an I or U.
 
     A tombstone entry that is this reconcile's own delete (``started_at_micros``,
-    ``reconcile_sequence``) keeps its key a candidate: the classification is evaluated again after
-    the tombstones are written (Spark recomputes a cached query whose table changed), and a retry
-    after a failed silver commit reads them too; both must reach the same result.
+    ``reconcile_sequence``) keeps its key a candidate: a retry after a failed silver commit reads
+    the tombstones this run wrote and must reach the same result as the first attempt.
     """
     in_silver, in_memory = quote_identifier(IN_SILVER), quote_identifier(IN_MEMORY)
     ts, seq, op = quote_identifier(CHANGE_TS), quote_identifier(CHANGE_SEQ), quote_identifier(OP)
@@ -444,7 +443,7 @@ def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -
 
     Idempotent: the same changes merged again change nothing, so a retry after a failed silver
     commit re-applies them harmlessly. Only adds or moves entries forward: what the run's
-    classification saw stays true (it may be evaluated again after this commit).
+    classification saw stays true (a retry classifies again after this commit).
     """
     columns = [*keys, *MEMORY_COLUMNS]
     names = ", ".join(quote_identifier(c) for c in columns)

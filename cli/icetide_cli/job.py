@@ -105,7 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ID",
         help=(
             "run id recorded in the snapshot (default: manual-<UTC time>); with several --bronze "
-            "folders, the n-th folder's run is <run-id>-<n>"
+            "folders, the n-th folder's run is <run-id>-<n> (so the same folder run alone later is a "
+            "new run id; its changes are then older than or equal to silver's and change nothing)"
         ),
     )
     run.add_argument(
@@ -255,7 +256,7 @@ def run_command(args: argparse.Namespace) -> int:
     manifest to stdout as one line, as the run finishes.
 
     All folders run in one Spark session, in the given order; the first run that fails stops the
-    command, and its error line names the folder and how many earlier runs were committed.
+    command, and its error line names the folder and how many earlier runs finished.
 
     Spark logs a failed task's Java stack trace at ERROR level as well, on the same terminal; the
     job turns such failures into named errors (e.g. an unreadable bronze file), so only fatal JVM
@@ -278,7 +279,7 @@ def run_command(args: argparse.Namespace) -> int:
             if len(runs) > 1:
                 where = (
                     f"--bronze {bronze} (run {number} of {len(runs)}, run id {job_args.run_id}) failed; "
-                    f"{number - 1} earlier run(s) committed, {len(runs) - number} later folder(s) "
+                    f"{number - 1} earlier run(s) finished, {len(runs) - number} later folder(s) "
                     "not run: "
                 )
             print(f"error: {where}{error_text(error)}", file=sys.stderr)

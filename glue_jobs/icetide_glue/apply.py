@@ -58,8 +58,8 @@ class ClassifiedChanges:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
 
     def release(self) -> None:
-        """Free the cache and the run's temporary views (a session may run many jobs)."""
-        self.frame.unpersist()
+        """Drop the run's temporary views (a session may run many jobs). The checkpointed labels
+        cannot be unpersisted: Spark frees their blocks once the frame is garbage-collected."""
         for view in (CHANGES_VIEW, CHANGES_TO_APPLY_VIEW, CHANGES_TO_REMEMBER_VIEW):
             self.frame.sparkSession.catalog.dropTempView(view)
 

@@ -241,7 +241,7 @@ def test_icetide_job_run_stops_at_the_first_failing_folder(
     assert [json.loads(line)["runId"] for line in captured.out.strip().splitlines()] == ["several-1"]
     error = captured.err.strip().splitlines()[-1]
     assert error.startswith(
-        f"error: --bronze {garbage} (run 2 of 3, run id several-2) failed; 1 earlier run(s) committed, "
+        f"error: --bronze {garbage} (run 2 of 3, run id several-2) failed; 1 earlier run(s) finished, "
         "1 later folder(s) not run: UnreadableBronzeFile: bronze file file:"
     ), error
     assert job_run_spy.run_ids == ["several-1", "several-2"]  # the third folder is not attempted

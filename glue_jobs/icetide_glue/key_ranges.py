@@ -47,7 +47,8 @@ def batch_key_ranges(
 ) -> list[tuple[int, int]]:
     """Closed ranges of ``key`` covering every value in ``changes`` ([] = no filter: read all).
 
-    ``key_count`` is the number of rows of ``changes`` (one per key), known to the caller.
+    ``key_count`` bounds the number of distinct keys without counting them (the job passes the
+    bronze rows it read): an empty batch needs no filter, and a huge one is not worth sorting.
     """
     if key_count == 0 or key_count > MAX_KEYS_FOR_RANGES or not is_whole_number(changes, key):
         return []

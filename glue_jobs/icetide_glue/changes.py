@@ -125,9 +125,14 @@ def check_dms_column_types(schema: StructType, timestamp: str, op: str | None, s
         )
 
 
-def _is_sequence_type(data_type: DataType) -> bool:
+def is_whole_number_type(data_type: DataType) -> bool:
+    """An integral type, or a decimal without fraction digits."""
     whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
-    return isinstance(data_type, StringType | IntegralType) or whole_decimal
+    return isinstance(data_type, IntegralType) or whole_decimal
+
+
+def _is_sequence_type(data_type: DataType) -> bool:
+    return isinstance(data_type, StringType) or is_whole_number_type(data_type)
 
 
 def normalize_changes(
@@ -179,8 +184,7 @@ def sortable_sequence(sequence: Column, data_type: DataType) -> Column:
     zeros to one width. A negative number keeps its sign unpadded, so the batch check, which wants
     digits, refuses it (no DMS source writes one, and it would not sort).
     """
-    whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
-    if isinstance(data_type, IntegralType) or whole_decimal:
+    if is_whole_number_type(data_type):
         digits = sequence.cast(DecimalType(38, 0)).cast(StringType())
         return F.when(sequence >= 0, F.lpad(digits, _SEQUENCE_WIDTH, "0")).otherwise(digits)
     return sequence.cast(StringType())

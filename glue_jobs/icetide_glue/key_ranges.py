@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ByteType, DecimalType, IntegerType, LongType, ShortType
+from pyspark.sql.types import DecimalType
 
-from icetide_glue.changes import column
+from icetide_glue.changes import column, is_whole_number_type
 
 # More ranges skip more files, but every scanned row is tested against each: a few dozen is cheap.
 MAX_KEY_RANGES = 32
@@ -33,13 +33,7 @@ _PREVIOUS = "_icetide_previous_key"
 _GAP = "_icetide_key_gap"
 _KEY = "_icetide_key"
 _NEXT = "_icetide_next_key"
-_RANK = "_icetide_gap_rank"
-
-
-def is_whole_number(frame: DataFrame, key: str) -> bool:
-    data_type = frame.schema[key].dataType
-    whole_decimal = isinstance(data_type, DecimalType) and data_type.scale == 0
-    return isinstance(data_type, ByteType | ShortType | IntegerType | LongType) or whole_decimal
+_IS_CUT = "_icetide_gap_is_cut"
 
 
 def batch_key_ranges(
@@ -50,7 +44,7 @@ def batch_key_ranges(
     ``key_count`` bounds the number of distinct keys without counting them (the job passes the
     bronze rows it read): an empty batch needs no filter, and a huge one is not worth sorting.
     """
-    if key_count == 0 or key_count > MAX_KEYS_FOR_RANGES or not is_whole_number(changes, key):
+    if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
         return []
     # Differences as decimals: a bigint difference could overflow.
     keys = changes.select(column(key).cast(DecimalType(38, 0)).alias(_KEY)).distinct()
@@ -61,17 +55,13 @@ def batch_key_ranges(
         F.lead(_KEY).over(in_order).alias(_NEXT),
     ).withColumn(_GAP, F.col(_KEY) - F.col(_PREVIOUS))
     widest_first = Window.orderBy(F.col(_GAP).desc_nulls_last(), F.col(_KEY))
-    ranked = with_gaps.withColumn(_RANK, F.row_number().over(widest_first))
-    is_cut = (F.col(_RANK) < max_ranges) & (F.col(_GAP) > 1)
+    is_cut = (F.row_number().over(widest_first) < max_ranges) & (F.col(_GAP) > 1)
+    ranked = with_gaps.withColumn(_IS_CUT, F.coalesce(is_cut, F.lit(False)))
     # One pass: the lowest key, the highest, and the keys after the widest gaps.
-    rows = ranked.where(F.col(_PREVIOUS).isNull() | F.col(_NEXT).isNull() | is_cut).collect()
+    rows = ranked.where(F.col(_PREVIOUS).isNull() | F.col(_NEXT).isNull() | F.col(_IS_CUT)).collect()
     low = next(int(row[_KEY]) for row in rows if row[_PREVIOUS] is None)
     high = next(int(row[_KEY]) for row in rows if row[_NEXT] is None)
-    cuts = [
-        (int(row[_PREVIOUS]), int(row[_KEY]))
-        for row in rows
-        if row[_GAP] is not None and row[_GAP] > 1 and row[_RANK] < max_ranges
-    ]
+    cuts = [(int(row[_PREVIOUS]), int(row[_KEY])) for row in rows if row[_IS_CUT]]
     return _ranges(low, high, cuts)
 
 

@@ -51,9 +51,21 @@ class DeleteMode(StrEnum):
 LOAD_MODES = tuple(mode.value for mode in LoadMode)
 CAPTURE_MODES = tuple(mode.value for mode in CaptureMode)
 DELETE_MODES = tuple(mode.value for mode in DeleteMode)
+
+
+class CdcTask(StrEnum):
+    """How a cdc table's DMS task lives (design.md §6): one per run, stopping at the run's slot
+    (windowed), or one long-lived task whose files each run consumes after the file checkpoint."""
+
+    WINDOWED = "windowed"
+    CONTINUOUS = "continuous"
+
+
+CDC_TASKS = tuple(kind.value for kind in CdcTask)
 MIGRATION_TYPES = ("full-load", "full-load-and-cdc", "cdc")
 S3_FOLDER_URI_OR_NONE = r"^(s3://[^/]+/.+/)?$"
 S3_OBJECT_URI = r"^s3://[^/]+/.+"
+S3_OBJECT_URI_OR_NONE = r"^(s3://[^/]+/.+)?$"
 UTC_SECOND = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 CDC_STOP_POSITION = r"^server_time:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"
 
@@ -119,6 +131,29 @@ class RunPlan:
     reconcile_bronze_uri: str = field(
         default="", metadata=json_key("reconcileBronzeUri", text(pattern=S3_FOLDER_URI_OR_NONE))
     )
+
+    # Continuous cdc (cdcTask continuous): the task is long-lived and writes to `bronzeUri` all the
+    # time; a run merges the files after `fileCheckpoint` (a key relative to `bronzeUri`; None: from
+    # the first file), at most `maxFilesPerRun` files and `maxBytesPerRun` bytes (at least one file),
+    # listed in the selection at `bronzeFilesUri` ("" for other runs: the Glue job reads the folder).
+    cdc_task: str = field(default="windowed", metadata=json_key("cdcTask", one_of(*CDC_TASKS)))
+    file_checkpoint: str | None = field(
+        default=None, metadata=json_key("fileCheckpoint", optional(text(min_length=1)))
+    )
+    max_files_per_run: int | None = field(
+        default=None, metadata=json_key("maxFilesPerRun", optional(whole_number(minimum=1)))
+    )
+    max_bytes_per_run: int | None = field(
+        default=None, metadata=json_key("maxBytesPerRun", optional(whole_number(minimum=1)))
+    )
+    bronze_files_uri: str = field(
+        default="", metadata=json_key("bronzeFilesUri", text(pattern=S3_OBJECT_URI_OR_NONE))
+    )
+
+    @property
+    def continuous(self) -> bool:
+        """True when the run consumes the files of the table's long-lived task."""
+        return self.cdc_task == CdcTask.CONTINUOUS
 
     @property
     def reconciles(self) -> bool:

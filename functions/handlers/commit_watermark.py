@@ -5,6 +5,9 @@ read_task_statistics, optional). Output: ``{"previousWatermark", "watermark", "a
 "cdcCheckpoint"}``. A cdc run also commits its task's RecoveryCheckpoint in the same write (only
 while the stored checkpoint is still the one it started from), a reconcile run its slot as
 ``lastReconcileTime``: a run that fails anywhere leaves both, so the next run reads its window again.
+A continuous run commits the last file of its bronze file selection (``plan.bronzeFilesUri``) as
+``cdcFileCheckpoint``, under the same condition; a selection without files needs no manifest (no
+Glue job ran) and commits the run as one that changed nothing.
 The run's last step, after the Glue job committed to silver and the DMS resources are deleted: one
 conditional write stores watermark, statistics and status and releases the table's lock, only while
 this run holds the lock and the watermark is the one it started from (``plan.previousWatermark``).
@@ -27,9 +30,30 @@ from icetide.errors import ManifestInvalid
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run import commit
 from icetide.run.handler_inputs import CommitInput, parse_input
-from icetide.run.manifest import read_manifest
+from icetide.run.manifest import read_manifest, read_selection
 from icetide.settings import load_settings
+from icetide_contracts.bronze_files import BronzeFiles
+from icetide_contracts.run_manifest import RunManifest
+from icetide_contracts.run_plan import RunPlan
 from icetide_contracts.watermark_text import watermark_json
+
+
+def _manifest(plan: RunPlan) -> RunManifest:
+    try:
+        return read_manifest(s3.read_text(plan.manifest_uri))
+    except s3.ObjectNotFound as missing:
+        raise ManifestInvalid(
+            f"no run manifest at {plan.manifest_uri}: the Glue job did not write one"
+        ) from missing
+
+
+def _selection(plan: RunPlan) -> BronzeFiles:
+    try:
+        return read_selection(s3.read_text(plan.bronze_files_uri), plan)
+    except s3.ObjectNotFound as missing:
+        raise ManifestInvalid(
+            f"no bronze file selection at {plan.bronze_files_uri}: select_bronze_files did not write one"
+        ) from missing
 
 
 @observed()
@@ -38,21 +62,28 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = parse_input(CommitInput, event)
     plan = run.plan
 
-    try:
-        manifest = read_manifest(s3.read_text(plan.manifest_uri))
-    except s3.ObjectNotFound as missing:
-        raise ManifestInvalid(
-            f"no run manifest at {plan.manifest_uri}: the Glue job did not write one"
-        ) from missing
+    selection = _selection(plan) if plan.continuous else None
+    if selection is not None and not selection.files:
+        manifest = commit.empty_run_manifest(plan)  # no new file: no Glue job ran, nothing merged
+    else:
+        manifest = _manifest(plan)
     commit.check_manifest(manifest, run_id=run.run_id, watermark_column=plan.watermark_column)
     step = commit.next_watermark(plan.previous_watermark, manifest.new_watermark)
     stats = commit.run_stats(
         manifest,
         run.statistics.full_load_rows if run.statistics else None,
         run.statistics.change_rows if run.statistics else None,
+        files_merged=len(selection.files) if selection is not None else None,
     )
-    checkpoint = commit.checkpoint_step(plan, run.statistics.recovery_checkpoint if run.statistics else None)
-    if checkpoint is not None and checkpoint.new is None:
+    reached = (
+        selection.last_file
+        if selection is not None
+        else run.statistics.recovery_checkpoint
+        if run.statistics
+        else None
+    )
+    checkpoint = commit.checkpoint_step(plan, reached)
+    if checkpoint is not None and checkpoint.new is None and not plan.continuous:
         logger.warning("the cdc task reported no RecoveryCheckpoint; the next run reads this window again")
 
     write = ControlTable(settings.control_table_name).commit_run(

@@ -6,7 +6,8 @@ and a reconcile run's key extraction) is stopped first if it still runs; then it
 endpoint; then the instance, only if the run created it (a
 reused instance goes in ``kept``). Parts the input lacks are looked up by the names derived from
 the stack and run id, so a run that failed half-way through creating them leaves nothing behind;
-a resource found by such a name is deleted only if it carries the run's tags. Raises
+a resource found by such a name is deleted only if it carries the run's tags. A continuous table's
+task and endpoint (``task.longLived``) are kept. Raises
 DmsResourceBusy (retried) while DMS cannot delete something yet.
 """
 
@@ -55,6 +56,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
 
     given = run.task
+    if given is not None and given.long_lived:
+        # A continuous table's task outlives every run: only turning the table off deletes it.
+        report.kept += [arn for arn in (given.replication_task_arn, given.target_endpoint_arn) if arn]
+        given = None
     pairs = [
         (
             given.replication_task_arn if given else None,

@@ -1,7 +1,9 @@
 """StartWorkflow: on each schedule event, start one table-run execution per active, valid table.
 
 Input: an EventBridge scheduled event (its ``time`` picks the slot) or ``{}`` (now). Output:
-``{"slot", "started", "alreadyStarted", "inactive", "invalid"}`` (docs/contracts.md).
+``{"slot", "started", "alreadyStarted", "inactive", "invalid", "retired"}`` (docs/contracts.md).
+An inactive continuous cdc table's long-lived task is taken one step further towards deleted
+(stop, delete the task, delete its endpoint): ``retired`` says which step, per table.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from icetide.dms.identifiers import run_id, schedule_slot
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run import scheduling
 from icetide.run.handler_inputs import ScheduleEvent, parse_input
+from icetide.run.retire import retire_step
 from icetide.settings import load_settings
 
 
@@ -36,6 +39,20 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 "control item values ignored",
                 extra={"targetTableName": item.target_table_name, "notes": list(item.notes)},
             )
+
+    retired: dict[str, str] = {}
+    for item in triaged.retiring:  # turned off: one step towards no task, whatever the others do
+        try:
+            retired[item.target_table_name] = retire_step(
+                settings.require("stack_name"), item.target_table_name
+            )
+        except Exception as error:
+            logger.exception(
+                "could not turn off the continuous task", extra={"table": item.target_table_name}
+            )
+            retired[item.target_table_name] = f"error: {error}"
+    if retired:
+        logger.info("continuous tasks of inactive tables", extra={"retired": retired})
 
     summary = scheduling.ScheduleSummary(slot_start=slot_start)
     for item in triaged.runnable:
@@ -59,4 +76,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     metrics.add_metric(name="RunsStarted", unit=MetricUnit.Count, value=len(summary.started))
     metrics.add_metric(name="InvalidControlItems", unit=MetricUnit.Count, value=len(triaged.invalid))
-    return summary.finish(triaged)
+    return summary.finish(triaged) | {"retired": retired}

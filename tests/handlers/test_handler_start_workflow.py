@@ -52,6 +52,7 @@ def test_starts_one_execution_per_active_table_named_after_the_slot(
         "alreadyStarted": [],
         "inactive": ["dbo_archive"],
         "invalid": [],
+        "retired": {},
     }
     assert _executions() == {
         "dbo_customers-20261121T0700Z": {

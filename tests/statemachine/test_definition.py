@@ -94,7 +94,7 @@ def test_every_lambda_task_retries_transient_lambda_errors_with_backoff(
     lambda_tasks = {
         name: task for name, task in _tasks(states).items() if task["Resource"].endswith("FunctionArn}")
     }
-    assert len(lambda_tasks) == 11
+    assert len(lambda_tasks) == 13
     for name, task in lambda_tasks.items():
         [retrier] = [r for r in task["Retry"] if set(r["ErrorEquals"]) >= TRANSIENT_LAMBDA_ERRORS]
         assert retrier["BackoffRate"] > 1, name
@@ -155,6 +155,7 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
         "--target_table.$",
         "--run_id.$",
         "--bronze_uri.$",
+        "--bronze_files_uri.$",
         "--manifest_uri.$",
         "--primary_keys.$",
         "--load_mode.$",
@@ -191,4 +192,4 @@ def test_every_function_arn_key_names_an_existing_handler_module() -> None:
         key for key in function_keys if importlib.util.find_spec(f"handlers.{handler_module(key)}") is None
     ]
     assert missing == []
-    assert len(function_keys) == 10
+    assert len(function_keys) == 12

@@ -107,6 +107,11 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "reconcileTableMapping": None,
         "reconcileSlot": None,
         "reconcileBronzeUri": "",
+        "cdcTask": "windowed",
+        "fileCheckpoint": None,
+        "maxFilesPerRun": None,
+        "maxBytesPerRun": None,
+        "bronzeFilesUri": "",
     }
 
 

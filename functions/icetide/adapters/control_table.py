@@ -40,6 +40,9 @@ class CheckpointStep:
 
     previous: str | None
     new: str | None
+    # `cdcCheckpoint` holds a windowed task's RecoveryCheckpoint, `cdcFileCheckpoint` a continuous
+    # table's last merged file.
+    attribute: str = "cdcCheckpoint"
 
 
 class ControlTable:
@@ -78,6 +81,18 @@ class ControlTable:
             condition="attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) "
             "OR lockHolder = :run OR lockTime < :stale_before)",
             values={":run": run_id, ":now": now, ":running": "RUNNING", ":stale_before": stale_before},
+        )
+
+    def record_task_resume(
+        self, target_table_name: str, run_id: str, resume: Mapping[str, Any]
+    ) -> ConditionalWrite:
+        """Store ``resume`` as ``lastTaskResume`` while ``run_id`` holds the lock: a continuous task
+        that stopped or failed and this run resumed, kept for the operator whatever the run does next."""
+        return self._update(
+            target_table_name,
+            update="SET lastTaskResume = :resume",
+            condition="lockHolder = :run",
+            values={":run": run_id, ":resume": dict(resume)},
         )
 
     def release_lock(self, target_table_name: str, run_id: str) -> ConditionalWrite:
@@ -129,15 +144,16 @@ class ControlTable:
         else:
             unchanged = "attribute_not_exists(watermark)"
         if checkpoint is not None:
+            name = checkpoint.attribute
             if checkpoint.new is not None:
-                assignments += ", cdcCheckpoint = :checkpoint"
+                assignments += f", {name} = :checkpoint"
                 values[":checkpoint"] = checkpoint.new
             if checkpoint.previous is None:
                 # An item may hold "" for "not set", as the control item reads it.
-                unchanged += " AND (attribute_not_exists(cdcCheckpoint) OR cdcCheckpoint = :noCheckpoint)"
+                unchanged += f" AND (attribute_not_exists({name}) OR {name} = :noCheckpoint)"
                 values[":noCheckpoint"] = ""
             else:
-                unchanged += " AND cdcCheckpoint = :previousCheckpoint"
+                unchanged += f" AND {name} = :previousCheckpoint"
                 values[":previousCheckpoint"] = checkpoint.previous
         if reconciled_at is not None:
             assignments += ", lastReconcileTime = :reconciled"

@@ -199,9 +199,14 @@ def create_task(
 
 
 def start_task(
-    arn: str, *, cdc_start_position: str | None = None, cdc_stop_position: str | None = None
+    arn: str,
+    *,
+    cdc_start_position: str | None = None,
+    cdc_stop_position: str | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
-    """Start a ready task for the first time; DmsResourceNotReady when DMS says it cannot start yet.
+    """Start a ready task for the first time, or ``resume`` a stopped or failed one from its own
+    checkpoint (no second full load); DmsResourceNotReady when DMS says it cannot start yet.
 
     A cdc task starts at ``cdc_start_position`` and stops by itself at ``cdc_stop_position``.
     """
@@ -212,7 +217,9 @@ def start_task(
     }
     try:
         task: dict[str, Any] = client("dms").start_replication_task(
-            ReplicationTaskArn=arn, StartReplicationTaskType="start-replication", **positions
+            ReplicationTaskArn=arn,
+            StartReplicationTaskType="resume-processing" if resume else "start-replication",
+            **positions,
         )["ReplicationTask"]
         return task
     except ClientError as error:

@@ -1,6 +1,9 @@
-"""Reading small objects (run manifests) from S3 by ``s3://bucket/key`` URI."""
+"""Small objects (run manifests, bronze file selections) in S3 by ``s3://bucket/key`` URI, and listings."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -22,3 +25,21 @@ def read_text(uri: str) -> str:
             raise ObjectNotFound(f"no object at {uri}") from error
         raise
     return response["Body"].read().decode("utf-8")
+
+
+def write_text(uri: str, text: str) -> None:
+    """Write ``text`` (UTF-8, JSON) as the object at ``uri``, replacing any earlier version."""
+    bucket, key = split_s3_uri(uri)
+    client("s3").put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"), ContentType="application/json")
+
+
+def list_objects(folder_uri: str, *, start_after: str | None = None) -> Iterator[tuple[str, int]]:
+    """(key relative to ``folder_uri``, size) of every object below the folder, in S3's key order;
+    ``start_after`` (relative) skips the keys up to and including it."""
+    bucket, prefix = split_s3_uri(folder_uri)
+    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    if start_after is not None:
+        request["StartAfter"] = prefix + start_after
+    for page in client("s3").get_paginator("list_objects_v2").paginate(**request):
+        for listed in page.get("Contents", []):
+            yield listed["Key"][len(prefix) :], int(listed["Size"])

@@ -40,6 +40,7 @@ from icetide.errors import InvalidControlItem
 
 # Re-exported: callers name the modes beside the control item; their one definition is the contract's.
 from icetide_contracts.run_plan import CaptureMode as CaptureMode
+from icetide_contracts.run_plan import CdcTask as CdcTask
 from icetide_contracts.run_plan import DeleteMode as DeleteMode
 from icetide_contracts.run_plan import LoadMode as LoadMode
 
@@ -311,6 +312,8 @@ def _count(value: object) -> object:
 RUN_STATE_ATTRIBUTES = (
     "watermark",
     "cdcCheckpoint",
+    "cdcFileCheckpoint",
+    "lastTaskResume",
     "lastReconcileTime",
     "lastRunId",
     "lastRunStatus",
@@ -338,6 +341,7 @@ class RunStats(BaseModel):
     snapshot_id: Annotated[int | None, BeforeValidator(_count)] = Field(None, alias="snapshotId")
     full_load_rows: Count = Field(None, alias="fullLoadRows")
     change_rows: Count = Field(None, alias="changeRows")
+    files_merged: Count = Field(None, alias="filesMerged")
 
 
 def _default_load_mode(data: dict[str, Any]) -> LoadMode:
@@ -406,10 +410,24 @@ class ControlItem(BaseModel):
     cdc_min_file_size: Annotated[int | None, BeforeValidator(_positive_whole("KB"))] = Field(
         None, alias="cdcMinFileSize"
     )
+    cdc_task: Annotated[CdcTask, BeforeValidator(_choice(CdcTask, CdcTask.WINDOWED))] = Field(
+        CdcTask.WINDOWED, alias="cdcTask"
+    )
+    # How much of a continuous task's backlog one run may take (at least one file, whatever its size).
+    max_files_per_run: Annotated[int | None, BeforeValidator(_positive_whole("files"))] = Field(
+        None, alias="maxFilesPerRun"
+    )
+    max_bytes_per_run: Annotated[int | None, BeforeValidator(_positive_whole("bytes"))] = Field(
+        None, alias="maxBytesPerRun"
+    )
 
     # Run state, written by the handlers.
     watermark: Annotated[Decimal | str | None, BeforeValidator(_watermark)] = Field(None, alias="watermark")
     cdc_checkpoint: OptionalText = Field(None, alias="cdcCheckpoint")
+    # A continuous table's last merged file (a key relative to its task's folder).
+    cdc_file_checkpoint: OptionalText = Field(None, alias="cdcFileCheckpoint")
+    # The last time a run found the continuous task stopped or failed and resumed it.
+    last_task_resume: dict[str, Any] | None = Field(None, alias="lastTaskResume")
     last_reconcile_time: OptionalText = Field(None, alias="lastReconcileTime")
     last_run_id: OptionalText = Field(None, alias="lastRunId")
     last_run_status: RunStatus | None = Field(None, alias="lastRunStatus")
@@ -530,7 +548,19 @@ class ControlItem(BaseModel):
                     "reconcileEveryHours: a cdc table sees deletes in its change stream; "
                     "reconcile is for delta tables"
                 )
-        else:
+        elif self.cdc_task is CdcTask.CONTINUOUS:
+            problems.append("cdcTask: continuous is a kind of cdc task; set captureMode cdc")
+        if self.cdc_task is not CdcTask.CONTINUOUS:
+            problems += [
+                f"{attribute}: bounds the files a continuous task's run takes; "
+                f"set cdcTask continuous or remove {attribute}"
+                for attribute, value in (
+                    ("maxFilesPerRun", self.max_files_per_run),
+                    ("maxBytesPerRun", self.max_bytes_per_run),
+                )
+                if value is not None
+            ]
+        if self.capture_mode is not CaptureMode.CDC:
             problems += [
                 f"{attribute}: only cdc tables write change files; set captureMode cdc or remove {attribute}"
                 for attribute, value in (

@@ -32,6 +32,9 @@ SLOT_FORMAT = "%Y%m%dT%H%MZ"
 STACK_TAG = "icetide:stack"
 TABLE_TAG = "icetide:table"
 RUN_ID_TAG = "icetide:run-id"
+# Only a continuous table's task and endpoint carry it: no run's cleanup ever deletes them.
+LONG_LIVED_TAG = "icetide:long-lived"
+CONTINUOUS_RUN_SUFFIX = "-continuous"
 # 16 hex characters (64 bits) of sha256: a collision between two live runs is out of reach even for
 # names chosen to collide, yet an instance identifier (63 characters) keeps room for table and slot.
 DMS_DIGEST_LENGTH = 16
@@ -197,3 +200,16 @@ class RunDmsResources:
     def tags(self) -> dict[str, str]:
         """Tags of every resource of the run: the stack's tag scopes template.yaml's IAM conditions."""
         return {STACK_TAG: self.stack, TABLE_TAG: self.target_table_name, RUN_ID_TAG: self.run_id}
+
+
+def continuous_resources(stack: str, target_table_name: str) -> RunDmsResources:
+    """The long-lived task and endpoint of a continuous table: named after the table, not a run.
+
+    Every run of the table finds the same task under the same identifier; the first creates it.
+    """
+    return RunDmsResources(stack, target_table_name, f"{target_table_name}{CONTINUOUS_RUN_SUFFIX}")
+
+
+def continuous_tags(resources: RunDmsResources) -> dict[str, str]:
+    """The tags of a continuous table's task and endpoint: a run's tags plus the long-lived mark."""
+    return resources.tags | {LONG_LIVED_TAG: "true"}

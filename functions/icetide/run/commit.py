@@ -62,9 +62,13 @@ def next_watermark(previous: wm.Watermark | None, merged: wm.Watermark | None) -
 
 
 def run_stats(
-    manifest: RunManifest, full_load_rows: int | None, change_rows: int | None = None
+    manifest: RunManifest,
+    full_load_rows: int | None,
+    change_rows: int | None = None,
+    files_merged: int | None = None,
 ) -> dict[str, int]:
-    """``lastRunStats``: the manifest's row counts, and the full-load and change rows DMS wrote (if known)."""
+    """``lastRunStats``: the manifest's row counts, the full-load and change rows DMS wrote (if known),
+    and the number of files a continuous run merged."""
     stats = {
         "rowsRead": manifest.rows_read,
         "rowsInserted": manifest.rows_inserted,
@@ -74,21 +78,32 @@ def run_stats(
         "snapshotId": manifest.snapshot_id,
         "fullLoadRows": full_load_rows,
         "changeRows": change_rows,
+        "filesMerged": files_merged,
     }
     # Unknown values are left out rather than stored as NULL: absent reads as "not measured".
     return {name: value for name, value in stats.items() if value is not None}
 
 
 def checkpoint_step(plan: RunPlan, reached: str | None) -> CheckpointStep | None:
-    """The checkpoint a run commits: a cdc run moves it to the task's RecoveryCheckpoint
-    (``reached``), conditioned on the one it started from; a delta run has none (None).
+    """The checkpoint a run commits: a windowed cdc run moves it to the task's RecoveryCheckpoint
+    (``reached``), a continuous run to the last file it merged (``reached``; None: it merged none),
+    each conditioned on the one it started from; a delta run has none (None).
 
     A cdc task that reports no checkpoint leaves the stored one: the next run reads the window again,
     which the merge makes harmless.
     """
     if plan.capture_mode != "cdc":
         return None
+    if plan.continuous:
+        return CheckpointStep(previous=plan.file_checkpoint, new=reached, attribute="cdcFileCheckpoint")
     return CheckpointStep(previous=plan.cdc_start_position, new=reached)
+
+
+def empty_run_manifest(plan: RunPlan) -> RunManifest:
+    """The manifest of a continuous run that found no new file: it merged nothing and ran no job."""
+    return RunManifest(
+        run_id=plan.run_id, target_table=plan.silver_table, watermark_column=plan.watermark_column
+    )
 
 
 def stored_forms(previous: wm.Watermark | None) -> list[Decimal | str]:

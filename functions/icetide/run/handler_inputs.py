@@ -80,6 +80,8 @@ class TaskRef(_Input):
     # A reconcile run's key extraction (null otherwise).
     key_task_arn: str | None = Field(None, alias="keyTaskArn", min_length=1)
     key_endpoint_arn: str | None = Field(None, alias="keyEndpointArn", min_length=1)
+    # A continuous table's task (ensure_continuous_task): it outlives the run, no cleanup deletes it.
+    long_lived: bool = Field(False, alias="longLived")
 
     @property
     def task_arns(self) -> list[str]:

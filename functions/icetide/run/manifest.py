@@ -9,8 +9,10 @@ machine knows.
 from __future__ import annotations
 
 from icetide.errors import ManifestInvalid
+from icetide_contracts.bronze_files import BronzeFiles
 from icetide_contracts.json_fields import ContractViolation
 from icetide_contracts.run_manifest import RunManifest
+from icetide_contracts.run_plan import RunPlan
 
 
 def read_manifest(content: str | bytes) -> RunManifest:
@@ -19,3 +21,21 @@ def read_manifest(content: str | bytes) -> RunManifest:
         return RunManifest.from_text(content)
     except ContractViolation as violation:
         raise ManifestInvalid(str(violation)) from None
+
+
+def read_selection(content: str | bytes, plan: RunPlan) -> BronzeFiles:
+    """The bronze file selection in `content`, which must be this run's, for this table's folder.
+
+    The commit stores its last file as the table's file checkpoint: a selection of another run (a
+    copy, a misrouted path) would move the checkpoint past files this run never merged.
+    """
+    try:
+        selection = BronzeFiles.from_text(content)
+    except ContractViolation as violation:
+        raise ManifestInvalid(str(violation)) from None
+    if (selection.run_id, selection.bronze_uri) != (plan.run_id, plan.bronze_uri):
+        raise ManifestInvalid(
+            f"bronze file selection {plan.bronze_files_uri} is run {selection.run_id}'s of "
+            f"{selection.bronze_uri}, not run {plan.run_id}'s of {plan.bronze_uri}"
+        )
+    return selection

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from icetide.clock import parse_time, stored_time
 from icetide.control import watermark
-from icetide.control.model import CaptureMode, ControlItem
+from icetide.control.model import CaptureMode, CdcTask, ControlItem
 from icetide.control.operators import WATERMARK_BOUNDED
 from icetide.dms.identifiers import schedule_slot
 from icetide.dms.table_mapping import key_columns_mapping_json, table_mapping_json
@@ -35,6 +35,13 @@ DEFAULT_CDC_MIN_FILE_SIZE = 32000
 # Where a reconcile run's key extraction lands, below the bronze prefix (a table name never starts
 # with "_", so this folder cannot be a table's).
 RECONCILE_FOLDER = "_reconcile"
+# Where continuous tables' long-lived tasks write, below the bronze prefix: one fixed prefix, so one
+# S3 lifecycle rule expires their consumed files and one EventBridge pattern sees their new files.
+CONTINUOUS_FOLDER = "_continuous"
+# How much of a continuous task's backlog one run takes unless the item says otherwise: an hour of
+# DMS's default 60-second CDC files fits, and a Glue run of this size stays short.
+DEFAULT_MAX_FILES_PER_RUN = 100
+DEFAULT_MAX_BYTES_PER_RUN = 1024**3
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,30 @@ def run_lower_bound(item: ControlItem) -> watermark.Watermark | None:
         raise InvalidControlItem([f"watermark: {exc}"]) from None
 
 
+def continuous_bronze_folder(bronze_prefix: str, item: ControlItem) -> str:
+    """The S3 key prefix (no bucket, ending in "/") a continuous table's long-lived task writes below.
+
+    Fixed for the table's life, unlike a run's folder: the task is created once and writes there
+    until the table is turned off.
+    """
+    bronze = _s3_part("bronze prefix", bronze_prefix)
+    parts = (bronze, CONTINUOUS_FOLDER, item.output_s3_prefix, item.target_table_name)
+    return "/".join(filter(None, parts)) + "/"
+
+
+def _continuous_instance(item: ControlItem, stack_instance_arn: str | None) -> str:
+    instance = item.replication_instance_arn or stack_instance_arn
+    if not instance:
+        raise InvalidControlItem(
+            [
+                "cdcTask: continuous needs a long-lived replication instance; set replicationInstanceArn "
+                "on the item, or deploy the stack with ReplicationInstanceArn (a run never creates one "
+                "for a task that outlives it)"
+            ]
+        )
+    return instance
+
+
 def build_run_plan(
     item: ControlItem,
     run_id: str,
@@ -128,6 +159,7 @@ def build_run_plan(
     manifests = _s3_part("manifest prefix", manifest_prefix)
     bronze_folder = "/".join(filter(None, (bronze, item.output_s3_prefix)))
     cdc = item.capture_mode is CaptureMode.CDC
+    continuous = cdc and item.cdc_task is CdcTask.CONTINUOUS
     reconciles = reconcile_due(item, timing)
     reconcile_folder = "/".join(filter(None, (bronze, RECONCILE_FOLDER, item.output_s3_prefix)))
     return RunPlan(
@@ -143,17 +175,21 @@ def build_run_plan(
         previous_watermark=watermark_json(item.watermark),
         table_mapping=table_mapping_json(item, run_lower_bound(item)),
         task_settings=task_settings_json(item),
-        replication_instance_arn=item.replication_instance_arn or stack_instance_arn or None,
+        replication_instance_arn=_continuous_instance(item, stack_instance_arn)
+        if continuous
+        else item.replication_instance_arn or stack_instance_arn or None,
         # The blog's output prefix (`ouputs3Prefix`/`outputS3Prefix`) groups tables below the bronze
         # prefix, where the DMS role may write and the archive rule applies.
-        bronze_uri=f"s3://{bucket}/{bronze_folder}/{table}/{run_id}/",
+        bronze_uri=f"s3://{bucket}/{continuous_bronze_folder(bronze, item)}"
+        if continuous
+        else f"s3://{bucket}/{bronze_folder}/{table}/{run_id}/",
         manifest_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
         timestamp_column=timestamp_column,
         capture_mode=item.capture_mode.value,
         delete_mode=item.delete_mode.value,
         migration_type=_migration_type(item),
-        cdc_start_position=item.cdc_checkpoint if cdc else None,
-        cdc_stop_position=cdc_stop_position(timing.cdc_stop_time) if cdc else None,
+        cdc_start_position=item.cdc_checkpoint if cdc and not continuous else None,
+        cdc_stop_position=cdc_stop_position(timing.cdc_stop_time) if cdc and not continuous else None,
         cdc_max_batch_interval=(item.cdc_max_batch_interval or DEFAULT_CDC_MAX_BATCH_INTERVAL)
         if cdc
         else None,
@@ -161,10 +197,19 @@ def build_run_plan(
         reconcile_table_mapping=key_columns_mapping_json(item) if reconciles else None,
         reconcile_slot=stored_time(timing.slot_start) if reconciles else None,
         reconcile_bronze_uri=f"s3://{bucket}/{reconcile_folder}/{table}/{run_id}/" if reconciles else "",
+        cdc_task=item.cdc_task.value,
+        file_checkpoint=item.cdc_file_checkpoint if continuous else None,
+        max_files_per_run=(item.max_files_per_run or DEFAULT_MAX_FILES_PER_RUN) if continuous else None,
+        max_bytes_per_run=(item.max_bytes_per_run or DEFAULT_MAX_BYTES_PER_RUN) if continuous else None,
+        bronze_files_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.bronze-files.json"
+        if continuous
+        else "",
     )
 
 
 def _migration_type(item: ControlItem) -> str:
     if item.capture_mode is CaptureMode.DELTA:
         return "full-load"  # a filtered delta load is a full load of the filtered table
+    if item.cdc_task is CdcTask.CONTINUOUS:
+        return "full-load-and-cdc"  # created once, by the first run: the task loads, then captures
     return "cdc" if item.cdc_checkpoint else "full-load-and-cdc"

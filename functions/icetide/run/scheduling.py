@@ -14,7 +14,7 @@ from typing import Any
 
 from icetide.clock import stored_time
 from icetide.control.conflicts import find_conflicts
-from icetide.control.model import ControlItem
+from icetide.control.model import CaptureMode, CdcTask, ControlItem
 from icetide.dms.identifiers import SLOT_FORMAT
 from icetide.errors import IcetideError, InvalidControlItem
 
@@ -34,6 +34,8 @@ class Triage:
     runnable: list[ControlItem] = field(default_factory=list)
     inactive: list[str] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
+    # Inactive continuous cdc tables: their long-lived tasks are stopped and deleted.
+    retiring: list[ControlItem] = field(default_factory=list)
 
 
 def triage(raw_items: Iterable[Mapping[str, Any]]) -> Triage:
@@ -62,6 +64,8 @@ def triage(raw_items: Iterable[Mapping[str, Any]]) -> Triage:
             result.runnable.append(item)
         else:
             result.inactive.append(item.target_table_name)
+            if item.capture_mode is CaptureMode.CDC and item.cdc_task is CdcTask.CONTINUOUS:
+                result.retiring.append(item)
     result.runnable.sort(key=lambda item: item.target_table_name)
     result.inactive.sort()
     result.invalid.sort(key=lambda entry: str(entry["targetTableName"]))

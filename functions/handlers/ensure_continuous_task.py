@@ -1,0 +1,103 @@
+"""EnsureContinuousTask: make sure a continuous table's long-lived DMS task exists and is running.
+
+Input: ``{"targetTableName", "runId", "plan", "instance"}``. Output: ``{"replicationTaskArn",
+"targetEndpointArn", "keyTaskArn": null, "keyEndpointArn": null, "longLived": true, "action",
+"resumed", "resumedFrom"}``. The table's first run creates the S3 target endpoint (writing to the
+table's fixed folder, ``plan.bronzeUri``) and a ``full-load-and-cdc`` task named after the table, not
+the run, and starts it; later runs find it. A stopped or failed task is resumed from its own
+checkpoint (``resume-processing``: no second full load); the resume is recorded on the control item
+(``lastTaskResume``) and reported (``resumed``) for the state machine to notify. No run deletes the
+task (``longLived``). Raises DmsResourceNotReady (retried) while DMS creates, modifies or stops it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from icetide.adapters import dms
+from icetide.adapters.control_table import ControlTable
+from icetide.clock import stored_time, utc_now
+from icetide.dms.bronze_target import s3_target_settings
+from icetide.dms.continuous import TaskAction, TaskResume, run_action
+from icetide.dms.identifiers import continuous_resources, continuous_tags
+from icetide.errors import DmsResourceNotReady
+from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.run.handler_inputs import CreateTaskInput, InvalidHandlerInput, parse_input
+from icetide.settings import Settings, load_settings
+
+
+def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
+    plan = run.plan
+    resources = continuous_resources(settings.require("stack_name"), run.target_table_name)
+    tags = continuous_tags(resources)
+    endpoint = dms.create_s3_target_endpoint(
+        resources.endpoint_identifier,
+        s3_settings=s3_target_settings(
+            plan.bronze_uri,
+            timestamp_column=plan.timestamp_column,
+            service_access_role_arn=settings.require("dms_target_role_arn"),
+            cdc_max_batch_interval=plan.cdc_max_batch_interval,
+            cdc_min_file_size=plan.cdc_min_file_size,
+        ),
+        tags=tags,
+    )
+    return dms.create_task(
+        resources.task_identifier,
+        source_endpoint_arn=settings.require("source_endpoint_arn"),
+        target_endpoint_arn=endpoint["EndpointArn"],
+        instance_arn=run.instance.replication_instance_arn,
+        migration_type=plan.migration_type,
+        table_mappings=plan.table_mapping,
+        task_settings=plan.task_settings,
+        tags=tags,
+    )
+
+
+@observed()
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()
+    run = parse_input(CreateTaskInput, event)
+    if not run.plan.continuous:
+        raise InvalidHandlerInput("EnsureContinuousTask: the plan is not a continuous cdc run's")
+    resources = continuous_resources(settings.require("stack_name"), run.target_table_name)
+
+    task = dms.describe_task_by_id(resources.task_identifier)
+    if task is not None and not dms.carries_tags(task["ReplicationTaskArn"], continuous_tags(resources)):
+        task = None  # not ours: create_task refuses to adopt it, naming it (DmsResourceNotOurs)
+    action = run_action(task)
+    if action is TaskAction.CREATE:
+        task = _create(settings, run)
+        action = run_action(task)
+    assert task is not None  # created above, or described
+    task_arn = str(task["ReplicationTaskArn"])
+    if action is TaskAction.WAIT:
+        raise DmsResourceNotReady(
+            f"the continuous task {task_arn} of {run.target_table_name} is {task.get('Status')}; "
+            "retry shortly"
+        )
+
+    resume: TaskResume | None = None
+    if action is TaskAction.START:
+        dms.start_task(task_arn)
+    elif action is TaskAction.RESUME:
+        resume = TaskResume.of(task)
+        dms.start_task(task_arn, resume=True)
+        logger.warning("continuous task resumed", extra={"task": task_arn, "was": resume.describe()})
+        metrics.add_metric(name="ContinuousTaskResumed", unit=MetricUnit.Count, value=1)
+        ControlTable(settings.control_table_name).record_task_resume(
+            run.target_table_name,
+            run.run_id,
+            {"time": stored_time(utc_now()), "runId": run.run_id, "was": resume.describe()},
+        )
+    return {
+        "replicationTaskArn": task_arn,
+        "targetEndpointArn": task.get("TargetEndpointArn"),
+        "keyTaskArn": None,
+        "keyEndpointArn": None,
+        "longLived": True,
+        "action": action.value,
+        "resumed": resume is not None,
+        "resumedFrom": resume.describe() if resume is not None else None,
+    }

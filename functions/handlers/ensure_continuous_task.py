@@ -22,7 +22,7 @@ from icetide.clock import stored_time, utc_now
 from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.continuous import TaskAction, TaskResume, run_action
 from icetide.dms.identifiers import continuous_resources, continuous_tags
-from icetide.errors import DmsResourceNotReady
+from icetide.errors import DmsResourceNotOurs, DmsResourceNotReady
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run.handler_inputs import CreateTaskInput, InvalidHandlerInput, parse_input
 from icetide.settings import Settings, load_settings
@@ -65,7 +65,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
     task = dms.describe_task_by_id(resources.task_identifier)
     if task is not None and not dms.carries_tags(task["ReplicationTaskArn"], continuous_tags(resources)):
-        task = None  # not ours: create_task refuses to adopt it, naming it (DmsResourceNotOurs)
+        raise DmsResourceNotOurs(
+            f"{resources.task_identifier} ({task['ReplicationTaskArn']}) exists but lacks this run's tags "
+            f"{continuous_tags(resources)}; it is not adopted, and nothing was created"
+        )
     action = run_action(task)
     if action is TaskAction.CREATE:
         task = _create(settings, run)

@@ -273,3 +273,78 @@ def test_values_an_operator_does_not_take_do_not_reach_the_table_mapping(
     raw = {key: value for key, value in {**MLB_APPEND, **change}.items() if value is not None}
 
     assert _filters(plan_of(raw)) == expected
+
+
+CONTINUOUS = {
+    **{
+        name: value
+        for name, value in ORDERS.items()
+        if name not in ("filtercolumn", "filteroperator", "startvalue")
+    },
+    "lookback": None,
+    "watermark": None,
+    "captureMode": "cdc",
+    "cdcTask": "continuous",
+    "ouputs3Prefix": "erp",
+    "replicationInstanceArn": "arn:aws:dms:eu-west-1:123456789012:rep:shared",
+}
+
+
+def test_a_continuous_plan_reads_the_tables_fixed_folder_after_its_file_checkpoint() -> None:
+    plan = plan_of(
+        {**CONTINUOUS, "cdcFileCheckpoint": "dbo/orders/20261121-065958123.parquet", "maxFilesPerRun": 7}
+    )
+
+    assert {key: plan[key] for key in plan if key in CONTINUOUS_KEYS} == {
+        "cdcTask": "continuous",
+        "migrationType": "full-load-and-cdc",
+        "bronzeUri": "s3://raw-bucket/bronze/_continuous/erp/dbo_Orders/",
+        "bronzeFilesUri": "s3://raw-bucket/manifests/dbo_Orders/dbo_Orders-20261121T0700Z.bronze-files.json",
+        "fileCheckpoint": "dbo/orders/20261121-065958123.parquet",
+        "maxFilesPerRun": 7,
+        "maxBytesPerRun": 1073741824,
+        "cdcStartPosition": None,
+        "cdcStopPosition": None,
+        "replicationInstanceArn": "arn:aws:dms:eu-west-1:123456789012:rep:shared",
+    }
+
+
+CONTINUOUS_KEYS = (
+    "cdcTask",
+    "migrationType",
+    "bronzeUri",
+    "bronzeFilesUri",
+    "fileCheckpoint",
+    "maxFilesPerRun",
+    "maxBytesPerRun",
+    "cdcStartPosition",
+    "cdcStopPosition",
+    "replicationInstanceArn",
+)
+
+
+def test_a_continuous_table_takes_the_stacks_instance_else_it_is_an_invalid_item() -> None:
+    without = {name: value for name, value in CONTINUOUS.items() if name != "replicationInstanceArn"}
+
+    assert plan_of(without, stack_instance_arn="arn:stack")["replicationInstanceArn"] == "arn:stack"
+    with pytest.raises(InvalidControlItem, match="continuous needs a long-lived replication instance"):
+        plan_of(without)
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"captureMode": "delta"}, "cdcTask: continuous is a kind of cdc task; set captureMode cdc"),
+        (
+            {"cdcTask": "windowed", "maxFilesPerRun": 3},
+            "maxFilesPerRun: bounds the files a continuous task's run",
+        ),
+        ({"maxBytesPerRun": 0}, "maxBytesPerRun"),
+        ({"cdcTask": "forever"}, "cdcTask"),
+    ],
+)
+def test_continuous_attributes_are_validated(changes: dict[str, Any], problem: str) -> None:
+    with pytest.raises(InvalidControlItem) as raised:
+        ControlItem.parse({**{k: v for k, v in CONTINUOUS.items() if v is not None}, **changes})
+
+    assert any(problem in error for error in raised.value.errors), raised.value.errors

@@ -1,0 +1,230 @@
+"""ensure_continuous_task, select_bronze_files and turning a continuous table off, in moto.
+
+moto keeps a new task "creating" (the tests mark it ready, as DMS does once it is created), starts
+and stops tasks at once, and lists S3 keys in S3's order, which is not DMS's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from moto.dms.models import DatabaseMigrationServiceBackend, dms_backends
+
+import handlers.ensure_continuous_task
+import handlers.select_bronze_files
+import handlers.start_workflow
+from icetide.dms.identifiers import continuous_resources
+from icetide.errors import DmsResourceNotOurs, DmsResourceNotReady
+from icetide.run.bronze_selection import BronzeFolderInvalid
+from icetide_contracts.bronze_files import BronzeFiles
+
+# "icetide-" + the readable "<table>-continuous" + 16 hex of sha256 over (stack, table, "<table>-continuous").
+TASK_ID_PREFIX = "icetide-dbo-orders-continuous-"
+
+
+def _backend() -> DatabaseMigrationServiceBackend:
+    return dms_backends["123456789012"]["eu-west-1"]
+
+
+def _tasks() -> list[dict[str, Any]]:
+    return list(boto3.client("dms").describe_replication_tasks()["ReplicationTasks"])
+
+
+def _shared_instance() -> str:
+    return str(
+        boto3.client("dms").create_replication_instance(
+            ReplicationInstanceIdentifier="icetide-shared", ReplicationInstanceClass="dms.r5.large"
+        )["ReplicationInstance"]["ReplicationInstanceArn"]
+    )
+
+
+@pytest.fixture
+def ensure_event(aws, source_endpoint, control_items, load_event) -> dict[str, Any]:
+    event = load_event("ensure_continuous_task")
+    shared = _shared_instance()
+    event["plan"]["replicationInstanceArn"] = shared
+    event["instance"] = {"replicationInstanceArn": shared, "created": False, "status": "available"}
+    control_items.orders(lockHolder=event["runId"], captureMode="cdc", cdcTask="continuous")
+    return event
+
+
+def test_the_first_run_creates_the_task_then_starts_it_and_later_runs_leave_it(ensure_event, lambda_context):
+    with pytest.raises(DmsResourceNotReady, match="is creating"):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    (task,) = _tasks()
+    _backend().replication_tasks[task["ReplicationTaskArn"]].ready()
+
+    started = handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    again = handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+
+    assert (started["action"], started["longLived"], started["resumed"]) == ("start", True, False)
+    assert (again["action"], again["resumed"]) == ("none", False)
+    assert started["replicationTaskArn"] == again["replicationTaskArn"] == task["ReplicationTaskArn"]
+    (task,) = _tasks()
+    assert task["ReplicationTaskIdentifier"].startswith(TASK_ID_PREFIX)
+    assert (task["Status"], task["MigrationType"]) == ("running", "full-load-and-cdc")
+    tags = boto3.client("dms").list_tags_for_resource(ResourceArn=task["ReplicationTaskArn"])["TagList"]
+    assert {tag["Key"]: tag["Value"] for tag in tags} == {
+        "icetide:stack": "icetide",
+        "icetide:table": "dbo_orders",
+        "icetide:run-id": "dbo_orders-continuous",
+        "icetide:long-lived": "true",
+    }
+    (endpoint,) = [
+        e for e in boto3.client("dms").describe_endpoints()["Endpoints"] if e["EngineName"] == "s3"
+    ]
+    assert endpoint["S3Settings"]["BucketFolder"] == "bronze/_continuous/dbo_orders"
+    assert endpoint["S3Settings"]["CdcMaxBatchInterval"] == 60
+
+
+def test_a_stopped_task_is_resumed_and_the_resume_recorded(ensure_event, lambda_context, control_items):
+    with pytest.raises(DmsResourceNotReady):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    (task,) = _tasks()
+    _backend().replication_tasks[task["ReplicationTaskArn"]].ready()
+    handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    boto3.client("dms").stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
+
+    resumed = handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+
+    assert (resumed["action"], resumed["resumed"]) == ("resume", True)
+    assert resumed["resumedFrom"].startswith("was stopped")
+    assert [described["Status"] for described in _tasks()] == ["running"]
+    record = control_items.get("dbo_orders")["lastTaskResume"]
+    assert (record["runId"], record["was"]) == (ensure_event["runId"], resumed["resumedFrom"])
+
+
+def test_a_task_under_the_tables_name_without_our_tags_is_refused(ensure_event, lambda_context):
+    dms = boto3.client("dms")
+    resources = continuous_resources("icetide", "dbo_orders")
+    endpoint = dms.create_endpoint(
+        EndpointIdentifier="someone-elses", EndpointType="target", EngineName="s3"
+    )["Endpoint"]["EndpointArn"]
+    dms.create_replication_task(
+        ReplicationTaskIdentifier=resources.task_identifier,
+        SourceEndpointArn=endpoint,
+        TargetEndpointArn=endpoint,
+        ReplicationInstanceArn=ensure_event["instance"]["replicationInstanceArn"],
+        MigrationType="cdc",
+        TableMappings=json.dumps({"rules": []}),
+        Tags=[{"Key": "icetide:stack", "Value": "another-stack"}],
+    )
+
+    with pytest.raises(DmsResourceNotOurs, match="lacks this run's tags"):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    assert [task["Status"] for task in _tasks()] == ["creating"]  # left alone
+    targets = [
+        e["EndpointIdentifier"]
+        for e in dms.describe_endpoints()["Endpoints"]
+        if e["EndpointType"].lower() == "target"
+    ]
+    assert targets == ["someone-elses"]
+
+
+# --- select_bronze_files -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def select_event(aws, load_event) -> dict[str, Any]:
+    event = load_event("select_bronze_files")
+    bucket = event["plan"]["bronzeUri"].removeprefix("s3://").split("/")[0]
+    boto3.client("s3").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    return event
+
+
+def _deliver(event: dict[str, Any], *names: str, size: int = 10) -> None:
+    bucket, _, folder = event["plan"]["bronzeUri"].removeprefix("s3://").partition("/")
+    for name in names:
+        boto3.client("s3").put_object(Bucket=bucket, Key=f"{folder}dbo/orders/{name}", Body=b"x" * size)
+
+
+def _written(event: dict[str, Any]) -> BronzeFiles:
+    bucket, _, key = event["plan"]["bronzeFilesUri"].removeprefix("s3://").partition("/")
+    return BronzeFiles.from_text(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def test_the_files_after_the_checkpoint_are_selected_in_dms_order_and_written(select_event, lambda_context):
+    select_event["plan"]["fileCheckpoint"] = "dbo/orders/20261121-065958123.parquet"
+    select_event["plan"]["maxFilesPerRun"] = 2
+    _deliver(
+        select_event,
+        "20261121-065958123.parquet",
+        "20261121-080000000.parquet",
+        "20261121-070000000.parquet",
+        "20261121-090000000.parquet",
+        "LOAD00000001.parquet",
+    )
+
+    result = handlers.select_bronze_files.handler(select_event, lambda_context)
+
+    assert result == {
+        "fileCount": 2,
+        "totalBytes": 20,
+        "firstFile": "dbo/orders/20261121-070000000.parquet",
+        "lastFile": "dbo/orders/20261121-080000000.parquet",
+        "bronzeFilesUri": select_event["plan"]["bronzeFilesUri"],
+    }
+    written = _written(select_event)
+    assert (written.run_id, written.bronze_uri) == (select_event["runId"], select_event["plan"]["bronzeUri"])
+    assert written.files == ["dbo/orders/20261121-070000000.parquet", "dbo/orders/20261121-080000000.parquet"]
+
+
+def test_no_new_file_writes_an_empty_selection(select_event, lambda_context):
+    select_event["plan"]["fileCheckpoint"] = "dbo/orders/20261121-065958123.parquet"
+    _deliver(select_event, "20261121-065958123.parquet")
+
+    result = handlers.select_bronze_files.handler(select_event, lambda_context)
+
+    assert (result["fileCount"], result["lastFile"]) == (0, None)
+    assert _written(select_event).files == []
+
+
+def test_a_stray_file_in_the_folder_fails_the_selection(select_event, lambda_context):
+    _deliver(select_event, "LOAD00000001.csv")
+
+    with pytest.raises(BronzeFolderInvalid, match=r"LOAD00000001\.csv"):
+        handlers.select_bronze_files.handler(select_event, lambda_context)
+
+
+# --- turning a continuous table off ------------------------------------------------------------
+
+
+def test_an_inactive_continuous_tables_task_is_stopped_then_deleted_with_its_endpoint(
+    ensure_event, lambda_context, control_items, state_machine, load_event
+):
+    with pytest.raises(DmsResourceNotReady):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    (task,) = _tasks()
+    _backend().replication_tasks[task["ReplicationTaskArn"]].ready()
+    handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    control_items.orders(
+        activeflag="N",
+        captureMode="cdc",
+        cdcTask="continuous",
+        replicationInstanceArn=ensure_event["instance"]["replicationInstanceArn"],
+        filtercolumn=None,
+        filteroperator=None,
+        startvalue=None,
+        lookback=None,
+    )
+    event = load_event("start_workflow")
+
+    steps = [handlers.start_workflow.handler(event, lambda_context)["retired"] for _ in range(4)]
+
+    assert steps == [
+        {"dbo_orders": "stopping"},
+        {"dbo_orders": "task-deleted"},
+        {"dbo_orders": "endpoint-deleted"},
+        {"dbo_orders": "retired"},
+    ]
+    assert _tasks() == []
+    assert [e for e in boto3.client("dms").describe_endpoints()["Endpoints"] if e["EngineName"] == "s3"] == []
+    instances = boto3.client("dms").describe_replication_instances()["ReplicationInstances"]
+    assert [i["ReplicationInstanceArn"] for i in instances] == [
+        ensure_event["instance"]["replicationInstanceArn"]
+    ]

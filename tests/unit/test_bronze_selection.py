@@ -1,0 +1,99 @@
+"""Which files a continuous run takes (icetide.run.bronze_selection), against an independent oracle.
+
+The oracle orders DMS names its own way (full-load numbers parsed from hexadecimal, CDC names as
+their timestamps) and applies the bounds with a plain loop; seeded random folders cover
+checkpoints in either phase, hidden files, ties of sizes and bounds of one file.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+import pytest
+
+from icetide.run.bronze_selection import (
+    BronzeFolderInvalid,
+    ListedFile,
+    listing_start,
+    select_files,
+)
+
+FOLDER = "dbo/orders/"
+
+
+def _oracle(files: list[ListedFile], after: str | None, max_files: int, max_bytes: int) -> list[str]:
+    def rank(key: str) -> tuple[int, object]:
+        name = key.rsplit("/", 1)[-1].removesuffix(".parquet")
+        if name.startswith("LOAD"):
+            return (0, int(name[4:], 16))
+        return (1, datetime.strptime(name, "%Y%m%d-%H%M%S%f"))
+
+    visible = [file for file in files if not file.key.rsplit("/", 1)[-1].startswith(("_", "."))]
+    ordered = sorted(visible, key=lambda file: rank(file.key))
+    if after is not None:
+        ordered = [file for file in ordered if rank(file.key) > rank(after)]
+    taken: list[str] = []
+    total = 0
+    for file in ordered:
+        if len(taken) >= max_files:
+            break
+        if taken and total + file.size > max_bytes:
+            break
+        taken.append(file.key)
+        total += file.size
+    return taken
+
+
+def _random_folder(chooser: random.Random) -> list[ListedFile]:
+    loads = chooser.sample(range(1, 300), chooser.randint(0, 12))
+    start = datetime(2026, 11, 21, 6)
+    times = {start + timedelta(milliseconds=chooser.randint(0, 10**8)) for _ in range(chooser.randint(0, 12))}
+    names = [f"LOAD{number:08X}.parquet" for number in loads]
+    names += [f"{moment:%Y%m%d-%H%M%S}{moment.microsecond // 1000:03d}.parquet" for moment in times]
+    names += chooser.choice([[], ["_SUCCESS"], [".hidden.crc"]])
+    return [ListedFile(FOLDER + name, chooser.randint(1, 50)) for name in names]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_folders_select_what_the_oracle_selects(seed: int) -> None:
+    chooser = random.Random(seed)
+    files = _random_folder(chooser)
+    dms_files = [file.key for file in files if not file.key.rsplit("/", 1)[-1].startswith(("_", "."))]
+    after = chooser.choice([None, *dms_files]) if dms_files else None
+    max_files, max_bytes = chooser.randint(1, 8), chooser.randint(1, 150)
+    shuffled = chooser.sample(files, len(files))  # S3's order is not DMS's
+
+    taken = select_files(shuffled, after=after, max_files=max_files, max_bytes=max_bytes)
+
+    assert [file.key for file in taken] == _oracle(files, after, max_files, max_bytes)
+
+
+def test_a_file_larger_than_the_byte_bound_is_taken_alone_so_the_table_never_stalls() -> None:
+    files = [
+        ListedFile(FOLDER + "20261121-060000000.parquet", 500),
+        ListedFile(FOLDER + "20261121-070000000.parquet", 1),
+    ]
+
+    taken = select_files(files, after=None, max_files=10, max_bytes=100)
+
+    assert [file.key for file in taken] == [FOLDER + "20261121-060000000.parquet"]
+
+
+def test_a_file_dms_would_not_write_fails_the_run_naming_it() -> None:
+    files = [ListedFile(FOLDER + "LOAD00000001.csv", 3), ListedFile(FOLDER + "20261121-060000000.parquet", 1)]
+
+    with pytest.raises(BronzeFolderInvalid, match=r"LOAD00000001\.csv.*DataFormat=parquet"):
+        select_files(files, after=None, max_files=10, max_bytes=100)
+
+
+@pytest.mark.parametrize(
+    ("after", "start"),
+    [
+        (None, None),
+        (FOLDER + "LOAD0000000A.parquet", None),  # CDC names sort before LOAD names: list from the start
+        (FOLDER + "20261121-060000000.parquet", FOLDER + "20261121-060000000.parquet"),
+    ],
+)
+def test_the_listing_starts_after_a_cdc_checkpoint_only(after: str | None, start: str | None) -> None:
+    assert listing_start(after) == start

@@ -8,6 +8,9 @@ session and the Glue Data Catalog.
 ``--bronze`` may be repeated: the folders are successive runs of the one table, run in the given
 order in ONE Spark session, so a replay of several DMS batches pays the JVM and session start-up
 (15-20 s) once instead of once a folder.
+
+``--bronze-files`` replays one run of a continuous cdc table: only the files its bronze file
+selection lists are merged, read from ``--bronze``, a local copy of the selection's S3 folder.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from icetide_cli.main import add_command_group
+from icetide_contracts.bronze_files import BronzeFiles
 from icetide_glue.arguments import (
     DEFAULT_CHANGE_SEQUENCE_COLUMN,
     DEFAULT_TIMESTAMP_COLUMN,
@@ -26,7 +30,8 @@ from icetide_glue.arguments import (
     JobArguments,
     LoadMode,
 )
-from icetide_glue.errors import IcetideJobError, MissingPrimaryKeys
+from icetide_glue.bronze_selection import selection_from_text
+from icetide_glue.errors import IcetideJobError, InvalidBronzeFileSelection, MissingPrimaryKeys
 from icetide_glue.job import run_job
 from icetide_glue.manifest import manifest_line
 from icetide_local.jars import JarFetchError
@@ -74,6 +79,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="local Iceberg warehouse directory (created if missing)",
     )
+    run.add_argument(
+        "--bronze-files",
+        default="",
+        metavar="FILE",
+        help=(
+            "bronze file selection (BronzeFiles JSON, e.g. a continuous run's "
+            "<manifests>/<table>/<run id>.bronze-files.json): merge only the files it lists, read at their "
+            "keys below --bronze DIR, a local copy of the selection's bronzeUri folder. The run id defaults "
+            "to the selection's runId; another --run-id is refused (BronzeFileSelectionMismatch). One "
+            "--bronze folder only"
+        ),
+    )
     run.add_argument("--table", required=True, metavar="DB.TABLE", help="silver table as database.table")
     run.add_argument(
         "--keys",
@@ -104,7 +121,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="",
         metavar="ID",
         help=(
-            "run id recorded in the snapshot (default: manual-<UTC time>); with several --bronze "
+            "run id recorded in the snapshot (default: manual-<UTC time>, or the --bronze-files selection's "
+            "runId); with several --bronze "
             "folders, the n-th folder's run is <run-id>-<n> (so the same folder run alone later is a "
             "new run id; its changes are then older than or equal to silver's and change nothing)"
         ),
@@ -184,6 +202,7 @@ ONE_RUN_OPTIONS: dict[str, str] = {
     "manifest": "--manifest writes one run's manifest (stdout has each run's manifest line)",
     "expected_rows": "--expected-rows is the row count of one folder's files",
     "reconcile": "--reconcile belongs to one run",
+    "bronze_files": "--bronze-files lists one run's files",
 }
 
 
@@ -200,10 +219,12 @@ def refuse_one_run_options(args: argparse.Namespace) -> None:
             raise OneRunOption(f"{reason}: give one --bronze folder with it, not {len(args.bronze)}")
 
 
-def run_ids(args: argparse.Namespace) -> list[str]:
-    """One run id a folder: ``--run-id`` (or ``manual-<UTC time>``), numbered ``-1``, ``-2``, ... when
-    there are several folders, so each is its own exactly-once run."""
-    run_id: str = args.run_id or datetime.now(UTC).strftime("manual-%Y%m%dT%H%M%SZ")
+def run_ids(args: argparse.Namespace, selection: BronzeFiles | None = None) -> list[str]:
+    """One run id a folder: ``--run-id`` (or the selection's run id, or ``manual-<UTC time>``),
+    numbered ``-1``, ``-2``, ... when there are several folders, so each is its own exactly-once run."""
+    run_id: str = args.run_id or (
+        selection.run_id if selection is not None else datetime.now(UTC).strftime("manual-%Y%m%dT%H%M%SZ")
+    )
     if len(args.bronze) == 1:
         return [run_id]
     return [f"{run_id}-{number}" for number in range(1, len(args.bronze) + 1)]
@@ -218,12 +239,15 @@ def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
             f"{args.table}: merging needs --keys; a table without keys needs --append-only"
         )
     refuse_one_run_options(args)
+    selection = read_selection_file(args.bronze_files) if args.bronze_files else None
     return [
         JobArguments.from_options(
             {
                 "target_table": args.table,
                 "run_id": run_id,
-                "bronze_uri": str(Path(bronze).resolve()),
+                # A selection's files are read from --bronze (bronze_copy), a copy of its S3 folder.
+                "bronze_uri": selection.bronze_uri if selection is not None else str(Path(bronze).resolve()),
+                "bronze_files_uri": str(Path(args.bronze_files).resolve()) if args.bronze_files else "",
                 "manifest_uri": args.manifest,
                 "primary_keys": args.keys,
                 "load_mode": (LoadMode.APPEND if args.append_only else LoadMode.MERGE).value,
@@ -239,8 +263,22 @@ def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
                 "reconcile_started_at": args.reconcile_started_at,
             }
         )
-        for bronze, run_id in zip(args.bronze, run_ids(args), strict=True)
+        for bronze, run_id in zip(args.bronze, run_ids(args, selection), strict=True)
     ]
+
+
+def bronze_copy(args: argparse.Namespace, bronze: str) -> str | None:
+    """Where the job reads a selection's files: the --bronze folder (None: no --bronze-files)."""
+    return str(Path(bronze).resolve()) if args.bronze_files else None
+
+
+def read_selection_file(path: str) -> BronzeFiles:
+    """The bronze file selection in the local file ``path`` (the job reads it again, through Spark)."""
+    try:
+        content = Path(path).read_bytes()
+    except OSError as error:
+        raise InvalidBronzeFileSelection(f"cannot read the bronze file selection {path}: {error}") from None
+    return selection_from_text(content, path)
 
 
 def error_text(error: Exception) -> str:
@@ -273,7 +311,7 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_JOB_FAILED
     for number, (bronze, job_args) in enumerate(zip(args.bronze, runs, strict=True), start=1):
         try:
-            manifest = run_job(spark, job_args)
+            manifest = run_job(spark, job_args, bronze_copy=bronze_copy(args, bronze))
         except Exception as error:
             where = ""
             if len(runs) > 1:

@@ -39,6 +39,7 @@ OPTIONAL_ARGUMENTS = (
     "reconcile_uri",
     "reconcile_expected_rows",
     "reconcile_started_at",
+    "bronze_files_uri",
 )
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
 
@@ -83,6 +84,9 @@ class JobArguments:
     reconcile_uri: str | None = None
     reconcile_expected_rows: int | None = None
     reconcile_started_at: datetime | None = None
+    # A continuous cdc run: the bronze file selection (icetide_contracts.bronze_files) naming the
+    # files below --bronze_uri it merges, instead of every file there (None: the whole folder).
+    bronze_files_uri: str | None = None
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -195,6 +199,7 @@ class JobArguments:
             reconcile_uri=optional("reconcile_uri"),
             reconcile_expected_rows=reconcile_rows,
             reconcile_started_at=_instant(optional("reconcile_started_at"), "--reconcile_started_at"),
+            bronze_files_uri=optional("bronze_files_uri"),
         )
 
 

@@ -1,4 +1,5 @@
-"""Reading one run's bronze files: the parquet DMS wrote below the run's folder.
+"""Reading one run's bronze files: the parquet DMS wrote below the run's folder, or exactly the files
+a continuous run's bronze file selection lists (:mod:`icetide_glue.bronze_selection`).
 
 DMS names full-load files ``LOAD00000001.parquet`` … counting in hexadecimal (``LOAD00000009`` comes
 before ``LOAD0000000A``) and CDC files by time (``yyyyMMdd-HHmmssSSS``). When two changes to one key
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
@@ -25,7 +27,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType, _parse_datatype_string
 
 from icetide_glue.columns import FILE_RANK, ROW_INDEX, is_metadata_column
-from icetide_glue.errors import BronzeSchemaError, NoParquetInBronze, UnreadableBronzeFile
+from icetide_glue.errors import (
+    BronzeSchemaError,
+    MissingBronzeFile,
+    NoParquetInBronze,
+    UnreadableBronzeFile,
+)
 
 # DMS writes no folder for a table without rows: an absent or empty run folder is an empty batch.
 _NO_FILES_ERRORS = frozenset({"PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA"})
@@ -67,20 +74,45 @@ def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:
     Files of one run may differ in columns (an Op column only in CDC files, a column added
     mid-run), so their schemas are merged; columns a file lacks read as null.
     """
+    frame = _read_parquet(spark, [uri], uri, listed=False)
+    if frame is None:
+        _refuse_files_without_parquet(spark, uri)
+    return frame
+
+
+def read_bronze_files(spark: SparkSession, uris: Sequence[str], where: str) -> DataFrame | None:
+    """Exactly the parquet files ``uris`` (schemas merged as in :func:`read_bronze`), or None when
+    the list is empty; ``where`` says in errors where the list comes from. A listed file that is
+    gone fails with :class:`MissingBronzeFile`, never silently as a smaller batch."""
+    if not uris:
+        return None
+    return _read_parquet(spark, uris, where, listed=True)
+
+
+def _read_parquet(spark: SparkSession, paths: Sequence[str], where: str, *, listed: bool) -> DataFrame | None:
+    """The parquet of ``paths`` (folders read at any depth, or files) as one batch, each row with its
+    file rank and position in the file; None when a folder holds no parquet file."""
     try:
         frame = (
+            # Also for listed files: it turns off partition discovery from the folder names.
             spark.read.option("recursiveFileLookup", "true")
             .option("pathGlobFilter", "*.parquet")
             .option("mergeSchema", "true")
-            .parquet(uri)
+            .parquet(*paths)
         )
     except AnalysisException as error:
-        if error.getErrorClass() in _NO_FILES_ERRORS:
-            _refuse_files_without_parquet(spark, uri)
+        error_class = error.getErrorClass()
+        if not listed and error_class in _NO_FILES_ERRORS:
             return None
-        if error.getErrorClass() == "COLUMN_ALREADY_EXISTS":
+        if error_class == "PATH_NOT_FOUND":
+            path = (error.getMessageParameters() or {}).get("path") or " ".join(str(error).split())
+            raise MissingBronzeFile(
+                f"bronze file {path} is missing: {where} lists it, but it was deleted (or expired by the "
+                "bronze lifecycle rule) since; nothing was merged"
+            ) from None
+        if error_class == "COLUMN_ALREADY_EXISTS":
             raise BronzeSchemaError(
-                f"bronze files in {uri} have columns whose names differ only in case "
+                f"bronze files in {where} have columns whose names differ only in case "
                 f"({' '.join(str(error).split())[:300]}): silver's catalog does not tell them apart; "
                 "rename one in the DMS table mapping"
             ) from None
@@ -91,20 +123,20 @@ def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:
             raise unreadable from None
         if "CANNOT_MERGE_SCHEMAS" in str(error):
             raise BronzeSchemaError(
-                f"the parquet files below {uri} disagree on column types ({_type_conflicts(str(error))}), so "
+                f"the parquet files in {where} disagree on column types ({_type_conflicts(str(error))}), so "
                 "they cannot be read as one batch: the source changed a column's type during this run. The "
                 "next run, whose files all carry the new type, loads it (and widens silver if that is safe)."
             ) from None
         raise
     if any(name.lower() == "_metadata" for name in frame.columns):
         raise BronzeSchemaError(
-            f"bronze files in {uri} have a column named _metadata, which Spark reserves for its file "
+            f"bronze files in {where} have a column named _metadata, which Spark reserves for its file "
             "metadata; rename it in the DMS table mapping"
         )
     reserved = [name for name in frame.columns if is_metadata_column(name)]
     if reserved:
         raise BronzeSchemaError(
-            f"bronze files in {uri} have column(s) {', '.join(reserved)}: the _icetide_ prefix is "
+            f"bronze files in {where} have column(s) {', '.join(reserved)}: the _icetide_ prefix is "
             "reserved for icetide's metadata columns; rename them in the DMS table mapping"
         )
     # _metadata is Spark's hidden file-source column; it only exists on the DataFrame read here.
@@ -131,10 +163,7 @@ def _visible_files(spark: SparkSession, uri: str) -> list[str]:
     """Names of the files below ``uri`` Spark would read, through Hadoop's file system (the one
     Spark uses, so s3:// on Glue and local paths alike); hidden ones (``_SUCCESS``, ``.crc``) are
     skipped as Spark skips them. At most ``_EXAMPLE_FILES`` + 1 names: only examples are needed."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session has a JVM
-    root = jvm.org.apache.hadoop.fs.Path(uri)
-    file_system = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    file_system, root = hadoop_path(spark, uri)
     if not file_system.exists(root):
         return []
     root_text = file_system.makeQualified(root).toString().rstrip("/")
@@ -146,6 +175,15 @@ def _visible_files(spark: SparkSession, uri: str) -> list[str]:
         if not any(part.startswith(("_", ".")) for part in relative.split("/")):
             found.append(relative)
     return found
+
+
+def hadoop_path(spark: SparkSession, uri: str) -> tuple[Any, Any]:
+    """The Hadoop file system and path of ``uri``: the ones Spark reads through (``s3://`` on Glue,
+    a local path or ``file://`` locally), as py4j objects."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session has a JVM
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
 
 
 def unreadable_file_error(error: Exception) -> UnreadableBronzeFile | None:

@@ -44,6 +44,22 @@ class UnreadableBronzeFile(IcetideJobError):
     ``.parquet`` name); the message names the file and Spark's reason."""
 
 
+class MissingBronzeFile(UnreadableBronzeFile):
+    """A file the run's bronze file selection (``--bronze_files_uri``) lists is gone (deleted, or
+    expired by the bronze lifecycle rule, after it was listed); the message names the file."""
+
+
+class InvalidBronzeFileSelection(IcetideJobError):
+    """The bronze file selection (``--bronze_files_uri``) cannot be read or breaks its contract
+    (``icetide_contracts.bronze_files``): the job cannot know which files the run merges."""
+
+
+class BronzeFileSelectionMismatch(IcetideJobError):
+    """The bronze file selection belongs to another run (``runId`` is not ``--run_id``) or another
+    folder (``bronzeUri`` is not ``--bronze_uri``): merging it would merge files the run's file
+    checkpoint does not describe."""
+
+
 class NoParquetInBronze(IcetideJobError):
     """The run's bronze folder holds files but no parquet file: the DMS endpoint writes another
     format (``DataFormat`` must be ``parquet``). Not an empty run, which would move nothing."""

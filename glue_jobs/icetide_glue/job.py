@@ -2,8 +2,10 @@
 
 Order of work, chosen so that a failure leaves silver untouched and a rerun changes nothing:
 1. a snapshot already carrying this run id → hand back its manifest (``alreadyCommitted``);
-2. read the run's DMS files; none → an empty manifest (if DMS reported no rows either), unless
-   the run reconciles an existing table (the source may only have lost rows: an empty batch);
+2. read the run's DMS files (every file below its folder, or exactly the files its bronze file
+   selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
+   either), unless the run reconciles an existing table (the source may only have lost rows: an
+   empty batch);
 3. check the whole batch, its row count against DMS's (``--expected_rows``), a reconcile's key
    extraction (``--reconcile_expected_rows``, null keys) and the whole schema change before any
    DDL;
@@ -39,6 +41,7 @@ from icetide_glue.apply import (
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
 from icetide_glue.batch import inspect_batch
 from icetide_glue.bronze import read_bronze
+from icetide_glue.bronze_selection import read_selected_bronze
 from icetide_glue.changes import (
     align_to_silver,
     empty_changes,
@@ -77,17 +80,24 @@ logger = logging.getLogger(__name__)
 MAX_BROADCAST_CHANGES = 1_000_000
 
 
-def run_job(spark: SparkSession, args: JobArguments) -> dict[str, Any]:
+def run_job(spark: SparkSession, args: JobArguments, *, bronze_copy: str | None = None) -> dict[str, Any]:
     """Load one run into silver, write its manifest to ``args.manifest_uri`` (when given) and
-    return the manifest as the contract's JSON object."""
+    return the manifest as the contract's JSON object.
+
+    ``bronze_copy`` (local runs of a bronze file selection only: their Spark has no S3): a local
+    folder holding the selection's files at their keys, read instead of the selection's
+    ``bronzeUri``, which must still be ``--bronze_uri``.
+    """
     table = SilverTable(args.catalog, args.database, args.table_name)
-    manifest = _load_run(spark, args, table)
+    manifest = _load_run(spark, args, table, bronze_copy)
     if args.manifest_uri:
         write_manifest(args.manifest_uri, manifest)
     return manifest.to_json()
 
 
-def _load_run(spark: SparkSession, args: JobArguments, table: SilverTable) -> RunManifest:
+def _load_run(
+    spark: SparkSession, args: JobArguments, table: SilverTable, bronze_copy: str | None
+) -> RunManifest:
     exists = table_exists(spark, table)
     if exists:
         committed = find_committed_run(spark, table, args.run_id)
@@ -95,9 +105,13 @@ def _load_run(spark: SparkSession, args: JobArguments, table: SilverTable) -> Ru
             return RunManifest.already_committed_run(
                 args.run_id, str(table), committed.snapshot_id, committed.run_stats
             )
-    bronze = read_bronze(spark, args.bronze_uri)
+    if args.bronze_files_uri is None:
+        bronze = read_bronze(spark, args.bronze_uri)
+    else:
+        bronze = read_selected_bronze(spark, args.bronze_files_uri, args.run_id, args.bronze_uri, bronze_copy)
     if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
+        # An empty selection (no new file) is an empty run too.
         check_row_count(args.expected_rows, 0, args.bronze_uri)
         return RunManifest(args.run_id, str(table), watermark_column=args.watermark_column)
     if bronze is None:

@@ -1,11 +1,12 @@
 """The job's arguments: their names and meaning through Glue's resolver (getResolvedOptions).
 
 ``icetide job run`` maps its own options onto the same model (tests/glue/test_entrypoints.py runs
-it; its reconcile options are checked here, without Spark).
+it; its reconcile and bronze file selection options are checked here, without Spark).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from glue.awsglue_fake import get_resolved_options
-from icetide_cli.job import runs_arguments
+from icetide_cli.job import bronze_copy, runs_arguments
 from icetide_cli.main import build_parser
+from icetide_contracts.bronze_files import BronzeFiles
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode, parse_glue_options
-from icetide_glue.errors import InvalidJobArguments, MissingPrimaryKeys
+from icetide_glue.errors import InvalidBronzeFileSelection, InvalidJobArguments, MissingPrimaryKeys
 
 REQUIRED = [
     "--target_table",
@@ -278,3 +280,53 @@ def test_icetide_job_run_maps_its_reconcile_options_onto_the_job_arguments(tmp_p
         None,
         None,
     )
+
+
+def test_a_bronze_file_selection_is_read_and_blank_means_the_whole_folder() -> None:
+    continuous = [
+        *("--target_table", "icetide_silver.dbo_orders", "--run_id", "dbo_orders-20261124T1205Z"),
+        *("--bronze_uri", "s3://raw/bronze/_continuous/dbo_orders/", "--primary_keys", "id"),
+    ]
+    selection = "s3://raw/manifests/dbo_orders/dbo_orders-20261124T1205Z.bronze-files.json"
+    # A continuous run has no DMS row count: the state machine passes an empty --expected_rows.
+    args = parse_glue_arguments([*continuous, "--bronze_files_uri", selection, "--expected_rows", ""])
+    assert (args.bronze_files_uri, args.expected_rows) == (selection, None)
+
+    assert parse_glue_arguments([*continuous, "--bronze_files_uri", " "]).bronze_files_uri is None
+    assert parse_glue_arguments(continuous).bronze_files_uri is None
+
+
+def test_icetide_job_run_maps_bronze_files_onto_the_selection_s_folder_and_run(tmp_path: Path) -> None:
+    selection = tmp_path / "orders-7.bronze-files.json"
+    selection.write_text(
+        json.dumps(
+            BronzeFiles(
+                run_id="orders-7",
+                bronze_uri="s3://raw/bronze/_continuous/orders/",
+                files=["dbo/orders/LOAD00000001.parquet"],
+                total_bytes=10,
+            ).to_json()
+        )
+    )
+    command = [
+        *("job", "run", "--bronze", str(tmp_path / "copy"), "--warehouse", "w", "--table", "silver.t"),
+        *("--keys", "id", "--bronze-files", str(selection)),
+    ]
+    parsed = build_parser().parse_args(command)
+    [args] = runs_arguments(parsed)
+    # The job checks the selection against the S3 folder and reads the files from the --bronze copy.
+    assert (args.run_id, args.bronze_uri, args.bronze_files_uri) == (
+        "orders-7",
+        "s3://raw/bronze/_continuous/orders/",
+        str(selection.resolve()),
+    )
+    assert bronze_copy(parsed, parsed.bronze[0]) == str((tmp_path / "copy").resolve())
+    # Another run id is passed on as given: the job refuses the selection (BronzeFileSelectionMismatch).
+    [other] = runs_arguments(build_parser().parse_args([*command, "--run-id", "orders-8"]))
+    assert other.run_id == "orders-8"
+
+    selection.write_text("{}")
+    with pytest.raises(InvalidBronzeFileSelection, match="bronze file selection is invalid: runId: required"):
+        runs_arguments(parsed)
+    with pytest.raises(InvalidBronzeFileSelection, match=r"cannot read the bronze file selection .*absent"):
+        runs_arguments(build_parser().parse_args([*command[:-1], str(tmp_path / "absent.json")]))

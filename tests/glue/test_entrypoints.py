@@ -23,6 +23,7 @@ from glue.frames import assert_frame_equal, silver_schema
 from glue.silver_tables import CATALOG, silver_table
 from icetide_cli import job as cli_job
 from icetide_cli.main import main as icetide
+from icetide_contracts.bronze_files import BronzeFiles
 from icetide_glue.arguments import JobArguments
 
 pytestmark = pytest.mark.spark
@@ -162,10 +163,10 @@ def job_run_spy(monkeypatch: pytest.MonkeyPatch) -> JobRunSpy:
         spy.sessions_built += 1
         return build_session(*args, **kwargs)
 
-    def recording_run(session: SparkSession, arguments: JobArguments) -> dict[str, Any]:
+    def recording_run(session: SparkSession, arguments: JobArguments, **options: Any) -> dict[str, Any]:
         spy.run_ids.append(arguments.run_id)
         spy.run_sessions.append(session)
-        return run(session, arguments)
+        return run(session, arguments, **options)
 
     monkeypatch.setattr(cli_job, "local_spark_session", counting_session)
     monkeypatch.setattr(cli_job, "run_job", recording_run)
@@ -254,6 +255,7 @@ def test_icetide_job_run_stops_at_the_first_failing_folder(
         (["--reconcile", "keys"], "--reconcile belongs to one run"),
         (["--manifest", "manifest.json"], "--manifest writes one run's manifest"),
         (["--expected-rows", "2"], "--expected-rows is the row count of one folder's files"),
+        (["--bronze-files", "orders-7.bronze-files.json"], "--bronze-files lists one run's files"),
     ],
 )
 def test_icetide_job_run_refuses_options_of_one_run_with_several_folders(
@@ -280,3 +282,34 @@ def test_icetide_job_run_help_says_folders_run_in_order_in_one_session(
     text = " ".join(capsys.readouterr().out.split())
     assert "the folders run in the given order, as successive runs of the table, in one Spark session" in text
     assert "the JVM start-up (15-20 s) is paid once" in text
+    assert "--bronze-files FILE bronze file selection (BronzeFiles JSON" in text
+    assert "merge only the files it lists, read at their keys below --bronze DIR" in text
+
+
+def test_icetide_job_run_merges_only_the_files_of_a_bronze_file_selection(
+    spark: SparkSession, warehouse: Path, bronze: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --bronze: a local copy of a continuous task's folder; its newest file is not in the selection.
+    write_dms_file(bronze, "20261121-070000000.parquet", BRONZE, [("U", "2026-11-21 07:00:00", 1, "a2")])
+    write_dms_file(bronze, "20261121-080000000.parquet", BRONZE, [("I", "2026-11-21 08:00:00", 3, "c")])
+    selection = tmp_path / "orders-7.bronze-files.json"
+    files = ["dbo/source_table/LOAD00000001.parquet", "dbo/source_table/20261121-070000000.parquet"]
+    listed = BronzeFiles(run_id="orders-7", bronze_uri="s3://raw/x/", files=files, total_bytes=0)
+    selection.write_text(json.dumps(listed.to_json()))
+
+    exit_code = icetide(
+        ["job", "run", "--bronze", str(bronze), "--bronze-files", str(selection), "--warehouse",
+         str(warehouse), "--table", "silver.via_cli_selection", "--keys", "id"]
+    )  # fmt: skip
+
+    assert exit_code == 0
+    printed = last_stdout_line(capsys)
+    assert (printed["runId"], printed["rowsRead"], printed["rowsInserted"]) == ("orders-7", 3, 2)
+    assert_frame_equal(
+        spark.table(silver_table("via_cli_selection")),
+        [
+            (1, "a2", utc("2026-11-21 07:00:00"), None, "orders-7"),
+            (2, "b", utc("2026-11-21 06:00:00"), None, "orders-7"),
+        ],
+        SILVER,
+    )

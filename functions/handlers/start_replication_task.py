@@ -20,10 +20,14 @@ from icetide.observability import logger, observed
 from icetide.run.handler_inputs import StartTaskInput, parse_input
 
 
-def _start_once(task_arn: str, **positions: str | None) -> dict[str, Any] | None:
+def _start_once(
+    task_arn: str, *, cdc_start_position: str | None = None, cdc_stop_position: str | None = None
+) -> dict[str, Any] | None:
     task = dms.describe_task_by_arn(task_arn)
     if replication_status.must_start(task, task_arn):
-        return dms.start_task(task_arn, **positions)
+        return dms.start_task(
+            task_arn, cdc_start_position=cdc_start_position, cdc_stop_position=cdc_stop_position
+        )
     logger.info(
         "replication task was started before",
         extra={"task": task_arn, "dmsStatus": (task or {}).get("Status")},

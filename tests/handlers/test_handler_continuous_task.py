@@ -30,7 +30,8 @@ def _backend() -> DatabaseMigrationServiceBackend:
 
 
 def _tasks() -> list[dict[str, Any]]:
-    return list(boto3.client("dms").describe_replication_tasks()["ReplicationTasks"])
+    tasks: list[dict[str, Any]] = boto3.client("dms").describe_replication_tasks()["ReplicationTasks"]  # type: ignore[assignment]
+    return tasks
 
 
 def _shared_instance() -> str:

@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     stack_name: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9-]*$")
     state_machine_arn: str | None = None
     schedule_slot_minutes: int = Field(default=60, ge=1, le=1440)
+    # The slot of a run started by S3 events: a burst of files within one slot starts one execution.
+    event_slot_minutes: int = Field(default=5, ge=1, le=60)
     lock_stale_after_seconds: int = Field(default=21600, ge=1)
     raw_bucket: str | None = None
     bronze_prefix: str = "bronze"

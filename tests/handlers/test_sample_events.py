@@ -9,15 +9,18 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from icetide.run import handler_inputs
+from icetide.run import handler_inputs, triggers
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "start_workflow": handler_inputs.ScheduleEvent,
+    "start_on_new_files": triggers.ObjectCreatedEvent,
     "acquire_lock": handler_inputs.RunInput,
     "release_lock": handler_inputs.RunInput,
     "ensure_replication_instance": handler_inputs.PlanInput,
     "create_replication_task": handler_inputs.CreateTaskInput,
+    "ensure_continuous_task": handler_inputs.CreateTaskInput,
+    "select_bronze_files": handler_inputs.PlanInput,
     "start_replication_task": handler_inputs.TaskInput,
     "poll_replication_task": handler_inputs.TaskInput,
     "read_task_statistics": handler_inputs.TaskInput,
@@ -39,6 +42,10 @@ def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
 
     if name == "start_workflow":
         assert parsed.time == datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
+    elif name == "start_on_new_files":
+        # A CDC file of dbo_orders' long-lived task, written in the 07:00 slot.
+        assert parsed.time == datetime(2026, 11, 21, 7, 3, 12, tzinfo=UTC)
+        assert parsed.key.startswith("bronze/_continuous/dbo_orders/")
     else:
         assert (parsed.target_table_name, parsed.run_id) == ("dbo_orders", "dbo_orders-20261121T0700Z")
 

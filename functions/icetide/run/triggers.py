@@ -1,0 +1,154 @@
+"""Which table an S3 "Object Created" event starts a run for, and under which execution name.
+
+A continuous table's long-lived DMS task writes files below the table's fixed folder all the time
+(``continuous_bronze_folder``); EventBridge forwards every new object of the raw bucket below
+``<bronze>/_continuous/``. The event names the object, not the table: the table is the active,
+valid continuous control item whose folder holds the key. Its run is named after the table and the
+event's slot (``EVENT_SLOT_MINUTES``), so a burst of files in one slot starts one execution, and
+the table lock keeps a run of the next slot from overlapping one still going.
+
+While a live run holds the table's lock, an event starts nothing: the execution would only fail at
+the lock (raising the failed-runs alarm) and use up its slot's name, so that a file arriving later
+in the slot, after the lock is released, could not start the run it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from icetide.control.model import CdcTask, ControlItem
+from icetide.dms.identifiers import run_id, schedule_slot
+from icetide.run import scheduling
+from icetide.run.locking import stale_before
+from icetide.run.plan import CONTINUOUS_FOLDER, continuous_bronze_folder
+
+
+class _EventPart(BaseModel):
+    # Like the handlers' inputs: EventBridge's own keys are the aliases, anything else is ignored.
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+
+class S3Bucket(_EventPart):
+    name: str = Field(min_length=3)
+
+
+class S3Object(_EventPart):
+    key: str = Field(min_length=1)
+
+
+class ObjectCreatedDetail(_EventPart):
+    bucket: S3Bucket
+    object: S3Object
+
+
+class ObjectCreatedEvent(_EventPart):
+    """An EventBridge "Object Created" event of Amazon S3 (only the bucket, the key and the time matter)."""
+
+    time: datetime
+    detail: ObjectCreatedDetail
+
+    @property
+    def bucket(self) -> str:
+        return self.detail.bucket.name
+
+    @property
+    def key(self) -> str:
+        return self.detail.object.key
+
+
+@dataclass(frozen=True)
+class EventRun:
+    """The run an event starts: the table, the run id (its execution name) and the event's time."""
+
+    target_table_name: str
+    run_id: str
+    event_time: datetime
+    # The run holding the table's lock, when one does and its lock is not stale: start nothing now.
+    locked_by: str | None = None
+
+    def execution_input(self) -> dict[str, str]:
+        """The execution's input, the same shape StartWorkflow gives a scheduled run."""
+        return scheduling.execution_input(self.target_table_name, self.run_id, self.event_time)
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """An event that starts nothing, and why (not an error: the rule may match more than icetide's files)."""
+
+    reason: str
+
+
+def continuous_prefix(bronze_prefix: str) -> str:
+    """The key prefix below which every continuous table's folder lies (the events rule's filter)."""
+    return f"{bronze_prefix.strip('/')}/{CONTINUOUS_FOLDER}/"
+
+
+def table_of_key(key: str, runnable: Iterable[ControlItem], bronze_prefix: str) -> ControlItem | None:
+    """The continuous item among ``runnable`` whose folder holds ``key``, or None.
+
+    Folders end in "/", so ``orders`` never claims ``orders_archive``'s files; one folder can still
+    lie inside another (table ``x`` and table ``t`` with outputS3Prefix ``x``), and then the deeper
+    folder is the one the key belongs to.
+    """
+    holders = [
+        (len(folder), item)
+        for item in runnable
+        # A valid item is continuous only with captureMode cdc (ControlItem's own check).
+        if item.cdc_task is CdcTask.CONTINUOUS
+        and key.startswith(folder := continuous_bronze_folder(bronze_prefix, item))
+    ]
+    return max(holders, key=lambda holder: holder[0])[1] if holders else None
+
+
+def live_lock_holder(item: ControlItem, now: datetime, stale_after_seconds: int) -> str | None:
+    """The run holding ``item``'s lock, unless there is none or its lock is stale (the next run may
+    take it over, as acquire_lock would). A lock without a time cannot be taken over: it is live."""
+    if not item.lock_holder:
+        return None
+    if item.lock_time is not None and item.lock_time < stale_before(now, stale_after_seconds):
+        return None
+    return item.lock_holder
+
+
+def outside_continuous_folders(
+    event: ObjectCreatedEvent, *, raw_bucket: str, bronze_prefix: str
+) -> Ignored | None:
+    """Why ``event`` cannot be a continuous task's file whatever the control items say, or None.
+
+    Checked before the control table is read: a rule widened by hand must not cost a scan per object.
+    """
+    if event.bucket != raw_bucket:
+        return Ignored(f"bucket {event.bucket} is not the raw bucket {raw_bucket}")
+    if not event.key.startswith(continuous_prefix(bronze_prefix)):
+        return Ignored(f"{event.key} is not below {continuous_prefix(bronze_prefix)}")
+    return None
+
+
+def route_event(
+    event: ObjectCreatedEvent,
+    runnable: Iterable[ControlItem],
+    *,
+    raw_bucket: str,
+    bronze_prefix: str,
+    slot_minutes: int,
+    now: datetime,
+    stale_after_seconds: int,
+) -> EventRun | Ignored:
+    """The run ``event`` starts, or why it starts none; ``runnable`` are the active, valid items."""
+    misdirected = outside_continuous_folders(event, raw_bucket=raw_bucket, bronze_prefix=bronze_prefix)
+    if misdirected is not None:
+        return misdirected
+    item = table_of_key(event.key, runnable, bronze_prefix)
+    if item is None:
+        return Ignored(f"no active continuous table's folder holds {event.key}")
+    slot_start = schedule_slot(event.time, slot_minutes)
+    return EventRun(
+        item.target_table_name,
+        run_id(item.target_table_name, slot_start),
+        event.time,
+        locked_by=live_lock_holder(item, now, stale_after_seconds),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -13,6 +14,7 @@ from deploy.cfn_yaml import load_template
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = REPO_ROOT / "template.yaml"
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
+MANAGED_POLICY = "AWS::IAM::ManagedPolicy"
 
 
 @cache
@@ -92,15 +94,51 @@ def _statements(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield statement
 
 
+def _attached_managed_policy(policy: Any) -> str | None:
+    """The logical id of the template's managed policy that ``policy`` (a SAM Policies entry) attaches."""
+    if isinstance(policy, dict) and set(policy) == {"Ref"}:
+        resource = template()["Resources"].get(policy["Ref"], {})
+        if resource.get("Type") == MANAGED_POLICY:
+            return str(policy["Ref"])
+    return None
+
+
+def _sam_policy_document(policy: Any) -> Any:
+    """An entry of a SAM Policies list as a document: inline, or the managed policy it attaches."""
+    attached = _attached_managed_policy(policy)
+    if attached is not None:
+        return template()["Resources"][attached]["Properties"]["PolicyDocument"]
+    return policy
+
+
+def _attachers() -> set[str]:
+    """The managed policies of the template that some function or state machine attaches."""
+    return {
+        attached
+        for resource in template()["Resources"].values()
+        for policy in resource.get("Properties", {}).get("Policies", [])
+        if (attached := _attached_managed_policy(policy)) is not None
+    }
+
+
 def policy_statements() -> Iterator[PolicyStatement]:
-    """Every permission statement of the template (trust policies excluded: they grant no action)."""
+    """Every permission statement of the template (trust policies excluded: they grant no action).
+
+    A managed policy's statements count as the statements of every function that attaches it (so
+    per-function checks see them); one nobody attaches is reported under its own name.
+    """
+    attached = _attachers()
     for name, resource in template()["Resources"].items():
         properties = resource.get("Properties", {})
         kind = resource["Type"]
         if kind == "AWS::IAM::Role":
             documents = [("identity", policy["PolicyDocument"]) for policy in properties.get("Policies", [])]
         elif kind in {SERVERLESS_FUNCTION, "AWS::Serverless::StateMachine"}:
-            documents = [("identity", policy) for policy in properties.get("Policies", [])]
+            documents = [
+                ("identity", _sam_policy_document(policy)) for policy in properties.get("Policies", [])
+            ]
+        elif kind == MANAGED_POLICY:
+            documents = [] if name in attached else [("identity", properties["PolicyDocument"])]
         elif kind == "AWS::KMS::Key":
             documents = [("key", properties["KeyPolicy"])]
         elif kind == "AWS::S3::BucketPolicy":
@@ -116,3 +154,42 @@ def policy_statements() -> Iterator[PolicyStatement]:
                 )
             for statement in _statements(document):
                 yield PolicyStatement(name, document_kind, statement)
+
+
+def _mapping_lookup(find_in_map: list[Any]) -> str:
+    mapping, top, second = find_in_map
+    return str(template()["Mappings"][mapping][top][second])
+
+
+def resolve_sub(value: Any) -> str:
+    """A string the template builds with Fn::Sub, FindInMap and bucket ARNs, as text for assertions.
+
+    A bucket's ``Arn`` becomes ``arn:aws:s3:::<LogicalId>``; other ``${...}`` stay as they are.
+    """
+    buckets = set(resources_of_type("AWS::S3::Bucket"))
+
+    def attribute(name: str) -> str:
+        bucket, _, attr = name.partition(".")
+        return f"arn:aws:s3:::{bucket}" if bucket in buckets and attr == "Arn" else f"${{{name}}}"
+
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return attribute(".".join(value["Fn::GetAtt"]))
+    if isinstance(value, dict) and "Fn::FindInMap" in value:
+        return _mapping_lookup(value["Fn::FindInMap"])
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        sub = value["Fn::Sub"]
+        text, variables = (sub, {}) if isinstance(sub, str) else (sub[0], sub[1])
+        resolved = {name: resolve_sub(given) for name, given in variables.items()}
+        return re.sub(
+            r"\$\{([A-Za-z0-9_.:]+)\}",
+            lambda match: resolved.get(match.group(1)) or attribute(match.group(1)),
+            text,
+        )
+    raise TypeError(f"cannot resolve {value!r} to text")
+
+
+RAW_BUCKET_LAYOUT: dict[str, str] = {
+    name: str(value) for name, value in template()["Mappings"]["RawBucketLayout"]["Prefix"].items()
+}

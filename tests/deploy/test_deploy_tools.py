@@ -8,9 +8,11 @@ runtime's Python (python3.11) on PATH.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +94,49 @@ def test_sam_reads_each_samconfig_environment(
 
     assert result.returncode == 0, output(result)
     assert "template.yaml is a valid SAM Template" in output(result)
+
+
+@pytest.fixture(scope="module")
+def transformed(lint_deploy: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """template.yaml after the AWS::Serverless transform (tests/deploy/sam_transform.py, in .venv-sam)."""
+    result = run_tool(
+        str(REPO_ROOT / ".venv-sam" / "bin" / "python"), "tests/deploy/sam_transform.py", timeout=300
+    )
+    assert result.returncode == 0, output(result)
+    resources: dict[str, Any] = json.loads(result.stdout)["Resources"]
+    return resources
+
+
+def test_the_serverless_transform_accepts_the_template(transformed: dict[str, Any]) -> None:
+    # `sam validate --lint` does not translate: an event property SAM does not know passes it.
+    assert set(resources_of_type(SERVERLESS_FUNCTION)) <= set(transformed)
+
+
+def test_only_the_continuous_files_rule_may_invoke_start_on_new_files(transformed: dict[str, Any]) -> None:
+    permissions = [
+        resource["Properties"]
+        for resource in transformed.values()
+        if resource["Type"] == "AWS::Lambda::Permission"
+        and resource["Properties"]["FunctionName"] == {"Ref": "StartOnNewFilesFunction"}
+    ]
+    rules = {
+        name: resource["Properties"]
+        for name, resource in transformed.items()
+        if resource["Type"] == "AWS::Events::Rule"
+        and any(
+            target["Arn"] == {"Fn::GetAtt": ["StartOnNewFilesFunction", "Arn"]}
+            for target in resource["Properties"]["Targets"]
+        )
+    }
+
+    (rule_name,) = rules
+    (permission,) = permissions
+    assert permission["Principal"] == "events.amazonaws.com"
+    assert permission["SourceArn"] == {"Fn::GetAtt": [rule_name, "Arn"]}
+
+
+def test_both_task_creating_functions_attach_the_shared_dms_policy(transformed: dict[str, Any]) -> None:
+    for function in ("CreateReplicationTaskFunction", "EnsureContinuousTaskFunction"):
+        role = transformed[f"{function}Role"]["Properties"]
+
+        assert {"Ref": "DmsTaskCreationPolicy"} in role["ManagedPolicyArns"], function

@@ -12,15 +12,21 @@ import pytest
 
 from deploy.settings_reads import SETTINGS_FIELDS, settings_read_by
 from deploy.template_model import (
+    RAW_BUCKET_LAYOUT,
     REPO_ROOT,
+    SERVERLESS_FUNCTION,
     custom_resource_functions,
     function_property,
     global_environment,
     icetide_functions,
     own_environment,
+    resolve_sub,
     resources_of_type,
     template,
 )
+from icetide.run.plan import CONTINUOUS_FOLDER
+from icetide.run.triggers import continuous_prefix
+from icetide.settings import Settings
 from icetide_glue.arguments import OPTIONAL_ARGUMENTS, REQUIRED_ARGUMENTS
 
 FUNCTIONS = sorted(icetide_functions())
@@ -182,8 +188,53 @@ def test_state_machine_may_invoke_exactly_the_functions_it_is_given() -> None:
     }
 
     assert invocable == substituted
-    # Every run function except StartWorkflow, which starts the executions.
-    assert substituted == set(FUNCTIONS) - {"StartWorkflowFunction"}
+    # Every run function except the two that start the executions.
+    assert substituted == set(FUNCTIONS) - {"StartWorkflowFunction", "StartOnNewFilesFunction"}
+
+
+def _continuous_files_rule() -> dict[str, Any]:
+    events = resources_of_type(SERVERLESS_FUNCTION)["StartOnNewFilesFunction"]["Properties"]["Events"]
+    (rule,) = events.values()
+    assert rule["Type"] == "EventBridgeRule"
+    return dict(rule["Properties"])
+
+
+def test_new_files_below_continuous_folders_of_the_raw_bucket_start_runs() -> None:
+    pattern = _continuous_files_rule()["Pattern"]
+    (key_filter,) = pattern["detail"]["object"]["key"]
+
+    assert pattern["source"] == ["aws.s3"]
+    assert pattern["detail-type"] == ["Object Created"]
+    assert pattern["detail"]["bucket"] == {"name": [{"Ref": "RawBucket"}]}
+    # The prefix the handler itself checks (icetide.run.triggers), from the same layout mapping.
+    assert resolve_sub(key_filter["prefix"]) == continuous_prefix(RAW_BUCKET_LAYOUT["Bronze"])
+    assert RAW_BUCKET_LAYOUT["Continuous"] == CONTINUOUS_FOLDER
+    assert own_environment("StartOnNewFilesFunction")["BRONZE_PREFIX"] == {
+        "Fn::FindInMap": ["RawBucketLayout", "Prefix", "Bronze"]
+    }
+    assert own_environment("StartOnNewFilesFunction")["RAW_BUCKET"] == {"Ref": "RawBucket"}
+
+
+def test_the_event_trigger_can_be_switched_off() -> None:
+    parameters = template()["Parameters"]
+    condition = template()["Conditions"]["ContinuousEventTriggerEnabled"]
+
+    assert _continuous_files_rule()["State"] == {
+        "Fn::If": ["ContinuousEventTriggerEnabled", "ENABLED", "DISABLED"]
+    }
+    assert condition == {"Fn::Equals": [{"Ref": "ContinuousEventTrigger"}, "Enabled"]}
+    assert parameters["ContinuousEventTrigger"]["AllowedValues"] == ["Enabled", "Disabled"]
+    assert parameters["ContinuousEventTrigger"]["Default"] == "Enabled"
+
+
+def test_event_slot_parameter_has_the_bounds_and_default_of_the_setting() -> None:
+    parameter = template()["Parameters"]["EventSlotMinutes"]
+    field = Settings.model_fields["event_slot_minutes"]
+    bounds = {type(rule).__name__: rule for rule in field.metadata}
+
+    assert own_environment("StartOnNewFilesFunction")["EVENT_SLOT_MINUTES"] == {"Ref": "EventSlotMinutes"}
+    assert parameter["Default"] == field.default
+    assert (parameter["MinValue"], parameter["MaxValue"]) == (bounds["Ge"].ge, bounds["Le"].le)
 
 
 def _glue_job() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.resources
 import json
 import re
@@ -11,23 +12,29 @@ from typing import Any
 import pytest
 
 from deploy.template_model import (
+    RAW_BUCKET_LAYOUT,
     SERVERLESS_FUNCTION,
     TEMPLATE_PATH,
     custom_resource_functions,
     function_globals,
     icetide_functions,
     policy_statements,
+    resolve_sub,
     resources_of_type,
     template,
 )
-from icetide.dms.identifiers import RunDmsResources
+from icetide.dms.identifiers import LONG_LIVED_TAG, RunDmsResources, continuous_resources, continuous_tags
+from icetide.run.plan import CONTINUOUS_FOLDER
 
+BRONZE, MANIFESTS = RAW_BUCKET_LAYOUT["Bronze"], RAW_BUCKET_LAYOUT["Manifests"]
 # Actions whose only resource type does not fit, scoped by a condition key instead.
 CONDITION_SCOPED_ACTIONS = {"cloudwatch:PutMetricData": "cloudwatch:namespace"}
 # The tags every DMS resource of a run carries, as the functions set them (icetide.dms.identifiers).
 RUN_TAGS = RunDmsResources("icetide", "orders", "orders-20261121T0700Z").tags
 (STACK_TAG,) = [key for key, value in RUN_TAGS.items() if value == "icetide"]
 (RUN_TAG,) = [key for key, value in RUN_TAGS.items() if value == "orders-20261121T0700Z"]
+# A continuous table's long-lived task and endpoint: a run's tags plus the long-lived mark.
+CONTINUOUS_TAGS = continuous_tags(continuous_resources("icetide", "orders"))
 THIS_STACK = {"Ref": "AWS::StackName"}
 # How the source endpoint's engine settings reach the credentials (never the credentials themselves).
 SECRET_SETTINGS = ("SecretsManagerSecretId", "SecretsManagerAccessRoleArn")
@@ -35,9 +42,12 @@ SECRET_SETTINGS = ("SecretsManagerSecretId", "SecretsManagerAccessRoleArn")
 DMS_FUNCTIONS = {
     "EnsureReplicationInstanceFunction",
     "CreateReplicationTaskFunction",
+    "EnsureContinuousTaskFunction",
     "StartReplicationTaskFunction",
     "ReadTaskStatisticsFunction",
     "DeleteDmsResourcesFunction",
+    # It stops and deletes the long-lived tasks of tables turned off.
+    "StartWorkflowFunction",
 }
 
 
@@ -134,22 +144,71 @@ def test_dms_writes_also_need_a_run_tag() -> None:
     for statement in writes:
         key = "aws:RequestTag" if _on_request(statement.actions) else "aws:ResourceTag"
 
-        assert statement.statement["Condition"]["Null"] == {f"{key}/{RUN_TAG}": "false"}, _sid(statement)
+        assert statement.statement["Condition"]["Null"][f"{key}/{RUN_TAG}"] == "false", _sid(statement)
 
 
 def test_tagging_adds_only_icetide_tags_and_never_to_another_stacks_resource() -> None:
     tagging = [s for s in _dms_resource_statements() if "dms:AddTagsToResource" in s.actions]
 
-    assert {statement.owner for statement in tagging} == {
-        "EnsureReplicationInstanceFunction",
-        "CreateReplicationTaskFunction",
+    tags_of = {
+        "EnsureReplicationInstanceFunction": RUN_TAGS,
+        "CreateReplicationTaskFunction": RUN_TAGS,
+        "EnsureContinuousTaskFunction": CONTINUOUS_TAGS,
     }
+    assert {statement.owner for statement in tagging} == set(tags_of)
     for statement in tagging:
         condition, where = statement.statement["Condition"], _sid(statement)
 
         assert statement.actions == ["dms:AddTagsToResource"], where
         assert condition["StringEqualsIfExists"] == {f"aws:ResourceTag/{STACK_TAG}": THIS_STACK}, where
-        assert sorted(condition["ForAllValues:StringEquals"]["aws:TagKeys"]) == sorted(RUN_TAGS), where
+        assert sorted(condition["ForAllValues:StringEquals"]["aws:TagKeys"]) == sorted(
+            tags_of[statement.owner]
+        )
+
+
+def _long_lived_mark(statement: Any, key: str) -> Any:
+    return statement.statement["Condition"].get("StringEquals", {}).get(f"{key}/{LONG_LIVED_TAG}")
+
+
+def test_only_continuous_task_functions_start_or_retire_long_lived_tasks_they_mark_so() -> None:
+    # EnsureContinuousTask may add tags only in a request that marks the resource long-lived, so
+    # everything it creates is out of a run cleanup's reach.
+    (ensure_tagging,) = [
+        s
+        for s in _dms_resource_statements()
+        if s.owner == "EnsureContinuousTaskFunction" and "dms:AddTagsToResource" in s.actions
+    ]
+    assert _long_lived_mark(ensure_tagging, "aws:RequestTag") == CONTINUOUS_TAGS[LONG_LIVED_TAG]
+    for owner, actions in (
+        ("EnsureContinuousTaskFunction", {"dms:StartReplicationTask"}),
+        (
+            "StartWorkflowFunction",
+            {"dms:StopReplicationTask", "dms:DeleteReplicationTask", "dms:DeleteEndpoint"},
+        ),
+    ):
+        writes = [
+            s
+            for s in _dms_resource_statements()
+            if s.owner == owner and not _on_request(s.actions) and s.actions != ["dms:ListTagsForResource"]
+        ]
+        assert {action for s in writes for action in s.actions} == actions, owner
+        for statement in writes:
+            assert _long_lived_mark(statement, "aws:ResourceTag") == CONTINUOUS_TAGS[LONG_LIVED_TAG], _sid(
+                statement
+            )
+
+
+def test_a_runs_cleanup_can_never_delete_a_long_lived_resource() -> None:
+    deletes = [
+        s
+        for s in _dms_resource_statements()
+        if s.owner == "DeleteDmsResourcesFunction" and any(a.startswith("dms:Delete") for a in s.actions)
+    ]
+
+    assert deletes
+    for statement in deletes:
+        # Null "true": only a resource WITHOUT the long-lived tag matches.
+        assert statement.statement["Condition"]["Null"][f"aws:ResourceTag/{LONG_LIVED_TAG}"] == "true"
 
 
 def test_functions_that_name_dms_resources_get_the_stack_name_from_cloudformation() -> None:
@@ -161,7 +220,13 @@ def test_functions_that_name_dms_resources_get_the_stack_name_from_cloudformatio
     }
 
     assert given == dict.fromkeys(
-        ["EnsureReplicationInstanceFunction", "CreateReplicationTaskFunction", "DeleteDmsResourcesFunction"],
+        [
+            "EnsureReplicationInstanceFunction",
+            "CreateReplicationTaskFunction",
+            "EnsureContinuousTaskFunction",
+            "DeleteDmsResourcesFunction",
+            "StartWorkflowFunction",
+        ],
         THIS_STACK,
     )
 
@@ -212,6 +277,77 @@ def test_raw_bucket_archives_then_expires_bronze_files() -> None:
     }
     assert bronze_rule["Transitions"][0]["TransitionInDays"] == {"Ref": "BronzeArchiveAfterDays"}
     assert bronze_rule["ExpirationInDays"] == {"Ref": "BronzeExpireAfterDays"}
+
+
+def test_raw_bucket_expires_continuous_tables_files_after_their_retention() -> None:
+    bucket = resources_of_type("AWS::S3::Bucket")["RawBucket"]["Properties"]
+    (continuous_rule,) = [
+        rule
+        for rule in bucket["LifecycleConfiguration"]["Rules"]
+        if rule["Id"] == "expire-continuous-bronze-files"
+    ]
+    parameter = template()["Parameters"]["ContinuousBronzeRetentionDays"]
+
+    assert resolve_sub(continuous_rule["Prefix"]) == f"{BRONZE}/{CONTINUOUS_FOLDER}/"
+    assert continuous_rule["Status"] == "Enabled"
+    assert continuous_rule["ExpirationInDays"] == {"Ref": "ContinuousBronzeRetentionDays"}
+    assert (parameter["Default"], parameter["MinValue"]) == (14, 1)
+    # The events rule of StartOnNewFilesFunction sees the bucket's object events only through this.
+    assert bucket["NotificationConfiguration"] == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
+
+
+def _s3_grants(owner: str, action: str) -> list[str]:
+    """The bucket or object ARNs ``owner`` may ``action``, as ``arn:aws:s3:::<Bucket>[/key pattern]``."""
+    return [
+        resolve_sub(resource)
+        for statement in _allow_statements()
+        if statement.owner == owner and action in statement.actions
+        for resource in statement.resources
+    ]
+
+
+def _list_prefixes(owner: str) -> list[str]:
+    return [
+        resolve_sub(prefix)
+        for statement in _allow_statements()
+        if statement.owner == owner and "s3:ListBucket" in statement.actions
+        for prefix in _as_list(
+            statement.statement.get("Condition", {}).get("StringLike", {}).get("s3:prefix", [])
+        )
+    ]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _may(grants: list[str], arn: str) -> bool:
+    return any(fnmatch.fnmatchcase(arn, grant) for grant in grants)
+
+
+def test_bronze_file_selection_lists_only_continuous_folders_and_writes_only_manifests() -> None:
+    owner = "SelectBronzeFilesFunction"
+
+    assert _s3_grants(owner, "s3:ListBucket") == ["arn:aws:s3:::RawBucket"]
+    assert _list_prefixes(owner) == [f"{BRONZE}/{CONTINUOUS_FOLDER}/*"]
+    assert _s3_grants(owner, "s3:PutObject") == [f"arn:aws:s3:::RawBucket/{MANIFESTS}/*"]
+    # Listing gives the sizes: no file is read, nothing else is written or deleted.
+    actions = {action for s in _allow_statements() if s.owner == owner for action in s.actions}
+    assert actions == {"s3:ListBucket", "s3:PutObject"}
+
+
+def test_the_glue_job_reads_continuous_files_and_the_runs_selection() -> None:
+    continuous_file = f"{BRONZE}/{CONTINUOUS_FOLDER}/orders/dbo/orders/20261121-070501123.parquet"
+    selection = f"{MANIFESTS}/orders/orders-20261121T0705Z.bronze-files.json"
+    reads = _s3_grants("GlueJobRole", "s3:GetObject")
+
+    assert _may(reads, f"arn:aws:s3:::RawBucket/{continuous_file}")
+    assert _may(reads, f"arn:aws:s3:::RawBucket/{selection}")
+    assert any(
+        fnmatch.fnmatchcase(f"{BRONZE}/{CONTINUOUS_FOLDER}/orders/", p) for p in _list_prefixes("GlueJobRole")
+    )
+    # DMS's target role writes the continuous folders too (they lie below the bronze prefix).
+    assert _may(_s3_grants("DmsS3TargetRole", "s3:PutObject"), f"arn:aws:s3:::RawBucket/{continuous_file}")
 
 
 def test_control_table_is_on_demand_with_point_in_time_recovery_and_kms() -> None:

@@ -6,6 +6,9 @@ tasks run the replicator against a real source database, the Glue stand-in's job
 Spark job on a local Iceberg warehouse, and a cycle starts the way it does in AWS, with an
 EventBridge scheduled event sent to the real StartWorkflow Lambda. ``icetide local run`` and the
 demo use it through :mod:`icetide_local.workspace_cycle`.
+
+DMS's continuous tasks write change files all the time; the stand-in's write them when a cycle
+starts (:meth:`LocalStack.start_workflow`), before any of the cycle's executions.
 """
 from __future__ import annotations
 
@@ -176,7 +179,15 @@ class LocalStack(TableRunHarness):
         )
 
     def start_workflow(self, scheduled_time: datetime) -> dict[str, Any]:
-        """Invoke StartWorkflow as the hourly EventBridge rule does; its output."""
+        """Invoke StartWorkflow as the hourly EventBridge rule does; its output.
+
+        First every running continuous DMS task writes the CDC files of the source's changes since
+        its last position, as DMS would have written them while no cycle ran: the only place the
+        local stack makes them catch up.
+        """
+        caught_up = self.dms.catch_up_running_tasks()
+        if caught_up:
+            self.progress(f"DMS stand-in: {len(caught_up)} continuous task(s) caught up")
         response = self.client("lambda").invoke(
             FunctionName=self.start_workflow_function,
             Payload=json.dumps(self._scheduled_event(scheduled_time)).encode(),

@@ -4,9 +4,12 @@ moto forgets everything when the process ends, so a cycle is bracketed by the wo
 items of the tables file are merged with the run state the workspace saved (watermarks, statistics),
 written to a fresh moto control table, run through StartWorkflow and the state machine, and the
 control table is saved back. The silver tables stay in the workspace's warehouse between cycles.
+So are the DMS stand-in's continuous tasks (``state/dms-tasks.json``): DMS keeps such a task running
+between runs, with its checkpoint, and each cycle's first step is that task catching up.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,9 +26,16 @@ from icetide_local.local_stack import (
     LocalStack,
     Progress,
 )
-from icetide_local.workspace import TypedItem, Workspace, keep_unconfigured, merge_run_state
+from icetide_local.workspace import (
+    TypedItem,
+    Workspace,
+    WorkspaceError,
+    keep_unconfigured,
+    merge_run_state,
+)
 
 SLOT_MINUTES = int(LOCAL_ENVIRONMENT["SCHEDULE_SLOT_MINUTES"])
+DMS_TASKS_FILE = "dms-tasks.json"
 
 
 @dataclass(frozen=True)
@@ -113,11 +123,34 @@ def run_workspace_cycle(
             source_url=source_url, warehouse=workspace.warehouse, progress=progress, handler_log=handler_log
         ) as stack:
             stack.put_typed_items(merge_run_state(loadable.typed, saved))
+            stack.dms.restore_continuous_tasks(_load_dms_tasks(workspace))
             try:
                 _wait_for_the_next_second()
                 report = stack.run_cycle(slot, timeout_seconds)
             finally:
                 # Saved even when the cycle broke off: a run that committed keeps its watermark.
                 workspace.save_control_items(keep_unconfigured(saved, stack.typed_items()))
+                _save_dms_tasks(workspace, stack.dms.saved_continuous_tasks())
                 workspace.save_last_cycle(slot)
     return replace(report, not_loaded=tuple(loadable.rejected))
+
+
+def _load_dms_tasks(workspace: Workspace) -> list[dict[str, Any]]:
+    """The continuous DMS tasks the last cycle left (none for a new workspace)."""
+    path = workspace.state_dir / DMS_TASKS_FILE
+    if not path.exists():
+        return []
+    try:
+        tasks = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as bad:
+        raise WorkspaceError(f"{path} is not valid JSON: {bad}") from bad
+    if not isinstance(tasks, list):
+        raise WorkspaceError(f"{path} must hold a JSON list of saved DMS tasks")
+    return tasks
+
+
+def _save_dms_tasks(workspace: Workspace, tasks: list[dict[str, Any]]) -> None:
+    path = workspace.state_dir / DMS_TASKS_FILE
+    partial = path.with_suffix(".json.partial")  # write then rename, as the other state files
+    partial.write_text(json.dumps(tasks, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(path)

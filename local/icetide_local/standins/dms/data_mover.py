@@ -35,11 +35,12 @@ class SourceUrlInvalid(ValueError):
     """The source is not a SQLAlchemy database URL."""
 
 
-class SourceTablesFailed(RuntimeError):
+class SourceTablesFailed(lifecycle.MoverFailed):
     """Some selected tables could not be loaded; the message has each table's reason.
 
     DMS reports such a table as "Table error" in its table statistics and the reason in the task
     log; the stand-in fails the task with the reasons, so they reach the run's recorded failure.
+    ``last_cdc_file`` names the newest CDC file the other tables got meanwhile.
     """
 
 
@@ -93,6 +94,7 @@ def replicator_mover(source_url: str) -> lifecycle.DataMover:
             cdc_start_position=run.cdc_start_position,
             cdc_stop_position=run.cdc_stop_position,
             slot_name=_slot_name(run.source_endpoint),
+            cdc_files_after=run.last_cdc_file,
         )
         errors = [
             table.error_message or f"{table.schema}.{table.table} failed"
@@ -100,7 +102,7 @@ def replicator_mover(source_url: str) -> lifecycle.DataMover:
             if table.state == TABLE_ERROR
         ]
         if errors:
-            raise SourceTablesFailed("; ".join(errors))
+            raise SourceTablesFailed("; ".join(errors), last_cdc_file=result.last_cdc_file)
         statistics = [
             lifecycle.TableStatistics(
                 schema=table.schema,
@@ -115,6 +117,6 @@ def replicator_mover(source_url: str) -> lifecycle.DataMover:
         ]
         if run.migration_type == FULL_LOAD:
             return statistics
-        return lifecycle.MoverResult(tuple(statistics), result.recovery_checkpoint)
+        return lifecycle.MoverResult(tuple(statistics), result.recovery_checkpoint, result.last_cdc_file)
 
     return move

@@ -14,11 +14,17 @@ real task would look to a poller::
     running -> failed   "Stop Reason FATAL_ERROR" + LastFailureMessage  (the data mover raised, or a
                                                                  cdc task has no CdcStartPosition)
     running -> stopping -> stopped "Stop Reason NORMAL"         (stop_replication_task)
+    running -> failed   "Stop Reason FATAL_ERROR"  (a catch-up's mover raised, or fail_task in a test)
 
 A CDC task (``full-load-and-cdc`` or ``cdc``) without ``CdcStopPosition`` keeps running until it is
-stopped. ``start_replication_task``'s ``CdcStartPosition`` and ``CdcStopPosition``, which moto drops,
-are kept on the task, shown by ``describe_replication_tasks`` with the ``RecoveryCheckpoint`` the mover
-reported, and passed to the mover.
+stopped: a *continuous* task. DMS would write its change files all the time; the stand-in writes them
+when asked, by :meth:`DmsLifecycle.catch_up_running_tasks`: every continuous task that is running gets
+the changes since its ``RecoveryCheckpoint`` as CDC files (named after every file it wrote before) and
+a new checkpoint. ``start_replication_task``'s ``CdcStartPosition`` and ``CdcStopPosition``, which moto
+drops, are kept on the task, shown by ``describe_replication_tasks`` with the ``RecoveryCheckpoint`` the
+mover reported, and passed to the mover. ``StartReplicationTaskType`` is honoured: ``resume-processing``
+of a stopped or failed CDC task goes on from its ``RecoveryCheckpoint`` (a ``cdc`` run: no second full
+load; the table statistics add up), ``reload-target`` and ``start-replication`` load afresh.
 
 and refuses what DMS refuses: creating a task whose table mapping DMS (or the stand-in) would not
 run (:func:`icetide_local.standins.dms.replicator.parse_table_mapping`), starting a task that is not
@@ -35,13 +41,16 @@ parquet files.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from unittest import mock
 
+import boto3
 from moto.core.exceptions import JsonRESTError
 from moto.core.utils import utcnow
 from moto.dms import models as dms_models
@@ -63,6 +72,7 @@ _INSTANCE_MODEL = "dms::replicationinstance"  # moto's state-manager name for re
 _BUSY_STATUSES = frozenset({"starting", "running", "stopping"})
 _STARTABLE_STATUSES = frozenset({"ready", "stopped", "failed"})
 _CDC_MIGRATION_TYPES = frozenset({"full-load-and-cdc", "cdc"})
+RESUME_PROCESSING = "resume-processing"
 
 
 class InvalidParameterValueException(JsonRESTError):
@@ -89,6 +99,16 @@ class TableStatistics:
     @property
     def errored(self) -> bool:
         return self.state == TABLE_ERROR
+
+    def plus(self, later: TableStatistics) -> TableStatistics:
+        """These statistics with a later run's change rows added (DMS counts them since the task began)."""
+        return replace(
+            self,
+            state=later.state,
+            inserts=self.inserts + later.inserts,
+            updates=self.updates + later.updates,
+            deletes=self.deletes + later.deletes,
+        )
 
     def to_dms(self) -> dict[str, Any]:
         """The DMS API shape (``TableStatistics`` entry)."""
@@ -122,6 +142,9 @@ class ReplicationTaskRun:
     """``CdcStartPosition`` of the start: the checkpoint a ``cdc`` task starts after."""
     cdc_stop_position: str | None = None
     """``CdcStopPosition`` of the start (``server_time:YYYY-MM-DDThh:mm:ss``); None: no stop."""
+    last_cdc_file: str | None = None
+    """The name of the newest CDC file the task wrote before this run (``yyyyMMdd-HHmmssSSS.parquet``),
+    None if none: the CDC files of this run must sort after it."""
 
     def selected_tables(self) -> list[tuple[str, str]]:
         """(schema, table) of every ``include`` selection rule, in rule order."""
@@ -134,16 +157,29 @@ class ReplicationTaskRun:
 
 @dataclass(frozen=True)
 class MoverResult:
-    """What a data mover of a CDC task reports: the tables' statistics and the ``RecoveryCheckpoint``."""
+    """What a data mover of a CDC task reports: the tables' statistics, the ``RecoveryCheckpoint``,
+    and the name of the newest CDC file it wrote (None: it wrote none)."""
 
     tables: tuple[TableStatistics, ...]
     recovery_checkpoint: str | None = None
+    last_cdc_file: str | None = None
+
+
+class MoverFailed(RuntimeError):
+    """A data mover's failure after it wrote some CDC files: ``last_cdc_file`` names the newest, so
+    that the task's later files still sort after it."""
+
+    def __init__(self, message: str, *, last_cdc_file: str | None = None) -> None:
+        super().__init__(message)
+        self.last_cdc_file = last_cdc_file
 
 
 DataMover = Callable[[ReplicationTaskRun], Sequence[TableStatistics] | MoverResult]
 """Moves a task's data; raising makes the task fail with the exception's text as LastFailureMessage.
 
-A mover that captures no changes may return just the tables' statistics."""
+A mover that captures no changes may return just the tables' statistics. A run of a continuous task
+that catches up, or of a CDC task resumed from its checkpoint, has ``migration_type`` ``cdc`` and the
+checkpoint as ``cdc_start_position``."""
 
 
 def no_data_movement(run: ReplicationTaskRun) -> list[TableStatistics]:
@@ -164,6 +200,9 @@ class DmsLifecycle:
     full_load_finishes: bool = True
     instance_describes_until_available: int = 1
     started_runs: list[ReplicationTaskRun] = field(default_factory=list)
+    """Every run the mover was called for: starts, resumes and catch-ups, in order."""
+    _tasks: list[LifecycleTask] = field(default_factory=list, init=False, repr=False)
+    _tasks_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.instance_describes_until_available < 0:
@@ -213,6 +252,67 @@ class DmsLifecycle:
             patches.enter_context(unique_endpoint_identifiers())
             yield self
 
+    def catch_up_running_tasks(self) -> list[str]:
+        """Write what DMS would have written since the last time: the ARNs of the tasks caught up.
+
+        Every continuous task (``full-load-and-cdc`` or ``cdc`` started without ``CdcStopPosition``)
+        that is ``running`` and has a ``RecoveryCheckpoint`` gets the source's changes since that
+        checkpoint as CDC files in its target folder, named by the time of writing and sorting after
+        every CDC file it wrote before, and its checkpoint moves to where reading ended. No change, no
+        file. A stopped, failed or still starting task is left alone. If the mover raises, the task
+        fails (``Stop Reason FATAL_ERROR``) and keeps its checkpoint, so a resume reads the changes again.
+        """
+        caught_up = []
+        for task in self._live_tasks():
+            with task.lock:
+                if task.runs_continuously():
+                    task.catch_up()
+                    caught_up.append(task.arn)
+        return caught_up
+
+    def saved_continuous_tasks(self) -> list[dict[str, Any]]:
+        """Every continuous task as a JSON document, for a later process to restore.
+
+        moto forgets its tasks when the process ends; DMS keeps a continuous task, its checkpoint and
+        its file names for as long as it exists. ``icetide local run`` saves them in the workspace.
+        """
+        saved = []
+        for task in self._live_tasks():
+            with task.lock:
+                document = task.saved() if task.is_continuous() else None
+            if document is not None:
+                saved.append(document)
+        return saved
+
+    def restore_continuous_tasks(self, saved: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Create saved tasks again, with their target endpoints and tags, as they were: same
+        identifiers and ARNs, status, checkpoint, file names and statistics; their ARNs.
+
+        Call it inside ``mock_aws`` with the lifecycle installed, once the source endpoint the tasks
+        read (found by its identifier) exists.
+        """
+        return [_restore(document) for document in saved]
+
+    def fail_task(self, task_arn: str, message: str = "the task failed (test)") -> None:
+        """Fail a running task as DMS fails one on a fatal error (a test's hook); resume it to go on."""
+        task = next((task for task in self._live_tasks() if task.arn == task_arn), None)
+        if task is None:
+            raise ResourceNotFoundFault("Replication task could not be found.")
+        with task.lock:
+            if task.status != "running":
+                raise InvalidResourceStateFault(f"Replication task {task.id} is {task.status}, not running")
+            task.fail(message)
+
+    def _live_tasks(self) -> list[LifecycleTask]:
+        """The tasks that exist now, oldest first (not deleted, not of an earlier ``mock_aws``)."""
+        with self._tasks_lock:
+            tasks = list(self._tasks)
+        return [task for task in tasks if task.is_live()]
+
+    def _register(self, task: LifecycleTask) -> None:
+        with self._tasks_lock:
+            self._tasks.append(task)
+
 
 class LifecycleTask(dms_models.FakeReplicationTask):
     """moto's replication task, moved along its lifecycle by describes (see the module docstring)."""
@@ -230,7 +330,12 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         self.cdc_start_position: str | None = None
         self.cdc_stop_position: str | None = None
         self.recovery_checkpoint: str | None = None
+        self.last_cdc_file: str | None = None  # every later CDC file of the task sorts after it
         self._mover_error: str | None = None
+        self._resuming = False
+        # Describes (in the executions' threads) and catch-ups (in the caller's) both move its data.
+        self.lock = threading.RLock()
+        lifecycle._register(self)
 
     def start(
         self,
@@ -242,18 +347,24 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             raise InvalidResourceStateFault(
                 f"Replication task {self.id} is {self.status}; only a ready, stopped or failed task can start"
             )
-        if start_type == "resume-processing" and cdc_start_position is None:
-            cdc_start_position = self.recovery_checkpoint  # DMS resumes where the task left off
+        # DMS resumes where the task left off: a CDC task from its checkpoint, without a full load.
+        self._resuming = start_type == RESUME_PROCESSING and bool(
+            self._captures_changes and (cdc_start_position or self.recovery_checkpoint)
+        )
+        if start_type == RESUME_PROCESSING and cdc_start_position is None:
+            cdc_start_position = self.recovery_checkpoint
         self.status = "starting"
         self.start_date = utcnow()
         self.cdc_start_position = cdc_start_position
         self.cdc_stop_position = cdc_stop_position
-        # A restarted task loads again: nothing of the previous attempt carries over.
         self.stop_reason = None
         self.last_failure_message = None
-        self.table_statistics = []
-        self.recovery_checkpoint = None
         self._mover_error = None
+        if not self._resuming:
+            # A task started or reloaded afresh loads again: nothing of the previous attempt carries
+            # over but the names of its CDC files, which go on increasing.
+            self.table_statistics = []
+            self.recovery_checkpoint = None
         return self
 
     def stop(self) -> LifecycleTask:
@@ -272,6 +383,10 @@ class LifecycleTask(dms_models.FakeReplicationTask):
 
     def advance(self) -> None:
         """One describe's worth of progress."""
+        with self.lock:
+            self._advance()
+
+    def _advance(self) -> None:
         if self.status == "creating":
             self.status = "ready"
         elif self.status == "starting":
@@ -281,6 +396,85 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             self._finish()
         elif self.status == "stopping":
             self._stopped(STOPPED_BY_USER)
+
+    def fail(self, message: str) -> None:
+        self.last_failure_message = message
+        self._stopped(FATAL_ERROR, status="failed")
+
+    def is_continuous(self) -> bool:
+        """A CDC task without a stop position: it runs until someone stops it."""
+        return self._captures_changes and self.cdc_stop_position is None
+
+    def saved(self) -> dict[str, Any] | None:
+        """The task, its target endpoint and its tags as a JSON document (see :func:`_restore`);
+        None if one of its endpoints is gone (DMS would not run it either)."""
+        backend = dms_models.dms_backends[self.account_id][self.region]
+        endpoints = {endpoint.endpoint_arn: endpoint for endpoint in backend.endpoints.values()}
+        source, target = endpoints.get(self.source_endpoint_arn), endpoints.get(self.target_endpoint_arn)
+        if source is None or target is None:
+            return None
+        return {
+            "region": self.region,
+            "identifier": self.id,
+            "migrationType": self.migration_type,
+            "tableMappings": self.table_mappings,
+            "taskSettings": self.replication_task_settings,
+            "replicationInstanceArn": self.replication_instance_arn,
+            "sourceEndpointIdentifier": source.endpoint_identifier,
+            "tags": backend.tagger.list_tags_for_resource(self.arn)["Tags"],
+            "targetEndpoint": {
+                "identifier": target.endpoint_identifier,
+                "resourceIdentifier": target.id,
+                "engineName": target.engine_name,
+                "s3Settings": target.s3_settings,
+                "serviceAccessRoleArn": target.service_access_role_arn,
+                "tags": backend.tagger.list_tags_for_resource(target.endpoint_arn)["Tags"],
+            },
+            "status": self.status,
+            "startDate": self.start_date.isoformat() if self.start_date else None,
+            "stopReason": self.stop_reason,
+            "lastFailureMessage": self.last_failure_message,
+            "pendingFailure": self._mover_error,
+            "cdcStartPosition": self.cdc_start_position,
+            "recoveryCheckpoint": self.recovery_checkpoint,
+            "lastCdcFile": self.last_cdc_file,
+            "tableStatistics": [asdict(table) for table in self.table_statistics],
+        }
+
+    def restore_state(self, saved: Mapping[str, Any]) -> None:
+        self.status = saved["status"]
+        self.start_date = dt.datetime.fromisoformat(saved["startDate"]) if saved["startDate"] else None
+        self.stop_reason = saved["stopReason"]
+        self.last_failure_message = saved["lastFailureMessage"]
+        self._mover_error = saved["pendingFailure"]
+        self.cdc_start_position = saved["cdcStartPosition"]
+        self.recovery_checkpoint = saved["recoveryCheckpoint"]
+        self.last_cdc_file = saved["lastCdcFile"]
+        self.table_statistics = [TableStatistics(**table) for table in saved["tableStatistics"]]
+
+    def is_live(self) -> bool:
+        """Still in its backend: not deleted, and not left over from an earlier ``mock_aws``."""
+        backend = dms_models.dms_backends[self.account_id][self.region]
+        return backend.replication_tasks.get(self.arn) is self
+
+    def runs_continuously(self) -> bool:
+        """A running CDC task without a stop position, that has a checkpoint to go on from."""
+        return (
+            self.status == "running"
+            and self._captures_changes
+            and self.cdc_stop_position is None
+            and self._mover_error is None
+            and self.recovery_checkpoint is not None
+        )
+
+    def catch_up(self) -> None:
+        """The changes since the checkpoint, written as DMS would have written them by now."""
+        run = replace(
+            self._run_description(), migration_type="cdc", cdc_start_position=self.recovery_checkpoint
+        )
+        error = self._call_mover(run, accumulate=True)
+        if error is not None:
+            self.fail(error)
 
     @property
     def _captures_changes(self) -> bool:
@@ -296,23 +490,38 @@ class LifecycleTask(dms_models.FakeReplicationTask):
 
     def _move_data(self) -> None:
         run = self._run_description()
-        self.lifecycle.started_runs.append(run)
-        if self.migration_type == "cdc" and not self.cdc_start_position:
+        if self._resuming:
+            run = replace(run, migration_type="cdc")  # from the checkpoint: no second full load
+        if run.migration_type == "cdc" and not self.cdc_start_position:
+            self.lifecycle.started_runs.append(run)
             self._mover_error = (
                 "a cdc task needs CdcStartPosition (the RecoveryCheckpoint of an earlier task of the table); "
                 "the task was started without one"
             )
             return
+        self._mover_error = self._call_mover(run, accumulate=self._resuming)
+
+    def _call_mover(self, run: ReplicationTaskRun, *, accumulate: bool) -> str | None:
+        """Run the mover; keep what it reports (change counts added to earlier ones when
+        ``accumulate``); the failure message if it raised."""
+        self.lifecycle.started_runs.append(run)
         try:
             moved = self.lifecycle.mover(run)
         except Exception as error:  # any mover failure is the task's failure, as in DMS
-            self._mover_error = f"{type(error).__name__}: {error}"
-            return
+            self._wrote_cdc_file(error.last_cdc_file if isinstance(error, MoverFailed) else None)
+            return f"{type(error).__name__}: {error}"
         if isinstance(moved, MoverResult):
-            self.table_statistics = list(moved.tables)
-            self.recovery_checkpoint = moved.recovery_checkpoint
+            tables = list(moved.tables)
+            self.recovery_checkpoint = moved.recovery_checkpoint or self.recovery_checkpoint
+            self._wrote_cdc_file(moved.last_cdc_file)
         else:
-            self.table_statistics = list(moved)
+            tables = list(moved)
+        self.table_statistics = _added(self.table_statistics, tables) if accumulate else tables
+        return None
+
+    def _wrote_cdc_file(self, name: str | None) -> None:
+        if name is not None and (self.last_cdc_file is None or name > self.last_cdc_file):
+            self.last_cdc_file = name
 
     def _finish(self) -> None:
         if self._mover_error is not None:
@@ -343,6 +552,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             target_s3_settings=(target.s3_settings or {}) if target else {},
             cdc_start_position=self.cdc_start_position,
             cdc_stop_position=self.cdc_stop_position,
+            last_cdc_file=self.last_cdc_file,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -371,6 +581,58 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         if self.last_failure_message:
             described["LastFailureMessage"] = self.last_failure_message
         return described
+
+
+def _restore(saved: Mapping[str, Any]) -> str:
+    """Create a task saved by :meth:`LifecycleTask.saved` (and its target endpoint) again; its ARN."""
+    dms = boto3.client("dms", region_name=saved["region"])
+    sources = dms.describe_endpoints(
+        Filters=[{"Name": "endpoint-id", "Values": [saved["sourceEndpointIdentifier"]]}]
+    )["Endpoints"]
+    if not sources:
+        raise ResourceNotFoundFault(
+            f"cannot restore replication task {saved['identifier']}: its source endpoint "
+            f"{saved['sourceEndpointIdentifier']} does not exist"
+        )
+    target = saved["targetEndpoint"]
+    optional = {"S3Settings": target["s3Settings"], "ServiceAccessRoleArn": target["serviceAccessRoleArn"]}
+    target_arn = dms.create_endpoint(
+        EndpointIdentifier=target["identifier"],
+        EndpointType="target",
+        EngineName=target["engineName"],
+        ResourceIdentifier=target["resourceIdentifier"],
+        Tags=target["tags"],
+        **{name: value for name, value in optional.items() if value},
+    )["Endpoint"]["EndpointArn"]
+    task_settings = {"ReplicationTaskSettings": saved["taskSettings"]} if saved["taskSettings"] else {}
+    task_arn = str(
+        dms.create_replication_task(
+            ReplicationTaskIdentifier=saved["identifier"],
+            SourceEndpointArn=sources[0]["EndpointArn"],
+            TargetEndpointArn=target_arn,
+            ReplicationInstanceArn=saved["replicationInstanceArn"],
+            MigrationType=saved["migrationType"],
+            TableMappings=saved["tableMappings"],
+            Tags=saved["tags"],
+            **task_settings,
+        )["ReplicationTask"]["ReplicationTaskArn"]
+    )
+    task = dms_models.dms_backends[task_arn.split(":")[4]][saved["region"]].replication_tasks[task_arn]
+    if not isinstance(task, LifecycleTask):
+        raise TypeError("restore_continuous_tasks needs the lifecycle installed (DmsLifecycle.install)")
+    task.restore_state(saved)
+    return task_arn
+
+
+def _added(earlier: Sequence[TableStatistics], later: Sequence[TableStatistics]) -> list[TableStatistics]:
+    """``later``'s tables, each with the change rows ``earlier`` counted for it added."""
+    counted = {(table.schema, table.table): table for table in earlier}
+    added = [
+        counted[(table.schema, table.table)].plus(table) if (table.schema, table.table) in counted else table
+        for table in later
+    ]
+    reported = {(table.schema, table.table) for table in later}
+    return [*added, *(table for table in earlier if (table.schema, table.table) not in reported)]
 
 
 def _parse_table_mappings(text: str | None) -> dict[str, Any]:

@@ -17,10 +17,11 @@ writes, for the Glue job downstream to read without knowing the difference:
   ``IncludeOpForFullLoad``; the ``TimestampColumnName`` column as a ``yyyy-MM-dd HH:mm:ss.SSSSSS``
   string holding the transfer time; then the source columns with source-faithful types, then
   ``AR_H_CHANGE_SEQ`` (null in LOAD files) when the mapping adds it. CDC files sit beside them, named
-  by the time of writing (``yyyyMMdd-HHmmssSSS.parquet``, strictly increasing), with ``Op`` (I/U/D)
-  first and the source commit time in the timestamp column; one file per table per task run, or
-  more when a table has more than ``max_rows_per_file`` changes (``CdcMaxBatchInterval`` and
-  ``CdcMinFileSize`` are accepted but do not change this); a table without changes gets none;
+  by the time of writing (``yyyyMMdd-HHmmssSSS.parquet``, strictly increasing, also after the
+  ``cdc_files_after`` of an earlier run of the task), with ``Op`` (I/U/D) first and the source
+  commit time in the timestamp column; one file per table per task run, or more when a table has
+  more than ``max_rows_per_file`` changes (``CdcMaxBatchInterval`` and ``CdcMinFileSize`` are
+  accepted but do not change this); a table without changes gets none;
 - table statistics like ``describe_table_statistics``: ``FullLoadRows`` and the CDC rows written as
   ``Inserts``/``Updates``/``Deletes``; a table that cannot be read is reported as "Table error" and
   the others still load; an unreachable source fails the whole run.
@@ -123,6 +124,8 @@ class ReplicationResult:
 
     tables: tuple[TableStatistics, ...]
     recovery_checkpoint: str | None = None
+    last_cdc_file: str | None = None
+    """The name of the newest CDC file this run wrote; None if it wrote none."""
 
     @property
     def full_load_rows(self) -> int:
@@ -154,6 +157,15 @@ def cdc_file_name(moment: dt.datetime) -> str:
     """DMS's name for a CDC file written at ``moment`` (UTC): ``yyyyMMdd-HHmmssSSS.parquet``."""
     moment = moment.astimezone(dt.UTC) if moment.tzinfo else moment
     return f"{moment:%Y%m%d-%H%M%S}{moment.microsecond // 1000:03d}.parquet"
+
+
+def cdc_file_time(name: str) -> dt.datetime:
+    """The time (UTC) in the name of a CDC file written by :func:`cdc_file_name`."""
+    try:
+        moment = dt.datetime.strptime(name[:18], "%Y%m%d-%H%M%S%f")
+    except ValueError:
+        raise ValueError(f"{name!r} is not a DMS CDC file name (yyyyMMdd-HHmmssSSS.parquet)") from None
+    return moment.replace(tzinfo=dt.UTC)
 
 
 def _utc_now() -> dt.datetime:
@@ -202,6 +214,7 @@ def run_replication(
     cdc_start_position: str | None = None,
     cdc_stop_position: str | None = None,
     slot_name: str | None = None,
+    cdc_files_after: str | None = None,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     map_boolean_as_boolean: bool = True,
@@ -212,7 +225,9 @@ def run_replication(
     ``cdc_start_position`` is the checkpoint a ``cdc`` task starts after; ``cdc_stop_position``
     (``server_time:YYYY-MM-DDThh:mm:ss``, UTC) is the last commit time a CDC task reads, all that is
     committed when None. ``slot_name`` names a PostgreSQL source's replication slot
-    (:data:`cdc.DEFAULT_SLOT_NAME` when None). Besides :func:`run_full_load`'s errors, raises
+    (:data:`cdc.DEFAULT_SLOT_NAME` when None). ``cdc_files_after`` is the newest CDC file name the
+    task wrote in an earlier run: this run's CDC files sort after it even if the clock says otherwise.
+    Besides :func:`run_full_load`'s errors, raises
     :class:`CdcStartPositionMissing`, ``cdc.CheckpointUnreadable`` and ``cdc.ChangeCaptureError``.
     """
     if migration_type not in MIGRATION_TYPES:
@@ -224,6 +239,7 @@ def run_replication(
     selections = parse_table_mapping(table_mapping)
     settings = S3TargetSettings.from_dms(s3_settings)
     stop = cdc.parse_stop_position(cdc_stop_position)
+    files_after = cdc_file_time(cdc_files_after) if cdc_files_after else None
     if migration_type == CDC and not cdc_start_position:
         raise CdcStartPositionMissing(
             "a cdc task needs CdcStartPosition (the RecoveryCheckpoint of an earlier task of the table)"
@@ -252,7 +268,7 @@ def run_replication(
         if capture is None:
             return ReplicationResult(tuple(load for load in loads if load is not None))
         window = capture.read(start, stop, tables)
-        change_writer = _ChangeWriter(settings, sink, max_rows_per_file, clock)
+        change_writer = _ChangeWriter(settings, sink, max_rows_per_file, clock, files_after)
         return ReplicationResult(
             tuple(
                 _capture_table(
@@ -267,6 +283,7 @@ def run_replication(
                 for selection, load in zip(selections, loads, strict=True)
             ),
             recovery_checkpoint=cdc.format_checkpoint(capture.kind, window.end),
+            last_cdc_file=change_writer.last_file,
         )
     finally:
         if created:
@@ -469,15 +486,22 @@ def _check_dms_column_names(
 class _ChangeWriter:
     """Turns a table's changes into DMS's CDC files, named by the time of writing, ``max_rows`` rows each.
 
-    File names are strictly increasing over the whole task run: a name that would not sort after the
-    previous one is moved a millisecond past it.
+    File names are strictly increasing over the whole task run, and after ``after`` (the time of the
+    task's newest CDC file from an earlier run): a name that would not sort after the previous one is
+    moved a millisecond past it.
     """
 
     settings: S3TargetSettings
     sink: ObjectSink
     max_rows: int
     clock: Callable[[], dt.datetime]
+    after: dt.datetime | None = None
     _last_written: dt.datetime | None = field(default=None, init=False)
+    last_file: str | None = field(default=None, init=False)
+    """The name of the newest file written."""
+
+    def __post_init__(self) -> None:
+        self._last_written = self.after
 
     def check_columns(self, selection: TableSelection, source_schema: pa.Schema) -> None:
         _check_dms_column_names(selection, source_schema, self.settings)
@@ -517,7 +541,8 @@ class _ChangeWriter:
     def _write_file(
         self, selection: TableSelection, batches: Sequence[pa.RecordBatch]
     ) -> tuple[str, list[str]]:
-        key = self.settings.object_key(selection.schema, selection.table, cdc_file_name(self._file_time()))
+        self.last_file = cdc_file_name(self._file_time())
+        key = self.settings.object_key(selection.schema, selection.table, self.last_file)
         table = pa.Table.from_batches(batches)
         with self.sink.open(key) as stream:
             pq.write_table(

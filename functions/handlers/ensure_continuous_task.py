@@ -7,7 +7,8 @@ table's fixed folder, ``plan.bronzeUri``) and a ``full-load-and-cdc`` task named
 the run, and starts it; later runs find it. A stopped or failed task is resumed from its own
 checkpoint (``resume-processing``: no second full load); the resume is recorded on the control item
 (``lastTaskResume``) and reported (``resumed``) for the state machine to notify. No run deletes the
-task (``longLived``). Raises DmsResourceNotReady (retried) while DMS creates, modifies or stops it.
+task (``longLived``). Raises DmsResourceNotReady (retried) while DMS creates, modifies or stops it,
+ContinuousFolderInUse when a task must be created but an earlier task's files or checkpoint remain.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide.adapters import dms
+from icetide.adapters import dms, s3
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
 from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.continuous import TaskAction, TaskResume, run_action
 from icetide.dms.identifiers import continuous_resources, continuous_tags
-from icetide.errors import DmsResourceNotOurs, DmsResourceNotReady
+from icetide.errors import ContinuousFolderInUse, DmsResourceNotOurs, DmsResourceNotReady
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run.handler_inputs import CreateTaskInput, InvalidHandlerInput, parse_input
 from icetide.settings import Settings, load_settings
+from icetide_contracts.run_plan import RunPlan
 
 
 def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
@@ -55,6 +57,17 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
     )
 
 
+def _refuse_an_earlier_tasks_leftovers(plan: RunPlan) -> None:
+    leftover = plan.file_checkpoint or next((key for key, _ in s3.list_objects(plan.bronze_uri)), None)
+    if leftover is not None:
+        raise ContinuousFolderInUse(
+            f"{plan.target_table_name} has no continuous task, but an earlier task's files or checkpoint "
+            f"remain ({leftover}): a new task would write its full load over the earlier file names and the "
+            f"earlier changes would be merged again. Empty {plan.bronze_uri} and remove cdcFileCheckpoint "
+            "from the control item to start the table over (docs/continuous-cdc.md); nothing was created"
+        )
+
+
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
@@ -71,6 +84,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
     action = run_action(task)
     if action is TaskAction.CREATE:
+        _refuse_an_earlier_tasks_leftovers(run.plan)
         task = _create(settings, run)
         action = run_action(task)
     assert task is not None  # created above, or described

@@ -94,3 +94,13 @@ class DmsResourceNotOurs(IcetideError):
     Someone else's resource (made by hand, or by another stack): the run neither adopts nor deletes
     it. Not retried: the name stays taken until a person removes that resource.
     """
+
+
+class ContinuousFolderInUse(IcetideError):
+    """A continuous table needs a new task, but its folder or its control item still holds an earlier
+    task's files or file checkpoint (the table was turned off and on again, or its task deleted by
+    hand). A new task's full load would reuse the earlier file names and the earlier changes would be
+    merged again, so nothing is created until someone empties the folder and removes the checkpoint.
+
+    Not retried.
+    """

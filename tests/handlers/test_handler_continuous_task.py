@@ -17,7 +17,7 @@ import handlers.ensure_continuous_task
 import handlers.select_bronze_files
 import handlers.start_workflow
 from icetide.dms.identifiers import continuous_resources
-from icetide.errors import DmsResourceNotOurs, DmsResourceNotReady
+from icetide.errors import ContinuousFolderInUse, DmsResourceNotOurs, DmsResourceNotReady
 from icetide.run.bronze_selection import BronzeFolderInvalid
 from icetide_contracts.bronze_files import BronzeFiles
 
@@ -48,6 +48,11 @@ def ensure_event(aws, source_endpoint, control_items, load_event) -> dict[str, A
     shared = _shared_instance()
     event["plan"]["replicationInstanceArn"] = shared
     event["instance"] = {"replicationInstanceArn": shared, "created": False, "status": "available"}
+    event["plan"]["fileCheckpoint"] = None  # the table's first run: nothing merged yet
+    bucket = event["plan"]["bronzeUri"].removeprefix("s3://").split("/")[0]
+    boto3.client("s3").create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
     control_items.orders(lockHolder=event["runId"], captureMode="cdc", cdcTask="continuous")
     return event
 
@@ -229,3 +234,22 @@ def test_an_inactive_continuous_tables_task_is_stopped_then_deleted_with_its_end
     assert [i["ReplicationInstanceArn"] for i in instances] == [
         ensure_event["instance"]["replicationInstanceArn"]
     ]
+
+
+@pytest.mark.parametrize("leftover", ["checkpoint", "file"])
+def test_a_new_task_is_refused_while_an_earlier_tasks_checkpoint_or_files_remain(
+    ensure_event, lambda_context, leftover
+):
+    plan = ensure_event["plan"]
+    if leftover == "checkpoint":
+        plan["fileCheckpoint"] = "dbo/orders/20261121-065958123.parquet"
+    else:
+        plan["fileCheckpoint"] = None
+        bucket, _, folder = plan["bronzeUri"].removeprefix("s3://").partition("/")
+        boto3.client("s3").put_object(
+            Bucket=bucket, Key=f"{folder}dbo/orders/LOAD00000001.parquet", Body=b"x"
+        )
+
+    with pytest.raises(ContinuousFolderInUse, match="remove cdcFileCheckpoint"):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    assert _tasks() == []

@@ -67,15 +67,23 @@ class TaskStarts:
 
 
 def _continuous_stack(
-    make_stack: StackFactory, **item: Any
+    make_stack: StackFactory, *, created: bool = True, **item: Any
 ) -> tuple[TableRunHarness, RecordingJob, TaskStarts]:
+    """A stack with the continuous dbo_orders item; ``created``: its first run has created the task
+    (DMS writes files only once the task exists), and then ``cdcFileCheckpoint`` is set if given."""
     job, starts = RecordingJob(), TaskStarts()
     glue_runner = item.pop("glue_runner", job)
+    checkpoint = item.pop("cdcFileCheckpoint", None)
     stack = make_stack(glue_runner=glue_runner, dms=DmsLifecycle(mover=starts))
     attributes = {**CONTINUOUS_ITEM, "replicationInstanceArn": create_shared_instance(stack), **item}
     stack.put_control_item(
         {name: value for name, value in orders_item(**attributes).items() if value is not None}
     )
+    if created:
+        first = stack.run(TABLE)
+        assert first.status == "SUCCEEDED", first.render()
+    if checkpoint is not None:
+        stack.put_control_item({**_item(stack), "cdcFileCheckpoint": checkpoint})
     return stack, job, starts
 
 
@@ -103,16 +111,18 @@ def _tasks(stack: TableRunHarness) -> list[dict[str, Any]]:
 def test_the_first_run_creates_the_long_lived_task_later_runs_create_nothing_and_none_deletes_it(
     make_stack: StackFactory,
 ) -> None:
-    stack, job, starts = _continuous_stack(make_stack)
-    _deliver(stack, "LOAD00000001.parquet", "LOAD00000002.parquet")
+    stack, job, starts = _continuous_stack(make_stack, created=False)
 
-    first = stack.run(TABLE)
+    first = stack.run(TABLE)  # creates and starts the task; DMS has written nothing yet
     created = stack.dms_inventory()
-    _deliver(stack, "20261121-070000000.parquet")
+    _deliver(stack, "LOAD00000001.parquet", "LOAD00000002.parquet")
     second = stack.run(TABLE)
-    third = stack.run(TABLE)  # no new file
+    _deliver(stack, "20261121-070000000.parquet")
+    third = stack.run(TABLE)
+    fourth = stack.run(TABLE)  # no new file
 
-    assert [report.status for report in (first, second, third)] == ["SUCCEEDED"] * 3, third.render()
+    reports = (first, second, third, fourth)
+    assert [report.status for report in reports] == ["SUCCEEDED"] * 4, fourth.render()
     assert len(created.tasks) == 1
     assert len(created.target_endpoints) == 1
     assert stack.dms_inventory() == created  # later runs created nothing, no run deleted anything
@@ -125,7 +135,28 @@ def test_the_first_run_creates_the_long_lived_task_later_runs_create_nothing_and
         [f"{FILES}20261121-070000000.parquet"],
     ]
     assert _item(stack)["cdcFileCheckpoint"] == f"{FILES}20261121-070000000.parquet"
-    assert "Create replication task" not in first.states_entered + second.states_entered
+    assert not any("Create replication task" in report.states_entered for report in reports)
+    assert [report.entered("Run Glue job") for report in reports] == [0, 1, 1, 0]
+
+
+def test_a_table_whose_task_is_gone_but_whose_files_remain_is_refused_until_cleaned(
+    make_stack: StackFactory,
+) -> None:
+    stack, _, _ = _continuous_stack(make_stack)
+    _deliver(stack, "LOAD00000001.parquet")
+    assert stack.run(TABLE).status == "SUCCEEDED"
+    (task,) = _tasks(stack)
+    dms = stack.client("dms")
+    dms.stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
+    assert [described["Status"] for described in _tasks(stack)] == ["stopped"]
+    dms.delete_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])  # by hand
+
+    report = stack.run(TABLE)
+
+    assert report.status == "FAILED", report.render()
+    assert "ContinuousFolderInUse" in _item(stack)["lastRunError"]
+    assert _tasks(stack) == []
+    assert _item(stack)["cdcFileCheckpoint"] == f"{FILES}LOAD00000001.parquet"
 
 
 def test_files_after_the_checkpoint_are_merged_in_dms_order(make_stack: StackFactory) -> None:
@@ -215,7 +246,6 @@ def test_a_run_without_new_files_succeeds_without_a_job_or_a_snapshot(make_stack
 
 def test_a_stopped_task_is_resumed_recorded_and_notified(make_stack: StackFactory) -> None:
     stack, job, starts = _continuous_stack(make_stack)
-    assert stack.run(TABLE).status == "SUCCEEDED"
     (task,) = _tasks(stack)
     stack.client("dms").stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
     assert [described["Status"] for described in _tasks(stack)] == ["stopped"]
@@ -262,7 +292,6 @@ def test_a_failed_run_leaves_the_checkpoint_keeps_the_task_and_unlocks(
         (failing if target == GLUE_JOB and len(glue_runs) == 1 else job)(arguments)
 
     stack, _, _ = _continuous_stack(make_stack, cdcFileCheckpoint=STORED_CHECKPOINT, glue_runner=fails_once)
-    assert stack.run(TABLE).status == "SUCCEEDED"  # creates the task
     tasks = stack.dms_inventory().tasks
     _deliver(stack, "20261121-060000000.parquet")
     if target == SNS_PUBLISH:
@@ -289,7 +318,7 @@ def test_a_failed_run_leaves_the_checkpoint_keeps_the_task_and_unlocks(
 def test_a_continuous_table_without_a_long_lived_instance_fails_with_a_clear_reason(
     make_stack: StackFactory,
 ) -> None:
-    stack, _, _ = _continuous_stack(make_stack)
+    stack, _, _ = _continuous_stack(make_stack, created=False)
     stack.put_control_item(
         {
             name: value

@@ -591,6 +591,11 @@ class ControlItem(BaseModel):
         return self._notes
 
     @property
+    def is_continuous(self) -> bool:
+        """True for a cdc table whose runs consume one long-lived task's files (`cdcTask continuous`)."""
+        return self.capture_mode is CaptureMode.CDC and self.cdc_task is CdcTask.CONTINUOUS
+
+    @property
     def is_active(self) -> bool:
         """True when the scheduler should start runs for this table (`activeflag` Y, the default)."""
         return self.active_flag == "Y"

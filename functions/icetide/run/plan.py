@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from icetide.clock import parse_time, stored_time
 from icetide.control import watermark
-from icetide.control.model import CaptureMode, CdcTask, ControlItem
+from icetide.control.model import CaptureMode, ControlItem
 from icetide.control.operators import WATERMARK_BOUNDED
 from icetide.dms.identifiers import schedule_slot
 from icetide.dms.table_mapping import key_columns_mapping_json, table_mapping_json
@@ -159,7 +159,7 @@ def build_run_plan(
     manifests = _s3_part("manifest prefix", manifest_prefix)
     bronze_folder = "/".join(filter(None, (bronze, item.output_s3_prefix)))
     cdc = item.capture_mode is CaptureMode.CDC
-    continuous = cdc and item.cdc_task is CdcTask.CONTINUOUS
+    continuous = item.is_continuous
     reconciles = reconcile_due(item, timing)
     reconcile_folder = "/".join(filter(None, (bronze, RECONCILE_FOLDER, item.output_s3_prefix)))
     return RunPlan(
@@ -210,6 +210,6 @@ def build_run_plan(
 def _migration_type(item: ControlItem) -> str:
     if item.capture_mode is CaptureMode.DELTA:
         return "full-load"  # a filtered delta load is a full load of the filtered table
-    if item.cdc_task is CdcTask.CONTINUOUS:
+    if item.is_continuous:
         return "full-load-and-cdc"  # created once, by the first run: the task loads, then captures
     return "cdc" if item.cdc_checkpoint else "full-load-and-cdc"

@@ -14,7 +14,7 @@ from typing import Any
 
 from icetide.clock import stored_time
 from icetide.control.conflicts import find_conflicts
-from icetide.control.model import CaptureMode, CdcTask, ControlItem
+from icetide.control.model import ControlItem
 from icetide.dms.identifiers import SLOT_FORMAT
 from icetide.errors import IcetideError, InvalidControlItem
 
@@ -64,7 +64,7 @@ def triage(raw_items: Iterable[Mapping[str, Any]]) -> Triage:
             result.runnable.append(item)
         else:
             result.inactive.append(item.target_table_name)
-            if item.capture_mode is CaptureMode.CDC and item.cdc_task is CdcTask.CONTINUOUS:
+            if item.is_continuous:
                 result.retiring.append(item)
     result.runnable.sort(key=lambda item: item.target_table_name)
     result.inactive.sort()

@@ -20,7 +20,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from icetide.control.model import CdcTask, ControlItem
+from icetide.control.model import ControlItem
 from icetide.dms.identifiers import run_id, schedule_slot
 from icetide.run import scheduling
 from icetide.run.locking import stale_before
@@ -97,8 +97,7 @@ def table_of_key(key: str, runnable: Iterable[ControlItem], bronze_prefix: str) 
     holders = [
         (len(folder), item)
         for item in runnable
-        # A valid item is continuous only with captureMode cdc (ControlItem's own check).
-        if item.cdc_task is CdcTask.CONTINUOUS
+        if item.is_continuous
         and key.startswith(folder := continuous_bronze_folder(bronze_prefix, item))
     ]
     return max(holders, key=lambda holder: holder[0])[1] if holders else None

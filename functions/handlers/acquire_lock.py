@@ -36,6 +36,7 @@ def _plan(item: ControlItem, run_id: str, settings: Settings, timing: RunTiming)
         timestamp_column=settings.dms_timestamp_column,
         timing=timing,
         stack_instance_arn=settings.replication_instance_arn,
+        continuous_instance_arn=settings.continuous_replication_instance_arn,
     )
 
 

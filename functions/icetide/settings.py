@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     manifest_prefix: str = "manifests"
     glue_database: str | None = None
     replication_instance_arn: str | None = None
+    # The long-lived instance continuous cdc tables' tasks run on, when their items name none
+    # (falls back to replication_instance_arn).
+    continuous_replication_instance_arn: str | None = None
     replication_instance_class: str = "dms.t3.medium"
     replication_subnet_group_id: str | None = None
     # NoDecode: the template passes a comma-separated list, not the JSON pydantic-settings expects.
@@ -62,6 +65,7 @@ class Settings(BaseSettings):
         "raw_bucket",
         "glue_database",
         "replication_instance_arn",
+        "continuous_replication_instance_arn",
         "replication_subnet_group_id",
         "source_endpoint_arn",
         "dms_target_role_arn",

@@ -50,6 +50,10 @@ LOCAL_ENVIRONMENT = {
     "POWERTOOLS_METRICS_DISABLED": "true",
 }
 START_WORKFLOW = "start_workflow"
+# What a deployer names as ContinuousReplicationInstanceArn: the long-lived instance continuous
+# tables' tasks run on. Recreated under the same identifier (so the same ARN) by every process,
+# which is what the saved continuous tasks refer to.
+CONTINUOUS_INSTANCE = "icetide-local-continuous"
 DEFAULT_EXECUTION_TIMEOUT_SECONDS = 1800.0
 
 
@@ -99,6 +103,15 @@ class LocalStack(TableRunHarness):
                 "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
             },
         )
+
+    def _provision(self) -> None:
+        arn = self.client("dms").create_replication_instance(
+            ReplicationInstanceIdentifier=CONTINUOUS_INSTANCE,
+            ReplicationInstanceClass="dms.t3.medium",
+            PubliclyAccessible=False,
+        )["ReplicationInstance"]["ReplicationInstanceArn"]
+        self._environment_overrides["CONTINUOUS_REPLICATION_INSTANCE_ARN"] = arn
+        super()._provision()
 
     def __enter__(self) -> LocalStack:
         # The replicator and the Glue job make their own boto3 clients; they need the stack's region

@@ -9,6 +9,8 @@ Layout::
 
     DIR/state/control-table.json   control items in DynamoDB typed JSON, as `aws dynamodb scan` gives them
     DIR/state/last-cycle.json      the schedule slot of the last cycle (run ids stay unique)
+    DIR/state/dms-tasks.json       the continuous tables' long-lived DMS tasks (the stand-in's)
+    DIR/continuous-bronze/         the files those tasks wrote (S3 below <bronze>/_continuous/)
     DIR/warehouse/                 the Iceberg warehouse (silver tables)
     DIR/logs/handlers.log          the Lambda handlers' log lines (Powertools JSON)
     DIR/.lock                      held while a cycle runs, so two runs never share a workspace
@@ -83,6 +85,11 @@ class Workspace:
     @property
     def warehouse(self) -> Path:
         return self.root / "warehouse"
+
+    @property
+    def continuous_bronze(self) -> Path:
+        """Continuous tables' bronze files, kept between cycles as S3 keeps them in AWS."""
+        return self.root / "continuous-bronze"
 
     @property
     def control_table_file(self) -> Path:

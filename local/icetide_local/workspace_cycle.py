@@ -7,6 +7,7 @@ control table is saved back. The silver tables stay in the workspace's warehouse
 So are the DMS stand-in's continuous tasks (``state/dms-tasks.json``): DMS keeps such a task running
 between runs, with its checkpoint, and each cycle's first step is that task catching up.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ from typing import Any
 from icetide.clock import utc_now
 from icetide.control.codec import from_typed_json, is_typed_json, to_typed_json
 from icetide.dms.identifiers import schedule_slot
+from icetide_local.continuous_bronze import restore_continuous_bronze, save_continuous_bronze
 from icetide_local.cycle_report import CycleReport
 from icetide_local.local_stack import (
     DEFAULT_EXECUTION_TIMEOUT_SECONDS,
@@ -124,6 +126,7 @@ def run_workspace_cycle(
         ) as stack:
             stack.put_typed_items(merge_run_state(loadable.typed, saved))
             stack.dms.restore_continuous_tasks(_load_dms_tasks(workspace))
+            restore_continuous_bronze(stack.client("s3"), stack.names.raw_bucket, workspace.continuous_bronze)
             try:
                 _wait_for_the_next_second()
                 report = stack.run_cycle(slot, timeout_seconds)
@@ -131,6 +134,9 @@ def run_workspace_cycle(
                 # Saved even when the cycle broke off: a run that committed keeps its watermark.
                 workspace.save_control_items(keep_unconfigured(saved, stack.typed_items()))
                 _save_dms_tasks(workspace, stack.dms.saved_continuous_tasks())
+                save_continuous_bronze(
+                    stack.client("s3"), stack.names.raw_bucket, workspace.continuous_bronze
+                )
                 workspace.save_last_cycle(slot)
     return replace(report, not_loaded=tuple(loadable.rejected))
 

@@ -121,14 +121,14 @@ def continuous_bronze_folder(bronze_prefix: str, item: ControlItem) -> str:
     return "/".join(filter(None, parts)) + "/"
 
 
-def _continuous_instance(item: ControlItem, stack_instance_arn: str | None) -> str:
-    instance = item.replication_instance_arn or stack_instance_arn
+def _continuous_instance(item: ControlItem, *stack_instances: str | None) -> str:
+    instance = item.replication_instance_arn or next(filter(None, stack_instances), None)
     if not instance:
         raise InvalidControlItem(
             [
                 "cdcTask: continuous needs a long-lived replication instance; set replicationInstanceArn "
-                "on the item, or deploy the stack with ReplicationInstanceArn (a run never creates one "
-                "for a task that outlives it)"
+                "on the item, or deploy the stack with ContinuousReplicationInstanceArn (or "
+                "ReplicationInstanceArn): a run never creates one for a task that outlives it"
             ]
         )
     return instance
@@ -145,13 +145,16 @@ def build_run_plan(
     timestamp_column: str,
     timing: RunTiming,
     stack_instance_arn: str | None = None,
+    continuous_instance_arn: str | None = None,
 ) -> RunPlan:
     """The plan of one run of `item`.
 
     `replicationInstanceArn` is the item's own instance, else the stack-wide one, else None (the run
-    creates and later deletes an instance of its own). A cdc table's first run (no committed
-    checkpoint) is a full load that goes on capturing changes; later runs capture from the
-    checkpoint. Every cdc run stops at `timing.cdc_stop_time`.
+    creates and later deletes an instance of its own); a continuous table's is the item's, else the
+    stack's instance for continuous tables, else the stack-wide one, else the item is invalid. A
+    windowed cdc table's first run (no committed checkpoint) is a full load that goes on capturing
+    changes; later runs capture from the checkpoint, and stop at `timing.cdc_stop_time`. A
+    continuous table's runs read the files of its long-lived task after the file checkpoint.
     """
     bucket = _s3_part("raw bucket", raw_bucket)
     table = item.target_table_name
@@ -175,7 +178,7 @@ def build_run_plan(
         previous_watermark=watermark_json(item.watermark),
         table_mapping=table_mapping_json(item, run_lower_bound(item)),
         task_settings=task_settings_json(item),
-        replication_instance_arn=_continuous_instance(item, stack_instance_arn)
+        replication_instance_arn=_continuous_instance(item, continuous_instance_arn, stack_instance_arn)
         if continuous
         else item.replication_instance_arn or stack_instance_arn or None,
         # The blog's output prefix (`ouputs3Prefix`/`outputS3Prefix`) groups tables below the bronze

@@ -1,0 +1,228 @@
+"""Continuous cdc end to end (issue 13): `icetide local run` cycles of a table whose one long-lived
+DMS task keeps running between cycles, on SQLite (the stand-in's triggers) and PostgreSQL (a real
+logical replication slot).
+
+Before each cycle the running task writes the CDC files of the source's changes since its position,
+as DMS would have; each run merges the files after the committed file checkpoint. After every cycle
+that succeeds and has consumed every file, silver, read with pyiceberg, equals the source. In
+between: a run that fails (its files stay for the next), a backlog larger than one run may take
+(`maxFilesPerRun` 1: consumed over several runs, in order), and a file DMS delivers twice.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+import handlers.select_bronze_files
+from e2e.helpers import run_cycle, silver_by_key, source_by_key
+from icetide.control.codec import from_typed_json
+
+pytestmark = pytest.mark.spark
+
+TABLE = "live_payments"
+COLUMNS = ["id", "amount", "note"]
+
+
+def _payments(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
+        "payments",
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("amount", sa.Numeric(10, 2), nullable=False),
+        sa.Column("note", sa.String(40)),
+    )
+
+
+def _row(number: int, note: str | None = None) -> dict[str, Any]:
+    return {"id": number, "amount": Decimal(f"{number}.{number:02d}"), "note": note}
+
+
+def _item(schema: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "targetTableName": TABLE,
+        "sourceSchema": schema,
+        "sourceTable": "payments",
+        "primaryKeys": "id",
+        "captureMode": "cdc",
+        "cdcTask": "continuous",
+        **extra,
+    }
+
+
+def _assert_equal(workspace: Path, engine: sa.Engine, table: sa.Table) -> None:
+    assert silver_by_key(workspace, TABLE, COLUMNS, "id") == source_by_key(engine, table, "id")
+
+
+def _changes(engine: sa.Engine, table: sa.Table, step: int) -> None:
+    """Inserts, an update, a delete, and a key deleted and inserted again, different each step."""
+    base = 10 * step
+    with engine.begin() as connection:
+        connection.execute(table.insert(), [_row(base + 1), _row(base + 2, "new")])
+        connection.execute(table.update().where(table.c.id == base - 9).values(note=f"updated {step}"))
+        connection.execute(table.delete().where(table.c.id == base - 8))
+        connection.execute(table.delete().where(table.c.id == 1))
+        connection.execute(table.insert(), [_row(1, f"back {step}")])
+
+
+def _status(icetide: Callable[..., Any], workspace: Path) -> dict[str, Any]:
+    result = icetide("local", "status", "--workspace", workspace, "--json")
+    return {entry["targetTableName"]: entry for entry in json.loads(result.out)}[TABLE]
+
+
+def _stored_item(workspace: Path) -> dict[str, Any]:
+    """The table's control item as the workspace saved it (run state included)."""
+    typed = json.loads((workspace / "state" / "control-table.json").read_text(encoding="utf-8"))
+    items = {item["targetTableName"]: item for item in map(from_typed_json, typed)}
+    return items[TABLE]
+
+
+def _cdc_files(workspace: Path) -> list[Path]:
+    """The CDC files the running task wrote, oldest first (their names are times)."""
+    files = (workspace / "continuous-bronze").rglob("*.parquet")
+    return sorted((path for path in files if not path.name.startswith("LOAD")), key=lambda path: path.name)
+
+
+def _failing_cycle(
+    icetide: Callable[..., Any],
+    workspace: Path,
+    source: str,
+    tables_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("injected: the selection failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(handlers.select_bronze_files, "select_files", broken)
+        result = icetide(
+            "local", "run", "--workspace", workspace, "--source", source, "--tables", tables_file
+        )
+    assert result.exit_code != 0, result.text
+    assert _status(icetide, workspace)["lastRunStatus"] == "FAILED"
+
+
+def _cycles(
+    icetide: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    workspace: Path,
+    source: str,
+    tables_file: Path,
+    engine: sa.Engine,
+    table: sa.Table,
+) -> list[dict[str, Any]]:
+    """The cycles both sources go through; each cycle's status entry of the table."""
+    with engine.begin() as connection:
+        connection.execute(table.insert(), [_row(number) for number in range(1, 7)])
+    statuses = [run_cycle(icetide, workspace, source, tables_file)[TABLE]]  # creates and starts the task
+    statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])  # its full load
+    _assert_equal(workspace, engine, table)
+    for step in (1, 2, 3):  # three cycles of changes
+        _changes(engine, table, step)
+        statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])
+        _assert_equal(workspace, engine, table)
+
+    # A failed run leaves its file; the next run merges it and the next file: equal again.
+    _changes(engine, table, 4)
+    _failing_cycle(icetide, workspace, source, tables_file, monkeypatch)
+    _changes(engine, table, 5)
+    statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])
+    _assert_equal(workspace, engine, table)
+
+    # DMS delivers a file twice (as after a resume from an earlier position): merging it again
+    # changes nothing that matters.
+    merged = _cdc_files(workspace)[-2]
+    name = datetime.strptime(_cdc_files(workspace)[-1].stem, "%Y%m%d-%H%M%S%f") + timedelta(milliseconds=1)
+    shutil.copyfile(merged, merged.with_name(f"{name:%Y%m%d-%H%M%S}{name.microsecond // 1000:03d}.parquet"))
+    statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])
+    _assert_equal(workspace, engine, table)
+    return statuses
+
+
+def test_sqlite_continuous_cycles_keep_silver_equal_to_the_source(
+    tmp_path, write_tables, icetide, monkeypatch
+):
+    path = tmp_path / "shop.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    table = _payments(sa.MetaData())
+    table.metadata.create_all(engine)
+    tables_file = write_tables([_item("main")])
+    workspace = tmp_path / "ws"
+
+    statuses = _cycles(icetide, monkeypatch, workspace, f"sqlite:///{path}", tables_file, engine, table)
+
+    assert [status["lastRunStatus"] for status in statuses] == ["SUCCEEDED"] * len(statuses)
+    # Step 1 (third cycle): keys 11 and 12 inserted, key 1 updated (deleted and back), key 2 deleted.
+    third = statuses[2]
+    assert (third["rowsInserted"], third["rowsUpdated"], third["rowsDeleted"]) == (2, 1, 1)
+    # The file delivered twice is step 4's: six changes to five keys, every one older than what
+    # silver holds (step 5 updated 41, deleted 42; key 1 came back again): all five unchanged.
+    counts = ("rowsRead", "rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged", "filesMerged")
+    stats = _stored_item(tmp_path / "ws")["lastRunStats"]
+    assert tuple(stats[name] for name in counts) == (6, 0, 0, 0, 5, 1)
+    engine.dispose()
+
+
+def test_a_backlog_is_consumed_over_bounded_runs_in_order(tmp_path, write_tables, icetide, monkeypatch):
+    path = tmp_path / "shop.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    table = _payments(sa.MetaData())
+    table.metadata.create_all(engine)
+    source = f"sqlite:///{path}"
+    tables_file = write_tables([_item("main", maxFilesPerRun=1)])
+    workspace = tmp_path / "ws"
+    with engine.begin() as connection:
+        connection.execute(table.insert(), [_row(number) for number in range(1, 7)])
+    run_cycle(icetide, workspace, source, tables_file)
+    run_cycle(icetide, workspace, source, tables_file)
+    _assert_equal(workspace, engine, table)
+    for step in (1, 2):  # two files pile up behind failed runs
+        _changes(engine, table, step)
+        _failing_cycle(icetide, workspace, source, tables_file, monkeypatch)
+    _changes(engine, table, 3)  # a third
+
+    checkpoints = []
+    for _ in range(3):
+        run_cycle(icetide, workspace, source, tables_file)
+        checkpoints.append(_stored_item(workspace)["cdcFileCheckpoint"])
+
+    cdc_files = [file.name for file in _cdc_files(workspace)]
+    assert [checkpoint.rsplit("/", 1)[-1] for checkpoint in checkpoints] == cdc_files[-3:]
+    _assert_equal(workspace, engine, table)
+    engine.dispose()
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[tuple[str, sa.Engine]]:
+    schema = f"live_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(sa.schema.CreateSchema(schema))
+    yield schema, engine
+    with engine.begin() as connection:
+        connection.execute(sa.schema.DropSchema(schema, cascade=True))
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgresql_continuous_cycles_through_a_real_slot(
+    pg_schema, postgres_url, tmp_path, write_tables, icetide, monkeypatch
+):
+    schema, engine = pg_schema
+    table = _payments(sa.MetaData(schema=schema))
+    table.metadata.create_all(engine)
+
+    statuses = _cycles(
+        icetide, monkeypatch, tmp_path / "ws", postgres_url, write_tables([_item(schema)]), engine, table
+    )
+
+    assert [status["lastRunStatus"] for status in statuses] == ["SUCCEEDED"] * len(statuses)

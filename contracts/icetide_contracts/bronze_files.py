@@ -97,6 +97,17 @@ class BronzeFiles:
         """The files' full URIs, in order."""
         return [self.bronze_uri + key for key in self.files]
 
+    def not_for(self, run_id: str, bronze_uri: str) -> list[str]:
+        """Why this is not run ``run_id``'s selection of files below ``bronze_uri`` (a trailing "/"
+        aside); empty when it is. Both readers refuse such a selection: merging or committing another
+        run's files would move the checkpoint past files this run never merged."""
+        problems = []
+        if self.run_id != run_id:
+            problems.append(f"its runId is {self.run_id}, not {run_id}")
+        if self.bronze_uri.rstrip("/") != bronze_uri.rstrip("/"):
+            problems.append(f"its bronzeUri is {self.bronze_uri}, not {bronze_uri}")
+        return problems
+
     def to_json(self) -> dict[str, Any]:
         """The selection as the contract spells it."""
         return write_object(self)

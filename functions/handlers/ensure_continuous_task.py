@@ -68,6 +68,20 @@ def _refuse_an_earlier_tasks_leftovers(plan: RunPlan) -> None:
         )
 
 
+def _refuse_another_folder(plan: RunPlan, task: dict[str, Any]) -> None:
+    """The task must write where this run reads: an item whose output prefix changed would otherwise
+    list an empty folder run after run and look healthy."""
+    endpoint = dms.describe_endpoint_by_arn(str(task.get("TargetEndpointArn", "")))
+    settings_ = (endpoint or {}).get("S3Settings") or {}
+    writes_to = f"s3://{settings_.get('BucketName')}/{str(settings_.get('BucketFolder', '')).strip('/')}/"
+    if endpoint is not None and writes_to != plan.bronze_uri:
+        raise ContinuousFolderInUse(
+            f"the continuous task of {plan.target_table_name} writes to {writes_to}, but its runs read "
+            f"{plan.bronze_uri} (was outputS3Prefix changed?): turn the table off until StartWorkflow "
+            "reports it retired, empty the old folder, and turn it on again (docs/continuous-cdc.md)"
+        )
+
+
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = load_settings()
@@ -89,6 +103,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         action = run_action(task)
     assert task is not None  # created above, or described
     task_arn = str(task["ReplicationTaskArn"])
+    _refuse_another_folder(run.plan, task)
     if action is TaskAction.WAIT:
         raise DmsResourceNotReady(
             f"the continuous task {task_arn} of {run.target_table_name} is {task.get('Status')}; "
@@ -100,14 +115,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         dms.start_task(task_arn)
     elif action is TaskAction.RESUME:
         resume = TaskResume.of(task)
-        dms.start_task(task_arn, resume=True)
-        logger.warning("continuous task resumed", extra={"task": task_arn, "was": resume.describe()})
-        metrics.add_metric(name="ContinuousTaskResumed", unit=MetricUnit.Count, value=1)
+        # Recorded first: a retry after the resume finds the task starting and would not know.
         ControlTable(settings.control_table_name).record_task_resume(
             run.target_table_name,
             run.run_id,
             {"time": stored_time(utc_now()), "runId": run.run_id, "was": resume.describe()},
         )
+        dms.start_task(task_arn, resume=True)
+        logger.warning("continuous task resumed", extra={"task": task_arn, "was": resume.describe()})
+        metrics.add_metric(name="ContinuousTaskResumed", unit=MetricUnit.Count, value=1)
     return {
         "replicationTaskArn": task_arn,
         "targetEndpointArn": task.get("TargetEndpointArn"),

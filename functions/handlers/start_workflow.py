@@ -1,9 +1,11 @@
 """StartWorkflow: on each schedule event, start one table-run execution per active, valid table.
 
 Input: an EventBridge scheduled event (its ``time`` picks the slot) or ``{}`` (now). Output:
-``{"slot", "started", "alreadyStarted", "inactive", "invalid", "retired"}`` (docs/contracts.md).
-An inactive continuous cdc table's long-lived task is taken one step further towards deleted
-(stop, delete the task, delete its endpoint): ``retired`` says which step, per table.
+``{"slot", "started", "alreadyStarted", "locked", "inactive", "invalid", "retired"}`` (docs/contracts.md).
+A continuous table whose lock a live run holds (an event-started run) is not started again but
+listed under ``locked``: its run would only fail at the lock. An inactive continuous cdc table's
+long-lived task is taken one step further towards deleted (stop, delete the task, delete its
+endpoint): ``retired`` says which step, per table.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from icetide.dms.identifiers import run_id, schedule_slot
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run import scheduling
 from icetide.run.handler_inputs import ScheduleEvent, parse_input
+from icetide.run.locking import live_lock_holder
 from icetide.run.retire import retire_step
 from icetide.settings import load_settings
 
@@ -55,8 +58,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.info("continuous tasks of inactive tables", extra={"retired": retired})
 
     summary = scheduling.ScheduleSummary(slot_start=slot_start)
+    now = utc_now()
     for item in triaged.runnable:
         run = run_id(item.target_table_name, slot_start)
+        holder = live_lock_holder(item, now, settings.lock_stale_after_seconds)
+        if item.is_continuous and holder is not None:
+            # Event-started runs come every few minutes: the one going on merges what this run would.
+            summary.locked[item.target_table_name] = holder
+            continue
         execution_input = scheduling.execution_input(item.target_table_name, run, scheduled_time)
         try:
             started = stepfunctions.start_execution_once(state_machine_arn, run, execution_input)

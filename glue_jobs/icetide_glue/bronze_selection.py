@@ -68,11 +68,7 @@ def selection_from_text(content: str | bytes, uri: str) -> BronzeFiles:
 def check_selection(selection: BronzeFiles, selection_uri: str, run_id: str, bronze_uri: str) -> None:
     """Refuse, with :class:`BronzeFileSelectionMismatch`, a selection that is not run ``run_id``'s
     selection of files below ``bronze_uri`` (a trailing ``/`` aside)."""
-    problems = []
-    if selection.run_id != run_id:
-        problems.append(f"its runId is {selection.run_id}, not --run_id {run_id}")
-    if selection.bronze_uri.rstrip("/") != bronze_uri.rstrip("/"):
-        problems.append(f"its bronzeUri is {selection.bronze_uri}, not --bronze_uri {bronze_uri}")
+    problems = selection.not_for(run_id, bronze_uri)
     if problems:
         raise BronzeFileSelectionMismatch(
             f"the bronze file selection {selection_uri} is not this run's: {'; '.join(problems)}. "

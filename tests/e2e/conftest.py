@@ -4,12 +4,14 @@ PostgreSQL server."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from icetide_cli.main import main
 from icetide_local.postgres import temporary_postgres
@@ -57,3 +59,16 @@ def postgres_url() -> Iterator[str]:
     """A throwaway PostgreSQL server for the session (installed and started by icetide_local.postgres)."""
     with temporary_postgres(database="icetide_e2e") as url:
         yield url
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[tuple[str, sa.Engine]]:
+    """A fresh schema of the session's server for one test (dropped after it), and an engine."""
+    schema = f"e2e_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(sa.schema.CreateSchema(schema))
+    yield schema, engine
+    with engine.begin() as connection:
+        connection.execute(sa.schema.DropSchema(schema, cascade=True))
+    engine.dispose()

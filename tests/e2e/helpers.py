@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,23 @@ def run_cycle(
     assert result.exit_code == 0, result.text
     status = icetide("local", "status", "--workspace", workspace, "--json")
     return {entry["targetTableName"]: entry for entry in json.loads(status.out)}
+
+
+# The payments table the change-capture tests change cycle after cycle.
+PAYMENT_COLUMNS = ["id", "amount", "note"]
+
+
+def payments_table(metadata: sa.MetaData, name: str = "payments") -> sa.Table:
+    """A payments table: an integer key, a decimal amount, a nullable note."""
+    return sa.Table(
+        name,
+        metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("amount", sa.Numeric(10, 2), nullable=False),
+        sa.Column("note", sa.String(40)),
+    )
+
+
+def payment(number: int, note: str | None = None) -> dict[str, Any]:
+    """The payment with key ``number`` (its amount derived from the key)."""
+    return {"id": number, "amount": Decimal(f"{number}.{number:02d}"), "note": note}

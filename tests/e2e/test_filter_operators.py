@@ -61,8 +61,14 @@ def test_every_operator_selects_exactly_its_rows(tmp_path, write_tables, icetide
     ]
 
     result = icetide(
-        "local", "run", "--workspace", tmp_path / "ws", "--source", f"sqlite:///{tmp_path / 'ops.db'}",
-        "--tables", write_tables(items),
+        "local",
+        "run",
+        "--workspace",
+        tmp_path / "ws",
+        "--source",
+        f"sqlite:///{tmp_path / 'ops.db'}",
+        "--tables",
+        write_tables(items),
     )
 
     assert result.exit_code == 0, result.text

@@ -10,8 +10,7 @@ with pyiceberg (never with icetide's code), must hold the source's rows exactly:
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,26 +18,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from e2e.helpers import run_cycle, silver_by_key, source_by_key
+from e2e.helpers import PAYMENT_COLUMNS, payment, payments_table, run_cycle, silver_by_key, source_by_key
 
 pytestmark = pytest.mark.spark
 
 DELETED_AT = "_icetide_deleted_at"
-COLUMNS = ["id", "amount", "note"]
-
-
-def _payments(metadata: sa.MetaData, name: str) -> sa.Table:
-    return sa.Table(
-        name,
-        metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-        sa.Column("amount", sa.Numeric(10, 2), nullable=False),
-        sa.Column("note", sa.String(40)),
-    )
-
-
-def _row(number: int, note: str | None = None) -> dict[str, Any]:
-    return {"id": number, "amount": Decimal(f"{number}.{number:02d}"), "note": note}
+COLUMNS = PAYMENT_COLUMNS
 
 
 def _item(schema: str, table: sa.Table, delete_mode: str) -> dict[str, Any]:
@@ -53,11 +38,11 @@ def _item(schema: str, table: sa.Table, delete_mode: str) -> dict[str, Any]:
 
 
 def _first(connection: sa.Connection, table: sa.Table) -> None:
-    connection.execute(table.insert(), [_row(number) for number in range(1, 7)])
+    connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
 
 
 def _second(connection: sa.Connection, table: sa.Table) -> None:
-    connection.execute(table.insert(), [_row(7), _row(8, "new")])
+    connection.execute(table.insert(), [payment(7), payment(8, "new")])
     connection.execute(table.update().where(table.c.id == 1).values(note="updated"))
     # Updated, then deleted, in one window.
     connection.execute(table.update().where(table.c.id == 3).values(amount=Decimal("0.33")))
@@ -65,12 +50,12 @@ def _second(connection: sa.Connection, table: sa.Table) -> None:
     # Deleted here, inserted again before the third cycle.
     connection.execute(table.delete().where(table.c.id == 2))
     # Inserted, then deleted, in one window.
-    connection.execute(table.insert(), [_row(9)])
+    connection.execute(table.insert(), [payment(9)])
     connection.execute(table.delete().where(table.c.id == 9))
 
 
 def _third(connection: sa.Connection, table: sa.Table) -> None:
-    connection.execute(table.insert(), [_row(2, "back again")])
+    connection.execute(table.insert(), [payment(2, "back again")])
     # Deleted and inserted again in one window, with other values.
     connection.execute(table.delete().where(table.c.id == 4))
     connection.execute(table.insert(), [{"id": 4, "amount": Decimal("44.00"), "note": "re-inserted"}])
@@ -128,7 +113,7 @@ def test_sqlite_changes_reach_silver_hard_and_soft(tmp_path, write_tables, iceti
     path = tmp_path / "shop.db"
     engine = sa.create_engine(f"sqlite:///{path}")
     metadata = sa.MetaData()
-    hard, soft = _payments(metadata, "payments"), _payments(metadata, "refunds")
+    hard, soft = payments_table(metadata, "payments"), payments_table(metadata, "refunds")
     metadata.create_all(engine)
     tables_file = write_tables([_item("main", hard, "hard"), _item("main", soft, "soft")])
 
@@ -142,25 +127,13 @@ def test_sqlite_changes_reach_silver_hard_and_soft(tmp_path, write_tables, iceti
     engine.dispose()
 
 
-@pytest.fixture
-def pg_schema(postgres_url: str) -> Iterator[tuple[str, sa.Engine]]:
-    schema = f"cdc_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(postgres_url)
-    with engine.begin() as connection:
-        connection.execute(sa.schema.CreateSchema(schema))
-    yield schema, engine
-    with engine.begin() as connection:
-        connection.execute(sa.schema.DropSchema(schema, cascade=True))
-    engine.dispose()
-
-
 @pytest.mark.postgres
 def test_postgresql_changes_reach_silver_through_a_real_slot_soft(
     pg_schema, postgres_url, tmp_path, write_tables, icetide
 ):
     schema, engine = pg_schema
     metadata = sa.MetaData(schema=schema)
-    table = _payments(metadata, "payments")
+    table = payments_table(metadata, "payments")
     metadata.create_all(engine)
     # One cdc table per slot (README, Sources): the source endpoint names one slot.
     tables_file = write_tables([_item(schema, table, "soft")])

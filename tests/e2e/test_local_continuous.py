@@ -5,46 +5,31 @@ logical replication slot).
 Before each cycle the running task writes the CDC files of the source's changes since its position,
 as DMS would have; each run merges the files after the committed file checkpoint. After every cycle
 that succeeds and has consumed every file, silver, read with pyiceberg, equals the source. In
-between: a run that fails (its files stay for the next), a backlog larger than one run may take
-(`maxFilesPerRun` 1: consumed over several runs, in order), and a file DMS delivers twice.
+between: a run that fails after its job merged (its files stay for the next, merged again), a
+backlog larger than one run may take (`maxFilesPerRun` 1: consumed over several runs, in order),
+and a file DMS delivers twice.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-import handlers.select_bronze_files
-from e2e.helpers import run_cycle, silver_by_key, source_by_key
+from e2e.helpers import PAYMENT_COLUMNS, payment, payments_table, run_cycle, silver_by_key, source_by_key
 from icetide.control.codec import from_typed_json
+from icetide.run import commit
 
 pytestmark = pytest.mark.spark
 
 TABLE = "live_payments"
-COLUMNS = ["id", "amount", "note"]
-
-
-def _payments(metadata: sa.MetaData) -> sa.Table:
-    return sa.Table(
-        "payments",
-        metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-        sa.Column("amount", sa.Numeric(10, 2), nullable=False),
-        sa.Column("note", sa.String(40)),
-    )
-
-
-def _row(number: int, note: str | None = None) -> dict[str, Any]:
-    return {"id": number, "amount": Decimal(f"{number}.{number:02d}"), "note": note}
+COLUMNS = PAYMENT_COLUMNS
 
 
 def _item(schema: str, **extra: Any) -> dict[str, Any]:
@@ -67,11 +52,11 @@ def _changes(engine: sa.Engine, table: sa.Table, step: int) -> None:
     """Inserts, an update, a delete, and a key deleted and inserted again, different each step."""
     base = 10 * step
     with engine.begin() as connection:
-        connection.execute(table.insert(), [_row(base + 1), _row(base + 2, "new")])
+        connection.execute(table.insert(), [payment(base + 1), payment(base + 2, "new")])
         connection.execute(table.update().where(table.c.id == base - 9).values(note=f"updated {step}"))
         connection.execute(table.delete().where(table.c.id == base - 8))
         connection.execute(table.delete().where(table.c.id == 1))
-        connection.execute(table.insert(), [_row(1, f"back {step}")])
+        connection.execute(table.insert(), [payment(1, f"back {step}")])
 
 
 def _status(icetide: Callable[..., Any], workspace: Path) -> dict[str, Any]:
@@ -100,10 +85,11 @@ def _failing_cycle(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def broken(*_: Any, **__: Any) -> Any:
-        raise RuntimeError("injected: the selection failed")
+        raise RuntimeError("injected: the commit failed")
 
+    # After the Glue job merged the run's files into silver: the next run merges them again.
     with monkeypatch.context() as patch:
-        patch.setattr(handlers.select_bronze_files, "select_files", broken)
+        patch.setattr(commit, "checkpoint_step", broken)
         result = icetide(
             "local", "run", "--workspace", workspace, "--source", source, "--tables", tables_file
         )
@@ -122,7 +108,7 @@ def _cycles(
 ) -> list[dict[str, Any]]:
     """The cycles both sources go through; each cycle's status entry of the table."""
     with engine.begin() as connection:
-        connection.execute(table.insert(), [_row(number) for number in range(1, 7)])
+        connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
     statuses = [run_cycle(icetide, workspace, source, tables_file)[TABLE]]  # creates and starts the task
     statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])  # its full load
     _assert_equal(workspace, engine, table)
@@ -153,7 +139,7 @@ def test_sqlite_continuous_cycles_keep_silver_equal_to_the_source(
 ):
     path = tmp_path / "shop.db"
     engine = sa.create_engine(f"sqlite:///{path}")
-    table = _payments(sa.MetaData())
+    table = payments_table(sa.MetaData())
     table.metadata.create_all(engine)
     tables_file = write_tables([_item("main")])
     workspace = tmp_path / "ws"
@@ -175,13 +161,13 @@ def test_sqlite_continuous_cycles_keep_silver_equal_to_the_source(
 def test_a_backlog_is_consumed_over_bounded_runs_in_order(tmp_path, write_tables, icetide, monkeypatch):
     path = tmp_path / "shop.db"
     engine = sa.create_engine(f"sqlite:///{path}")
-    table = _payments(sa.MetaData())
+    table = payments_table(sa.MetaData())
     table.metadata.create_all(engine)
     source = f"sqlite:///{path}"
     tables_file = write_tables([_item("main", maxFilesPerRun=1)])
     workspace = tmp_path / "ws"
     with engine.begin() as connection:
-        connection.execute(table.insert(), [_row(number) for number in range(1, 7)])
+        connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
     run_cycle(icetide, workspace, source, tables_file)
     run_cycle(icetide, workspace, source, tables_file)
     _assert_equal(workspace, engine, table)
@@ -201,24 +187,12 @@ def test_a_backlog_is_consumed_over_bounded_runs_in_order(tmp_path, write_tables
     engine.dispose()
 
 
-@pytest.fixture
-def pg_schema(postgres_url: str) -> Iterator[tuple[str, sa.Engine]]:
-    schema = f"live_{uuid.uuid4().hex[:8]}"
-    engine = sa.create_engine(postgres_url)
-    with engine.begin() as connection:
-        connection.execute(sa.schema.CreateSchema(schema))
-    yield schema, engine
-    with engine.begin() as connection:
-        connection.execute(sa.schema.DropSchema(schema, cascade=True))
-    engine.dispose()
-
-
 @pytest.mark.postgres
 def test_postgresql_continuous_cycles_through_a_real_slot(
     pg_schema, postgres_url, tmp_path, write_tables, icetide, monkeypatch
 ):
     schema, engine = pg_schema
-    table = _payments(sa.MetaData(schema=schema))
+    table = payments_table(sa.MetaData(schema=schema))
     table.metadata.create_all(engine)
 
     statuses = _cycles(

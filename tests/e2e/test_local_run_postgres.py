@@ -77,11 +77,24 @@ def test_three_cycles_keep_silver_equal_to_the_source(shop, postgres_url, tmp_pa
     workspace = tmp_path / "ws"
     tables_file = write_tables(
         [
-            {"targetTableName": "pg_accounts", "sourceSchema": schema, "sourceTable": "accounts",
-             "filtercolumn": "updated_at", "filteroperator": "gte", "startvalue": "2000-01-01 00:00:00",
-             "primaryKeys": "id"},
-            {"targetTableName": "pg_ledger", "sourceSchema": schema, "sourceTable": "ledger",
-             "filtercolumn": "seq", "filteroperator": "gte", "startvalue": "0", "primaryKeys": ["entry_id"]},
+            {
+                "targetTableName": "pg_accounts",
+                "sourceSchema": schema,
+                "sourceTable": "accounts",
+                "filtercolumn": "updated_at",
+                "filteroperator": "gte",
+                "startvalue": "2000-01-01 00:00:00",
+                "primaryKeys": "id",
+            },
+            {
+                "targetTableName": "pg_ledger",
+                "sourceSchema": schema,
+                "sourceTable": "ledger",
+                "filtercolumn": "seq",
+                "filteroperator": "gte",
+                "startvalue": "0",
+                "primaryKeys": ["entry_id"],
+            },
         ]
     )
 

@@ -124,11 +124,11 @@ def test_only_the_listed_files_are_merged_and_file_order_decides_ties(
 @pytest.mark.parametrize(
     ("run_id", "bronze_uri", "message"),
     [
-        ("orders-1", FOLDER, "its runId is orders-1, not --run_id orders-2"),
+        ("orders-1", FOLDER, "its runId is orders-1, not orders-2"),
         (
             "orders-2",
             "s3://raw/bronze/_continuous/customers/",
-            f"its bronzeUri is s3://raw/bronze/_continuous/customers/, not --bronze_uri {FOLDER}",
+            f"its bronzeUri is s3://raw/bronze/_continuous/customers/, not {FOLDER}",
         ),
     ],
 )

@@ -174,3 +174,20 @@ def source_endpoint(aws: None, monkeypatch: pytest.MonkeyPatch) -> str:
     )["Endpoint"]
     monkeypatch.setenv("SOURCE_ENDPOINT_ARN", endpoint["EndpointArn"])
     return str(endpoint["EndpointArn"])
+
+
+@pytest.fixture
+def executions(state_machine: str) -> Callable[[], dict[str, dict[str, Any]]]:
+    """Name -> input of every execution moto recorded for the state machine, when called."""
+
+    def recorded() -> dict[str, dict[str, Any]]:
+        stepfunctions = boto3.client("stepfunctions")
+        listed = stepfunctions.list_executions(stateMachineArn=state_machine)["executions"]
+        return {
+            execution["name"]: json.loads(
+                stepfunctions.describe_execution(executionArn=execution["executionArn"])["input"]
+            )
+            for execution in listed
+        }
+
+    return recorded

@@ -335,3 +335,50 @@ def test_without_dms_statistics_the_stats_leave_full_load_rows_out(
     result = handlers.commit_watermark.handler(event, lambda_context)
 
     assert result["stats"] == {name: value for name, value in STATS.items() if name != "fullLoadRows"}
+
+
+@pytest.mark.parametrize(
+    ("selection_run", "selection_folder", "problem"),
+    [
+        ("dbo_orders-20261121T0600Z", "continuous/dbo_orders/", "its runId is dbo_orders-20261121T0600Z"),
+        ("dbo_orders-20261121T0700Z", "continuous/dbo_customers/", "its bronzeUri is"),
+    ],
+)
+def test_a_continuous_run_commits_only_its_own_bronze_file_selection(
+    control_items,
+    write_manifest,
+    raw_bucket,
+    load_event,
+    lambda_context,
+    selection_run,
+    selection_folder,
+    problem,
+):
+    _locked_orders(control_items, cdcFileCheckpoint="dbo/orders/20261121-050000000.parquet")
+    write_manifest(MANIFEST)
+    plan = {
+        "captureMode": "cdc",
+        "cdcTask": "continuous",
+        "bronzeUri": f"s3://{raw_bucket}/continuous/dbo_orders/",
+        "bronzeFilesUri": f"s3://{raw_bucket}/manifests/dbo_orders/run.bronze-files.json",
+        "fileCheckpoint": "dbo/orders/20261121-050000000.parquet",
+        "maxFilesPerRun": 100,
+        "maxBytesPerRun": 1000,
+    }
+    selection = {
+        "runId": selection_run,
+        "bronzeUri": f"s3://{raw_bucket}/{selection_folder}",
+        "files": ["dbo/orders/20261121-060000000.parquet"],
+        "totalBytes": 10,
+    }
+    boto3.client("s3").put_object(
+        Bucket=raw_bucket,
+        Key="manifests/dbo_orders/run.bronze-files.json",
+        Body=json.dumps(selection).encode(),
+    )
+
+    with pytest.raises(ManifestInvalid, match=problem):
+        _commit(load_event, lambda_context, **plan)
+    item = control_items.get("dbo_orders")
+    assert item["cdcFileCheckpoint"] == "dbo/orders/20261121-050000000.parquet"
+    assert item["lockHolder"] == "dbo_orders-20261121T0700Z"

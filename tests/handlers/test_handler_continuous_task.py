@@ -7,6 +7,7 @@ and stops tasks at once, and lists S3 keys in S3's order, which is not DMS's.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -253,3 +254,41 @@ def test_a_new_task_is_refused_while_an_earlier_tasks_checkpoint_or_files_remain
     with pytest.raises(ContinuousFolderInUse, match="remove cdcFileCheckpoint"):
         handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
     assert _tasks() == []
+
+
+def test_a_task_writing_to_another_folder_than_the_runs_read_is_refused(ensure_event, lambda_context):
+    with pytest.raises(DmsResourceNotReady):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    (task,) = _tasks()
+    _backend().replication_tasks[task["ReplicationTaskArn"]].ready()
+    handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+    moved = ensure_event["plan"]["bronzeUri"].replace("/_continuous/", "/_continuous/erp/")
+    ensure_event["plan"]["bronzeUri"] = moved  # the item's outputS3Prefix changed
+
+    with pytest.raises(
+        ContinuousFolderInUse, match=r"writes to s3://.*/_continuous/dbo_orders/, but its runs read"
+    ):
+        handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
+
+
+def test_the_schedule_does_not_start_a_continuous_table_a_live_run_holds(
+    control_items, state_machine, load_event, lambda_context, executions
+):
+    holder = "dbo_orders-20261121T0655Z"
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    control_items.orders(
+        captureMode="cdc",
+        cdcTask="continuous",
+        replicationInstanceArn="arn:aws:dms:eu-west-1:123456789012:rep:shared",
+        filtercolumn=None,
+        filteroperator=None,
+        startvalue=None,
+        lookback=None,
+        lockHolder=holder,
+        lockTime=now,
+    )
+
+    result = handlers.start_workflow.handler(load_event("start_workflow"), lambda_context)
+
+    assert (result["started"], result["locked"]) == ([], {"dbo_orders": holder})
+    assert executions() == {}

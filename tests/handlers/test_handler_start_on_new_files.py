@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 
 import handlers.start_on_new_files
@@ -34,18 +32,6 @@ def _continuous(name: str = "dbo_orders", **extra: Any) -> dict[str, Any]:
     }
 
 
-def _executions() -> dict[str, dict[str, Any]]:
-    """Name -> input of every execution moto recorded for the state machine."""
-    stepfunctions = boto3.client("stepfunctions")
-    listed = stepfunctions.list_executions(stateMachineArn=STATE_MACHINE_ARN)["executions"]
-    return {
-        execution["name"]: json.loads(
-            stepfunctions.describe_execution(executionArn=execution["executionArn"])["input"]
-        )
-        for execution in listed
-    }
-
-
 def _event(load_event: Any, key: str = CDC_FILE, time: str | None = None, bucket: str | None = None) -> Any:
     event = load_event("start_on_new_files")
     event["detail"]["object"]["key"] = key
@@ -57,7 +43,7 @@ def _event(load_event: Any, key: str = CDC_FILE, time: str | None = None, bucket
 
 
 def test_a_file_of_a_continuous_table_starts_its_run_named_after_the_event_slot(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     control_items.put(_continuous())
 
@@ -65,7 +51,7 @@ def test_a_file_of_a_continuous_table_starts_its_run_named_after_the_event_slot(
 
     # 07:03:12 lies in the 5-minute slot starting 07:00.
     assert result == {"targetTableName": "dbo_orders", "runId": "dbo_orders-20261121T0700Z", "started": True}
-    assert _executions() == {
+    assert executions() == {
         "dbo_orders-20261121T0700Z": {
             "targetTableName": "dbo_orders",
             "runId": "dbo_orders-20261121T0700Z",
@@ -75,7 +61,7 @@ def test_a_file_of_a_continuous_table_starts_its_run_named_after_the_event_slot(
 
 
 def test_more_files_in_the_same_slot_start_nothing_new_and_the_next_slot_starts_a_run(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     control_items.put(_continuous())
     first = handlers.start_on_new_files.handler(_event(load_event), lambda_context)
@@ -100,7 +86,7 @@ def test_more_files_in_the_same_slot_start_nothing_new_and_the_next_slot_starts_
         "runId": "dbo_orders-20261121T0705Z",
         "started": True,
     }
-    assert sorted(_executions()) == ["dbo_orders-20261121T0700Z", "dbo_orders-20261121T0705Z"]
+    assert sorted(executions()) == ["dbo_orders-20261121T0700Z", "dbo_orders-20261121T0705Z"]
 
 
 def test_the_slot_length_is_event_slot_minutes(
@@ -117,7 +103,7 @@ def test_the_slot_length_is_event_slot_minutes(
 
 
 def test_the_table_is_found_by_its_folder_among_others(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     # dbo_orders_archive's folder starts with "dbo_orders" but is not dbo_orders' folder; dbo_lines
     # writes below an outputS3Prefix.
@@ -132,7 +118,7 @@ def test_the_table_is_found_by_its_folder_among_others(
 
     assert archive["targetTableName"] == "dbo_orders_archive"
     assert lines["targetTableName"] == "dbo_lines"
-    assert sorted(_executions()) == ["dbo_lines-20261121T0700Z", "dbo_orders_archive-20261121T0700Z"]
+    assert sorted(executions()) == ["dbo_lines-20261121T0700Z", "dbo_orders_archive-20261121T0700Z"]
 
 
 def test_a_folder_inside_another_tables_folder_belongs_to_the_deeper_table(
@@ -150,7 +136,7 @@ def test_a_folder_inside_another_tables_folder_belongs_to_the_deeper_table(
 
 
 def test_a_table_locked_by_a_live_run_starts_nothing_and_keeps_the_slot_free(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     # The lock was taken a minute ago (the run of the previous slot, its Glue job still going).
     recent = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -170,7 +156,7 @@ def test_a_table_locked_by_a_live_run_starts_nothing_and_keeps_the_slot_free(
     }
     # The slot's name was not used up by an execution that could only fail at the lock.
     assert later["started"] is True
-    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+    assert list(executions()) == ["dbo_orders-20261121T0700Z"]
 
 
 def test_a_stale_lock_does_not_hold_back_the_run(control_items, state_machine, load_event, lambda_context):
@@ -202,7 +188,7 @@ def test_a_stale_lock_does_not_hold_back_the_run(control_items, state_machine, l
     ],
 )
 def test_a_file_no_active_continuous_table_owns_is_ignored(
-    control_items, state_machine, load_event, lambda_context, item, key, caplog
+    executions, control_items, state_machine, load_event, lambda_context, item, key, caplog
 ):
     control_items.put(item)
 
@@ -210,7 +196,7 @@ def test_a_file_no_active_continuous_table_owns_is_ignored(
         result = handlers.start_on_new_files.handler(_event(load_event, key), lambda_context)
 
     assert result == {"ignored": f"no active continuous table's folder holds {key}"}
-    assert _executions() == {}
+    assert executions() == {}
     assert "object event ignored" in caplog.text
 
 
@@ -231,13 +217,13 @@ def test_a_file_no_active_continuous_table_owns_is_ignored(
     ],
 )
 def test_an_object_outside_the_continuous_folders_is_ignored_without_reading_the_control_table(
-    state_machine, load_event, lambda_context, bucket, key, reason
+    executions, state_machine, load_event, lambda_context, bucket, key, reason
 ):
     # No control table exists: reading it would fail.
     result = handlers.start_on_new_files.handler(_event(load_event, key, bucket=bucket), lambda_context)
 
     assert result == {"ignored": reason}
-    assert _executions() == {}
+    assert executions() == {}
 
 
 def test_an_invalid_control_item_is_logged_and_skipped(
@@ -255,14 +241,14 @@ def test_an_invalid_control_item_is_logged_and_skipped(
 
 
 def test_a_file_of_an_invalid_continuous_item_starts_nothing(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     control_items.put(_continuous(maxFilesPerRun=0))
 
     result = handlers.start_on_new_files.handler(_event(load_event), lambda_context)
 
     assert "ignored" in result
-    assert _executions() == {}
+    assert executions() == {}
 
 
 @pytest.mark.parametrize(

@@ -19,24 +19,12 @@ STATE_MACHINE_ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:icetide-
 BLOG_LTE_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "control_items" / "blog_lte_item.json"
 
 
-def _executions() -> dict[str, dict]:
-    """Name -> input of every execution moto recorded for the state machine."""
-    stepfunctions = boto3.client("stepfunctions")
-    listed = stepfunctions.list_executions(stateMachineArn=STATE_MACHINE_ARN)["executions"]
-    return {
-        execution["name"]: json.loads(
-            stepfunctions.describe_execution(executionArn=execution["executionArn"])["input"]
-        )
-        for execution in listed
-    }
-
-
 def _minimal_item(name: str, **extra: object) -> dict:
     return {"targetTableName": name, "sourceSchema": "dbo", "sourceTable": name, **extra}
 
 
 def test_starts_one_execution_per_active_table_named_after_the_slot(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     control_items.orders()
     control_items.put(_minimal_item("dbo_customers"))
@@ -50,11 +38,12 @@ def test_starts_one_execution_per_active_table_named_after_the_slot(
         "slot": "20261121T0700Z",
         "started": ["dbo_customers-20261121T0700Z", "dbo_orders-20261121T0700Z"],
         "alreadyStarted": [],
+        "locked": {},
         "inactive": ["dbo_archive"],
         "invalid": [],
         "retired": {},
     }
-    assert _executions() == {
+    assert executions() == {
         "dbo_customers-20261121T0700Z": {
             "targetTableName": "dbo_customers",
             "runId": "dbo_customers-20261121T0700Z",
@@ -68,7 +57,9 @@ def test_starts_one_execution_per_active_table_named_after_the_slot(
     }
 
 
-def test_a_repeated_schedule_event_starts_nothing(control_items, state_machine, load_event, lambda_context):
+def test_a_repeated_schedule_event_starts_nothing(
+    executions, control_items, state_machine, load_event, lambda_context
+):
     control_items.orders()
     event = load_event("start_workflow")
 
@@ -78,10 +69,10 @@ def test_a_repeated_schedule_event_starts_nothing(control_items, state_machine, 
     assert first["started"] == ["dbo_orders-20261121T0700Z"]
     assert repeat["started"] == []
     assert repeat["alreadyStarted"] == ["dbo_orders-20261121T0700Z"]
-    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+    assert list(executions()) == ["dbo_orders-20261121T0700Z"]
 
 
-def test_the_next_slot_starts_a_new_run(control_items, state_machine, load_event, lambda_context):
+def test_the_next_slot_starts_a_new_run(executions, control_items, state_machine, load_event, lambda_context):
     control_items.orders()
     event = load_event("start_workflow")
     handlers.start_workflow.handler(event, lambda_context)
@@ -91,11 +82,11 @@ def test_the_next_slot_starts_a_new_run(control_items, state_machine, load_event
 
     assert result["slot"] == "20261121T0800Z"
     assert result["started"] == ["dbo_orders-20261121T0800Z"]
-    assert sorted(_executions()) == ["dbo_orders-20261121T0700Z", "dbo_orders-20261121T0800Z"]
+    assert sorted(executions()) == ["dbo_orders-20261121T0700Z", "dbo_orders-20261121T0800Z"]
 
 
 def test_invalid_items_are_reported_while_valid_ones_start(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     control_items.orders()
     control_items.put(_minimal_item("dbo_lines", filteroperator="greater"))
@@ -108,7 +99,7 @@ def test_invalid_items_are_reported_while_valid_ones_start(
     lines_errors, no_source_errors = (entry["errors"] for entry in result["invalid"])
     assert len(lines_errors) == 1 and lines_errors[0].startswith("filteroperator:")
     assert no_source_errors == ["sourceTable: required attribute is missing"]
-    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+    assert list(executions()) == ["dbo_orders-20261121T0700Z"]
 
 
 def test_every_page_of_the_control_table_is_read(control_items, state_machine, load_event, lambda_context):
@@ -125,7 +116,9 @@ def test_every_page_of_the_control_table_is_read(control_items, state_machine, l
     assert result["started"] == [f"{name}-20261121T0700Z" for name in names]
 
 
-def test_a_manual_invoke_without_time_uses_the_current_slot(control_items, state_machine, lambda_context):
+def test_a_manual_invoke_without_time_uses_the_current_slot(
+    executions, control_items, state_machine, lambda_context
+):
     control_items.orders()
     before = datetime.now(UTC)
 
@@ -136,7 +129,7 @@ def test_a_manual_invoke_without_time_uses_the_current_slot(control_items, state
     candidates = {moment.strftime("%Y%m%dT%H00Z") for moment in (before, after)}
     assert result["slot"] in candidates
     assert result["started"] == [f"dbo_orders-{result['slot']}"]
-    scheduled = datetime.fromisoformat(_executions()[result["started"][0]]["scheduledTime"])
+    scheduled = datetime.fromisoformat(executions()[result["started"][0]]["scheduledTime"])
     assert before - timedelta(seconds=1) <= scheduled <= after
 
 
@@ -169,7 +162,7 @@ def test_an_event_time_that_is_not_a_time_is_refused(control_items, state_machin
 
 
 def test_each_kind_of_invalid_item_gets_one_clear_error_and_the_valid_table_still_starts(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     """The issue's invalid items, as they can stand in DynamoDB (where the key always exists)."""
     control_items.orders()
@@ -205,7 +198,7 @@ def test_each_kind_of_invalid_item_gets_one_clear_error_and_the_valid_table_stil
     assert errors["bad_between"][0].startswith("endvalue:")
     assert errors["bad_settings"][0].startswith("replication_task_settings:")
     assert errors["bad_source"][0].startswith("sourceTable:") and "%" in errors["bad_source"][0]
-    assert list(_executions()) == ["dbo_orders-20261121T0700Z"]
+    assert list(executions()) == ["dbo_orders-20261121T0700Z"]
 
 
 def test_the_blog_item_as_printed_starts_and_its_ignored_endvalue_is_logged_as_a_warning(
@@ -232,7 +225,7 @@ def test_the_blog_item_as_printed_starts_and_its_ignored_endvalue_is_logged_as_a
 
 
 def test_tables_whose_names_differ_only_in_case_are_invalid_and_not_started(
-    control_items, state_machine, load_event, lambda_context
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     """DynamoDB keys are case-sensitive, Glue catalog names are not: both items would load dbo_orders."""
     control_items.orders()
@@ -260,4 +253,4 @@ def test_tables_whose_names_differ_only_in_case_are_invalid_and_not_started(
             ],
         },
     ]
-    assert list(_executions()) == ["dbo_customers-20261121T0700Z"]
+    assert list(executions()) == ["dbo_customers-20261121T0700Z"]

@@ -244,11 +244,17 @@ def test_a_run_without_new_files_succeeds_without_a_job_or_a_snapshot(make_stack
     assert [note.attributes["status"] for note in stack.notifications()] == []
 
 
-def test_a_stopped_task_is_resumed_recorded_and_notified(make_stack: StackFactory) -> None:
+@pytest.mark.parametrize("was", ["stopped", "failed"])
+def test_a_stopped_or_failed_task_is_resumed_recorded_and_notified(
+    make_stack: StackFactory, was: str
+) -> None:
     stack, job, starts = _continuous_stack(make_stack)
     (task,) = _tasks(stack)
-    stack.client("dms").stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
-    assert [described["Status"] for described in _tasks(stack)] == ["stopped"]
+    if was == "stopped":
+        stack.client("dms").stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
+    else:
+        stack.dms.fail_task(task["ReplicationTaskArn"], "the source went away")
+    assert [described["Status"] for described in _tasks(stack)] == [was]
     stack.notifications()
     _deliver(stack, "20261121-070000000.parquet")
 
@@ -260,8 +266,8 @@ def test_a_stopped_task_is_resumed_recorded_and_notified(make_stack: StackFactor
     assert stack.dms_inventory().tasks == [task["ReplicationTaskArn"]]
     resumed = stack.notifications()[0]
     assert resumed.attributes == {"status": "TASK_RESUMED", "targetTableName": TABLE}
-    assert resumed.message["resumedFrom"].startswith("was stopped")
-    assert _item(stack)["lastTaskResume"]["was"].startswith("was stopped")
+    assert resumed.message["resumedFrom"].startswith(f"was {was}")
+    assert _item(stack)["lastTaskResume"]["was"] == resumed.message["resumedFrom"]
     assert len(starts.runs) == 2  # started once, resumed once
     assert job.selections[-1] == [f"{FILES}20261121-070000000.parquet"]
 

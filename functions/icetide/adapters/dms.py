@@ -139,6 +139,11 @@ def describe_endpoint_by_id(identifier: str) -> dict[str, Any] | None:
     return _first("describe_endpoints", "Endpoints", "endpoint-id", identifier)
 
 
+def describe_endpoint_by_arn(arn: str) -> dict[str, Any] | None:
+    """The endpoint with this ARN (with its S3Settings), or None."""
+    return _first("describe_endpoints", "Endpoints", "endpoint-arn", arn)
+
+
 def create_s3_target_endpoint(
     identifier: str, *, s3_settings: Mapping[str, Any], tags: Mapping[str, str]
 ) -> dict[str, Any]:

@@ -145,8 +145,10 @@ def commit_result(
     holder = before.get("lockHolder")
     if holder == run_id:
         # The lock condition held, so the watermark (or cdc checkpoint) condition is the one that failed.
-        checkpoint = before.get("cdcCheckpoint")
-        also = f" (cdc checkpoint {checkpoint!r})" if checkpoint is not None else ""
+        stored = [
+            f"{name} {before[name]!r}" for name in ("cdcCheckpoint", "cdcFileCheckpoint") if name in before
+        ]
+        also = f" ({', '.join(stored)})" if stored else ""
         raise WatermarkConflict(
             f"the watermark of {target_table_name} is {watermark_json(before.get('watermark'))!r}{also}, "
             f"but run {run_id} started from {previous!r}: another writer moved it during the run; "

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from icetide.clock import parse_time, stored_time
+from icetide.control.model import ControlItem
 from icetide.errors import ControlItemNotFound, TableLocked
 
 
@@ -67,3 +68,13 @@ def _locked_message(
     except ValueError:
         return message
     return f"{message} (the lock counts as stale, and may be taken over, after {breakable})"
+
+
+def live_lock_holder(item: ControlItem, now: datetime, stale_after_seconds: int) -> str | None:
+    """The run holding ``item``'s lock, unless there is none or its lock is stale (the next run may
+    take it over, as acquire_lock would). A lock without a time cannot be taken over: it is live."""
+    if not item.lock_holder:
+        return None
+    if item.lock_time is not None and item.lock_time < stale_before(now, stale_after_seconds):
+        return None
+    return item.lock_holder

@@ -33,9 +33,10 @@ def read_selection(content: str | bytes, plan: RunPlan) -> BronzeFiles:
         selection = BronzeFiles.from_text(content)
     except ContractViolation as violation:
         raise ManifestInvalid(str(violation)) from None
-    if (selection.run_id, selection.bronze_uri) != (plan.run_id, plan.bronze_uri):
+    problems = selection.not_for(plan.run_id, plan.bronze_uri)
+    if problems:
         raise ManifestInvalid(
-            f"bronze file selection {plan.bronze_files_uri} is run {selection.run_id}'s of "
-            f"{selection.bronze_uri}, not run {plan.run_id}'s of {plan.bronze_uri}"
+            f"the bronze file selection {plan.bronze_files_uri} is not run {plan.run_id}'s: "
+            + "; ".join(problems)
         )
     return selection

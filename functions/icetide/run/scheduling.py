@@ -89,6 +89,8 @@ class ScheduleSummary:
     started: list[str] = field(default_factory=list)
     already_started: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    # Continuous tables not started because a live run holds their lock: table -> that run.
+    locked: dict[str, str] = field(default_factory=dict)
 
     def finish(self, triaged: Triage) -> dict[str, Any]:
         """The handler's output; raises ExecutionStartFailed if any start failed."""
@@ -99,6 +101,7 @@ class ScheduleSummary:
             "slot": self.slot_start.strftime(SLOT_FORMAT),
             "started": self.started,
             "alreadyStarted": self.already_started,
+            "locked": self.locked,
             "inactive": triaged.inactive,
             "invalid": triaged.invalid,
         }

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from icetide.control.model import ControlItem
 from icetide.dms.identifiers import run_id, schedule_slot
 from icetide.run import scheduling
-from icetide.run.locking import stale_before
+from icetide.run.locking import live_lock_holder
 from icetide.run.plan import CONTINUOUS_FOLDER, continuous_bronze_folder
 
 
@@ -97,20 +97,9 @@ def table_of_key(key: str, runnable: Iterable[ControlItem], bronze_prefix: str) 
     holders = [
         (len(folder), item)
         for item in runnable
-        if item.is_continuous
-        and key.startswith(folder := continuous_bronze_folder(bronze_prefix, item))
+        if item.is_continuous and key.startswith(folder := continuous_bronze_folder(bronze_prefix, item))
     ]
     return max(holders, key=lambda holder: holder[0])[1] if holders else None
-
-
-def live_lock_holder(item: ControlItem, now: datetime, stale_after_seconds: int) -> str | None:
-    """The run holding ``item``'s lock, unless there is none or its lock is stale (the next run may
-    take it over, as acquire_lock would). A lock without a time cannot be taken over: it is live."""
-    if not item.lock_holder:
-        return None
-    if item.lock_time is not None and item.lock_time < stale_before(now, stale_after_seconds):
-        return None
-    return item.lock_holder
 
 
 def outside_continuous_folders(

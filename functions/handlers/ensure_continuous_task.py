@@ -58,7 +58,7 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
 
 
 def _refuse_an_earlier_tasks_leftovers(plan: RunPlan) -> None:
-    leftover = plan.file_checkpoint or next((key for key, _ in s3.list_objects(plan.bronze_uri)), None)
+    leftover = plan.file_checkpoint or next((key for key, _, _ in s3.list_objects(plan.bronze_uri)), None)
     if leftover is not None:
         raise ContinuousFolderInUse(
             f"{plan.target_table_name} has no continuous task, but an earlier task's files or checkpoint "

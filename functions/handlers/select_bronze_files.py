@@ -6,8 +6,10 @@ committed file checkpoint (``plan.fileCheckpoint``), takes the files in DMS's or
 ``plan.maxFilesPerRun`` files and ``plan.maxBytesPerRun`` bytes, and writes them to
 ``plan.bronzeFilesUri`` (docs/contracts.md, "Bronze file selection"), which the Glue job reads and the
 commit takes its new checkpoint from. A selection without files is written too: the run then
-commits without a Glue job. Nothing here moves the checkpoint. Raises BronzeFolderInvalid (a file DMS
-would not write there).
+commits without a Glue job. Nothing here moves the checkpoint. A selection whose oldest file has
+lived more than half of CONTINUOUS_BRONZE_RETENTION_DAYS is logged as a warning and counted
+(metric ContinuousFilesNearExpiry): the lifecycle rule would delete such files unmerged. Raises
+BronzeFolderInvalid (a file DMS would not write there).
 """
 
 from __future__ import annotations
@@ -18,22 +20,27 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import s3
+from icetide.clock import utc_now
 from icetide.observability import MetricUnit, logger, metrics, observed
-from icetide.run.bronze_selection import ListedFile, listing_start, select_files
+from icetide.run.bronze_selection import ListedFile, at_risk, listing_start, select_files
 from icetide.run.handler_inputs import InvalidHandlerInput, PlanInput, parse_input
+from icetide.settings import load_settings
 from icetide_contracts.bronze_files import BronzeFiles
 
 
 @observed()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = load_settings()
     run = parse_input(PlanInput, event)
     plan = run.plan
     if not plan.continuous or plan.max_files_per_run is None or plan.max_bytes_per_run is None:
         raise InvalidHandlerInput("SelectBronzeFiles: the plan is not a continuous cdc run's")
 
     listed = (
-        ListedFile(key, size)
-        for key, size in s3.list_objects(plan.bronze_uri, start_after=listing_start(plan.file_checkpoint))
+        ListedFile(key, size, written)
+        for key, size, written in s3.list_objects(
+            plan.bronze_uri, start_after=listing_start(plan.file_checkpoint)
+        )
     )
     taken = select_files(
         listed,
@@ -54,6 +61,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         extra={"after": plan.file_checkpoint, "files": len(taken), "bytes": selection.total_bytes},
     )
     metrics.add_metric(name="BronzeFilesSelected", unit=MetricUnit.Count, value=len(taken))
+    behind = at_risk(taken, utc_now(), settings.continuous_bronze_retention_days)
+    if behind is not None:
+        logger.warning(
+            "continuous table far behind: its oldest unmerged file nears the lifecycle expiry",
+            extra={"ageHours": round(behind.total_seconds() / 3600, 1)},
+        )
+        metrics.add_metric(name="ContinuousFilesNearExpiry", unit=MetricUnit.Count, value=1)
     return {
         "fileCount": len(taken),
         "totalBytes": selection.total_bytes,

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     # The long-lived instance continuous cdc tables' tasks run on, when their items name none
     # (falls back to replication_instance_arn).
     continuous_replication_instance_arn: str | None = None
+    # How long the lifecycle rule keeps continuous tables' files (ContinuousBronzeRetentionDays).
+    continuous_bronze_retention_days: int = Field(default=14, ge=1)
     replication_instance_class: str = "dms.t3.medium"
     replication_subnet_group_id: str | None = None
     # NoDecode: the template passes a comma-separated list, not the JSON pydantic-settings expects.

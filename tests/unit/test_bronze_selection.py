@@ -15,6 +15,7 @@ import pytest
 from icetide.run.bronze_selection import (
     BronzeFolderInvalid,
     ListedFile,
+    at_risk,
     listing_start,
     select_files,
 )
@@ -97,3 +98,13 @@ def test_a_file_dms_would_not_write_fails_the_run_naming_it() -> None:
 )
 def test_the_listing_starts_after_a_cdc_checkpoint_only(after: str | None, start: str | None) -> None:
     assert listing_start(after) == start
+
+
+def test_a_run_warns_when_its_oldest_file_has_lived_half_the_retention() -> None:
+    now = datetime(2026, 11, 21, 12)
+    young = ListedFile(FOLDER + "20261121-060000000.parquet", 1, now - timedelta(days=6, hours=23))
+    old = ListedFile(FOLDER + "20261114-060000000.parquet", 1, now - timedelta(days=7, hours=1))
+
+    assert at_risk([young], now, retention_days=14) is None
+    assert at_risk([old, young], now, retention_days=14) == timedelta(days=7, hours=1)
+    assert at_risk([ListedFile(FOLDER + "20261121-060000000.parquet", 1)], now, retention_days=14) is None

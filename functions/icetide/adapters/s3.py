@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -33,13 +34,13 @@ def write_text(uri: str, text: str) -> None:
     client("s3").put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"), ContentType="application/json")
 
 
-def list_objects(folder_uri: str, *, start_after: str | None = None) -> Iterator[tuple[str, int]]:
-    """(key relative to ``folder_uri``, size) of every object below the folder, in S3's key order;
-    ``start_after`` (relative) skips the keys up to and including it."""
+def list_objects(folder_uri: str, *, start_after: str | None = None) -> Iterator[tuple[str, int, datetime]]:
+    """(key relative to ``folder_uri``, size, when written) of every object below the folder, in S3's
+    key order; ``start_after`` (relative) skips the keys up to and including it."""
     bucket, prefix = split_s3_uri(folder_uri)
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     if start_after is not None:
         request["StartAfter"] = prefix + start_after
     for page in client("s3").get_paginator("list_objects_v2").paginate(**request):
         for listed in page.get("Contents", []):
-            yield listed["Key"][len(prefix) :], int(listed["Size"])
+            yield listed["Key"][len(prefix) :], int(listed["Size"]), listed["LastModified"]

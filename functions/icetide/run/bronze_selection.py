@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from icetide.errors import IcetideError
 from icetide_contracts.bronze_files import CDC_PHASE, NotADmsFileName, dms_file_order
@@ -27,10 +28,23 @@ class BronzeFolderInvalid(IcetideError):
 
 @dataclass(frozen=True)
 class ListedFile:
-    """One object below the task's folder: its key relative to the folder, and its size in bytes."""
+    """One object below the task's folder: its key relative to the folder, its size in bytes, and
+    when it was written (None: not known)."""
 
     key: str
     size: int
+    written: datetime | None = None
+
+
+def at_risk(taken: list[ListedFile], now: datetime, retention_days: int) -> timedelta | None:
+    """The age of the oldest file a run takes, when it has lived more than half the time the
+    lifecycle rule keeps it (else None): a table that falls this far behind may lose files unmerged,
+    with nothing else to say so (docs/continuous-cdc.md, "The lifecycle rule")."""
+    written = [file.written for file in taken if file.written is not None]
+    if not written:
+        return None
+    age = now - min(written)
+    return age if age > timedelta(days=retention_days) / 2 else None
 
 
 def _is_hidden(key: str) -> bool:

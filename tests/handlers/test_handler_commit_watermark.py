@@ -382,3 +382,39 @@ def test_a_continuous_run_commits_only_its_own_bronze_file_selection(
     item = control_items.get("dbo_orders")
     assert item["cdcFileCheckpoint"] == "dbo/orders/20261121-050000000.parquet"
     assert item["lockHolder"] == "dbo_orders-20261121T0700Z"
+
+
+def test_a_file_checkpoint_moved_by_another_writer_is_a_conflict_and_nothing_is_stored(
+    control_items, write_manifest, raw_bucket, load_event, lambda_context
+):
+    _locked_orders(control_items, cdcFileCheckpoint="dbo/orders/20261121-055500000.parquet")
+    write_manifest(MANIFEST)
+    selection = {
+        "runId": "dbo_orders-20261121T0700Z",
+        "bronzeUri": f"s3://{raw_bucket}/continuous/dbo_orders/",
+        "files": ["dbo/orders/20261121-060000000.parquet"],
+        "totalBytes": 10,
+    }
+    boto3.client("s3").put_object(
+        Bucket=raw_bucket,
+        Key="manifests/dbo_orders/run.bronze-files.json",
+        Body=json.dumps(selection).encode(),
+    )
+
+    with pytest.raises(
+        WatermarkConflict, match=r"cdc file checkpoint 'dbo/orders/20261121-055500000\.parquet'"
+    ):
+        _commit(
+            load_event,
+            lambda_context,
+            captureMode="cdc",
+            cdcTask="continuous",
+            bronzeUri=f"s3://{raw_bucket}/continuous/dbo_orders/",
+            bronzeFilesUri=f"s3://{raw_bucket}/manifests/dbo_orders/run.bronze-files.json",
+            fileCheckpoint="dbo/orders/20261121-050000000.parquet",
+            maxFilesPerRun=100,
+            maxBytesPerRun=1000,
+        )
+    item = control_items.get("dbo_orders")
+    assert item["cdcFileCheckpoint"] == "dbo/orders/20261121-055500000.parquet"
+    assert item["lockHolder"] == "dbo_orders-20261121T0700Z"

@@ -146,7 +146,12 @@ def commit_result(
     if holder == run_id:
         # The lock condition held, so the watermark (or cdc checkpoint) condition is the one that failed.
         stored = [
-            f"{name} {before[name]!r}" for name in ("cdcCheckpoint", "cdcFileCheckpoint") if name in before
+            f"{label} {before[name]!r}"
+            for name, label in (
+                ("cdcCheckpoint", "cdc checkpoint"),
+                ("cdcFileCheckpoint", "cdc file checkpoint"),
+            )
+            if name in before
         ]
         also = f" ({', '.join(stored)})" if stored else ""
         raise WatermarkConflict(

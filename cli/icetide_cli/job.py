@@ -1,4 +1,4 @@
-"""`icetide job run`: the Glue job on folders of DMS files, into a local Iceberg warehouse.
+"""`icetide job run` and `icetide job maintain`: the Glue job (and its table maintenance), locally.
 
 The one way to run the job outside Glue. It runs the same :func:`icetide_glue.job.run_job` as the
 Glue entrypoint (glue_jobs/bronze_to_silver.py, Glue-only); only the session differs: local Spark
@@ -11,14 +11,19 @@ order in ONE Spark session, so a replay of several DMS batches pays the JVM and 
 
 ``--bronze-files`` replays one run of a continuous cdc table: only the files its bronze file
 selection lists are merged, read from ``--bronze``, a local copy of the selection's S3 folder.
+
+``icetide job maintain`` runs the maintenance step (:func:`icetide_glue.maintenance.maintain_table`)
+on one table of a local warehouse, in the same session configuration.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from icetide_cli.main import add_command_group
 from icetide_contracts.bronze_files import BronzeFiles
@@ -31,9 +36,22 @@ from icetide_glue.arguments import (
     LoadMode,
 )
 from icetide_glue.bronze_selection import selection_from_text
-from icetide_glue.errors import IcetideJobError, InvalidBronzeFileSelection, MissingPrimaryKeys
+from icetide_glue.errors import (
+    IcetideJobError,
+    InvalidBronzeFileSelection,
+    InvalidJobArguments,
+    MissingPrimaryKeys,
+)
 from icetide_glue.job import run_job
+from icetide_glue.maintenance import (
+    DEFAULT_MIN_SNAPSHOTS,
+    DEFAULT_ORPHAN_AGE,
+    DEFAULT_SNAPSHOT_RETENTION,
+    MaintenancePolicy,
+    maintain_table,
+)
 from icetide_glue.manifest import manifest_line
+from icetide_glue.silver import SilverTable, table_exists
 from icetide_local.jars import JarFetchError
 from icetide_local.spark import DEFAULT_LOCAL_CATALOG, local_spark_session
 
@@ -195,6 +213,116 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="when the key extraction started, ISO-8601 UTC (2026-11-24T10:00:00Z); needed with --reconcile",
     )
     run.set_defaults(handler=run_command)
+    register_maintain(commands)
+
+
+def register_maintain(commands: argparse._SubParsersAction) -> None:
+    """Add `job maintain`."""
+    maintain = commands.add_parser(
+        "maintain",
+        help="compact, expire snapshots and remove orphan files of one local silver table",
+        description=(
+            "Maintain one silver table of a local warehouse with Iceberg's own procedures: rewrite "
+            "data files (sorted when the table has a sort order, else bin-packed) and position-delete "
+            "files, expire old snapshots, remove orphan files, and the same for its tombstone table. "
+            "Rows are never changed. Never run it while a run of the same table is loading. Prints "
+            "files, bytes and snapshots before and after. Exit code 0: maintained; 1: refused or failed."
+        ),
+    )
+    maintain.add_argument(
+        "--warehouse",
+        required=True,
+        metavar="DIR",
+        help="local Iceberg warehouse directory holding the table",
+    )
+    maintain.add_argument("--table", required=True, metavar="DB.TABLE", help="silver table as database.table")
+    maintain.add_argument(
+        "--retention-days",
+        type=float,
+        default=DEFAULT_SNAPSHOT_RETENTION.days,
+        metavar="N",
+        help=(
+            "expire snapshots older than N days (time travel and exactly-once lookups reach back this "
+            f"far; default {DEFAULT_SNAPSHOT_RETENTION.days})"
+        ),
+    )
+    maintain.add_argument(
+        "--min-snapshots",
+        type=int,
+        default=DEFAULT_MIN_SNAPSHOTS,
+        metavar="N",
+        help=f"always keep at least the newest N snapshots, however old (default {DEFAULT_MIN_SNAPSHOTS})",
+    )
+    maintain.add_argument(
+        "--orphan-age-days",
+        type=float,
+        default=DEFAULT_ORPHAN_AGE.days,
+        metavar="N",
+        help=(
+            "remove unreferenced files only when older than N days; at least 1 (a younger file may "
+            f"belong to a commit in flight; default {DEFAULT_ORPHAN_AGE.days})"
+        ),
+    )
+    maintain.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    maintain.set_defaults(handler=maintain_command)
+
+
+def maintenance_policy(args: argparse.Namespace) -> MaintenancePolicy:
+    """The command's options as the maintenance policy (checked before Spark starts)."""
+    return MaintenancePolicy(
+        snapshot_retention=timedelta(days=args.retention_days),
+        min_snapshots=args.min_snapshots,
+        orphan_age=timedelta(days=args.orphan_age_days),
+    )
+
+
+def silver_table_of(name: str) -> SilverTable:
+    """``database.table`` in the local catalog."""
+    database, dot, table = name.partition(".")
+    if not dot or not database or not table or "." in table:
+        raise InvalidJobArguments(f"--table must be database.table, got {name!r}")
+    return SilverTable(DEFAULT_LOCAL_CATALOG, database, table)
+
+
+def maintenance_lines(report: dict[str, Any]) -> list[str]:
+    """A maintenance report as a few readable lines, one per table."""
+    lines = []
+    for one in (report, report.get("tombstones")):
+        if not one:
+            continue
+        before, after = one["before"], one["after"]
+        lines.append(
+            f"{one['table']}: data files {before['dataFiles']} -> {after['dataFiles']}, "
+            f"delete files {before['deleteFiles']} -> {after['deleteFiles']}, "
+            f"bytes {before['totalBytes']} -> {after['totalBytes']}, "
+            f"snapshots {before['snapshots']} -> {after['snapshots']} "
+            f"({one['snapshotsExpired']} expired, {one['dataFilesRewritten']} data files rewritten "
+            f"({one['strategy']}), {one['orphanFilesRemoved']} orphan files removed)"
+        )
+    return lines
+
+
+def maintain_command(args: argparse.Namespace) -> int:
+    """Handler of `icetide job maintain`: the report on stdout, an error as one line on stderr."""
+    try:
+        policy = maintenance_policy(args)
+        table = silver_table_of(args.table)
+        spark = local_spark_session(
+            Path(args.warehouse), catalog=DEFAULT_LOCAL_CATALOG, app_name="icetide-job-maintain"
+        )
+        spark.sparkContext.setLogLevel("FATAL")
+        if not table_exists(spark, table):
+            raise InvalidJobArguments(f"{args.table}: no such table in the warehouse {args.warehouse}")
+        report = maintain_table(spark, table, policy).to_json()
+    except Exception as error:  # anything, foreseen or not, ends as one line, never a traceback
+        print(f"error: {error_text(error)}", file=sys.stderr)
+        return EXIT_JOB_FAILED
+    if args.json:
+        print(json.dumps(report), flush=True)
+    else:
+        for line in maintenance_lines(report):
+            print(line, flush=True)
+    return EXIT_OK
 
 
 # Options that belong to one run, refused with several --bronze folders, and why.

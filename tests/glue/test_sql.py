@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import pytest
 
+from icetide_glue.maintenance_sql import (
+    expire_snapshots_sql,
+    file_counts_sql,
+    remove_orphan_files_sql,
+    rewrite_data_files_sql,
+    rewrite_position_delete_files_sql,
+    snapshot_count_sql,
+)
 from icetide_glue.sql import (
     add_columns_sql,
     alter_column_type_sql,
@@ -246,4 +256,59 @@ def test_sort_order_and_first_data_file_statements() -> None:
         write_ordered_by_sql(TABLE, [])
     assert first_data_file_sql(TABLE) == (
         "SELECT file_path FROM `glue_catalog`.`silver`.`orders`.`data_files` LIMIT 1"
+    )
+
+
+# Table maintenance (icetide_glue.maintenance_sql): Iceberg's procedures as text.
+
+
+def test_rewrite_data_files_names_the_quoted_table_strategy_and_options() -> None:
+    sql = rewrite_data_files_sql(
+        "glue_catalog", "silver", "or'ders", "sort", {"min-input-files": "5", "delete-file-threshold": "1"}
+    )
+    assert sql == (
+        "CALL `glue_catalog`.`system`.`rewrite_data_files`(table => '`silver`.`or\\'ders`', "
+        "strategy => 'sort', options => map('min-input-files', '5', 'delete-file-threshold', '1'))"
+    )
+    with pytest.raises(ValueError, match="unknown rewrite strategy"):
+        rewrite_data_files_sql("glue_catalog", "silver", "orders", "zorder", {})
+
+
+def test_rewrite_position_delete_files_sql() -> None:
+    assert rewrite_position_delete_files_sql("local", "silver", "orders", {"min-input-files": "2"}) == (
+        "CALL `local`.`system`.`rewrite_position_delete_files`(table => '`silver`.`orders`', "
+        "options => map('min-input-files', '2'))"
+    )
+    assert rewrite_position_delete_files_sql("local", "silver", "orders", {}) == (
+        "CALL `local`.`system`.`rewrite_position_delete_files`(table => '`silver`.`orders`')"
+    )
+
+
+def test_expire_snapshots_sql_uses_a_utc_timestamp_and_keeps_at_least_one() -> None:
+    paris = timezone(timedelta(hours=1))
+    sql = expire_snapshots_sql("local", "silver", "orders", datetime(2026, 11, 17, 11, 0, tzinfo=paris), 24)
+    assert sql == (
+        "CALL `local`.`system`.`expire_snapshots`(table => '`silver`.`orders`', "
+        "older_than => TIMESTAMP '2026-11-17T10:00:00.000000Z', retain_last => 24)"
+    )
+    with pytest.raises(ValueError, match="at least one"):
+        expire_snapshots_sql("local", "silver", "orders", datetime(2026, 11, 17, tzinfo=UTC), 0)
+    with pytest.raises(ValueError, match="carry its zone"):
+        expire_snapshots_sql("local", "silver", "orders", datetime(2026, 11, 17), 24)
+
+
+def test_remove_orphan_files_sql() -> None:
+    assert remove_orphan_files_sql("local", "silver", "orders", datetime(2026, 11, 21, 6, tzinfo=UTC)) == (
+        "CALL `local`.`system`.`remove_orphan_files`(table => '`silver`.`orders`', "
+        "older_than => TIMESTAMP '2026-11-21T06:00:00.000000Z')"
+    )
+
+
+def test_maintenance_measures_from_metadata_tables() -> None:
+    assert file_counts_sql(TABLE) == (
+        "SELECT content, count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes "
+        "FROM `glue_catalog`.`silver`.`orders`.`files` GROUP BY content"
+    )
+    assert snapshot_count_sql(TABLE) == (
+        "SELECT count(*) AS snapshots FROM `glue_catalog`.`silver`.`orders`.`snapshots`"
     )

@@ -1,0 +1,184 @@
+"""Table maintenance on a silver table built by the real job: rows kept, files and snapshots cut."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import Row, SparkSession
+from pyspark.sql.types import StructType
+
+from glue.dms_files import write_dms_file
+from glue.frames import assert_frame_equal
+from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
+from icetide_glue.maintenance import (
+    MaintenancePolicy,
+    MaintenanceReport,
+    TableFiles,
+    TableMaintenance,
+    UnsafeOrphanAge,
+    maintain_table,
+    measure_table,
+)
+from icetide_glue.silver import SilverTable
+
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
+)
+
+# Four runs: a full load, then merges with inserts, updates and deletes (position-delete files).
+RUNS: list[list[tuple[str, str, int, str]]] = [
+    [("I", "2026-11-21 06:00:00", key, f"v{key}") for key in range(1, 41)],
+    [
+        *(("U", "2026-11-21 07:00:00", key, f"u{key}") for key in range(1, 6)),
+        *(("D", "2026-11-21 07:00:00", key, "") for key in range(6, 9)),
+        *(("I", "2026-11-21 07:00:00", key, f"v{key}") for key in range(41, 46)),
+    ],
+    [
+        *(("U", "2026-11-21 08:00:00", key, f"w{key}") for key in range(10, 13)),
+        ("D", "2026-11-21 08:00:00", 41, ""),
+        ("I", "2026-11-21 08:00:00", 46, "v46"),
+    ],
+    [
+        ("U", "2026-11-21 09:00:00", 1, "x1"),
+        ("D", "2026-11-21 09:00:00", 2, ""),
+        ("D", "2026-11-21 09:00:00", 30, ""),
+    ],
+]
+
+
+def _utc_rows(rows: list[Row]) -> list[tuple[Any, ...]]:
+    """Rows read with Spark as the equality helper's expectations: timestamps UTC-aware (PySpark
+    hands them to Python as naive local times)."""
+    return [
+        tuple(v.astimezone(UTC) if isinstance(v, datetime) and v.tzinfo is None else v for v in row)
+        for row in rows
+    ]
+
+
+def _orphan(folder: Path, name: str, age: timedelta) -> Path:
+    """A file no snapshot references, last modified ``age`` ago (a failed writer's leftover)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(b"not referenced by any snapshot")
+    modified = time.time() - age.total_seconds()
+    os.utime(path, (modified, modified))
+    return path
+
+
+@dataclass(frozen=True)
+class Maintained:
+    """The shared table, as it was before maintenance, and what maintenance reported."""
+
+    table: SilverTable
+    bronzes: list[Path]
+    manifests: list[dict[str, Any]]
+    rows_before: list[tuple[Any, ...]]
+    schema: StructType
+    before: TableFiles
+    policy: MaintenancePolicy
+    report: dict[str, Any]
+    old_orphan: Path
+    recent_orphan: Path
+
+
+@pytest.fixture(scope="module")
+def maintained(spark: SparkSession, warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Maintained:
+    """``silver.maint`` built by four real runs, then maintained once (Spark is slow: shared)."""
+    folder = tmp_path_factory.mktemp("maint-bronze")
+    bronzes, manifests = [], []
+    for number, rows in enumerate(RUNS, start=1):
+        bronze = folder / f"run{number}"
+        write_dms_file(bronze, f"2026112{number}-000000000.parquet", BRONZE, rows)
+        bronzes.append(bronze)
+        manifests.append(load_into_silver(spark, "maint", f"maint-{number}", bronze))
+    table = SilverTable(CATALOG, SILVER_DATABASE, "maint")
+    silver = spark.table(silver_table("maint"))
+    rows_before, schema = _utc_rows(silver.collect()), silver.schema
+    before = measure_table(spark, table)
+    data_folder = warehouse / SILVER_DATABASE / "maint" / "data"
+    old_orphan = _orphan(data_folder, "old-orphan.parquet", timedelta(days=4))
+    recent_orphan = _orphan(data_folder, "recent-orphan.parquet", timedelta(hours=2))
+    # Retention 0: every snapshot is older than it, so only the newest min_snapshots stay.
+    policy = MaintenancePolicy(snapshot_retention=timedelta(0), min_snapshots=2, min_input_files=2)
+    report = maintain_table(spark, table, policy).to_json()
+    return Maintained(
+        table, bronzes, manifests, rows_before, schema, before, policy, report, old_orphan, recent_orphan
+    )
+
+
+@pytest.mark.spark
+def test_maintenance_keeps_rows_and_cuts_files_and_snapshots(
+    spark: SparkSession, maintained: Maintained
+) -> None:
+    before, report, policy = maintained.before, maintained.report, maintained.policy
+    assert before.position_delete_files > 0, "the merges should have left position-delete files"
+    assert_frame_equal(spark.table(silver_table("maint")), maintained.rows_before, maintained.schema)
+    after = measure_table(spark, maintained.table)
+    assert report["before"] == before.to_json()
+    assert report["after"] == after.to_json()
+    assert after.data_files < before.data_files
+    assert after.delete_files == 0
+    assert after.snapshots <= policy.min_snapshots
+    assert report["snapshotsExpired"] > 0
+    assert report["dataFilesRewritten"] > 0
+    assert report["strategy"] == "sort"
+    assert report["tombstones"] is not None
+    assert report["tombstones"]["strategy"] == "binpack"
+    assert report["tombstones"]["after"]["snapshots"] <= policy.min_snapshots
+
+
+@pytest.mark.spark
+def test_orphan_removal_keeps_files_younger_than_the_orphan_age(maintained: Maintained) -> None:
+    assert maintained.report["orphanFilesRemoved"] >= 1
+    assert not maintained.old_orphan.exists()
+    assert maintained.recent_orphan.exists(), (
+        "a file younger than the orphan age may be an in-flight commit's"
+    )
+
+
+@pytest.mark.spark
+def test_rerun_of_an_expired_run_changes_nothing(spark: SparkSession, maintained: Maintained) -> None:
+    assert maintained.manifests[1]["snapshotId"] not in snapshot_ids(spark, "maint"), "run 2 expired"
+    snapshots = snapshot_ids(spark, "maint")
+    load_into_silver(spark, "maint", "maint-2", maintained.bronzes[1])
+    assert_frame_equal(spark.table(silver_table("maint")), maintained.rows_before, maintained.schema)
+    assert snapshot_ids(spark, "maint") == snapshots
+
+
+@pytest.mark.spark
+def test_rerun_of_an_expired_run_hands_back_its_manifest(spark: SparkSession, maintained: Maintained) -> None:
+    # Exactly once also promises the same manifest (the original counts, alreadyCommitted), as
+    # test_exactly_once does before expiry; the committed run is looked up in the snapshot
+    # summaries, which expiry removed.
+    again = load_into_silver(spark, "maint", "maint-2", maintained.bronzes[1])
+    assert again == {**maintained.manifests[1], "alreadyCommitted": True}
+
+
+def test_orphan_age_below_one_day_is_refused() -> None:
+    with pytest.raises(UnsafeOrphanAge, match="shorter than 1 day"):
+        MaintenancePolicy(orphan_age=timedelta(hours=23))
+    assert MaintenancePolicy(orphan_age=timedelta(days=1)).orphan_age == timedelta(days=1)
+
+
+def test_report_is_json() -> None:
+
+    files = TableFiles(data_files=3, delete_files=1, position_delete_files=1, total_bytes=10, snapshots=4)
+    one = TableMaintenance(table="silver.t", strategy="binpack", before=files, after=files)
+    text = json.dumps(MaintenanceReport(silver=one, tombstones=None).to_json())
+    decoded = json.loads(text)
+    assert decoded["policy"]["orphanAgeSeconds"] == timedelta(days=3).total_seconds()
+    assert decoded["before"] == {
+        "dataFiles": 3,
+        "deleteFiles": 1,
+        "positionDeleteFiles": 1,
+        "totalBytes": 10,
+        "snapshots": 4,
+    }

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from awsglue.utils import getResolvedOptions
-from pyspark.sql import SparkSession
 
 from icetide_glue.arguments import JobArguments, parse_glue_options
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.job import run_job
 from icetide_glue.manifest import manifest_line
+from icetide_glue.session import build_session
 
 SCRIPT_NAME = "bronze_to_silver.py"
 
@@ -32,14 +32,6 @@ SCRIPT_NAME = "bronze_to_silver.py"
 def resolve_arguments(argv: Sequence[str]) -> JobArguments:
     """The job run's arguments through Glue's resolver (``argv`` without program name)."""
     return parse_glue_options([sys.argv[0] if sys.argv else SCRIPT_NAME, *argv], getResolvedOptions)
-
-
-def build_session() -> SparkSession:
-    """The Glue job's session; its catalog comes from the job's configuration."""
-    spark = SparkSession.builder.getOrCreate()
-    # Watermarks and change times are compared in UTC, whatever zone the cluster runs in.
-    spark.conf.set("spark.sql.session.timeZone", "UTC")
-    return spark
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

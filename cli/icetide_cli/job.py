@@ -21,12 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from icetide_cli.main import add_command_group
 from icetide_contracts.bronze_files import BronzeFiles
+from icetide_contracts.maintenance import JOB_ARGUMENTS, MaintenancePolicy
 from icetide_glue.arguments import (
     DEFAULT_CHANGE_SEQUENCE_COLUMN,
     DEFAULT_TIMESTAMP_COLUMN,
@@ -43,15 +44,9 @@ from icetide_glue.errors import (
     MissingPrimaryKeys,
 )
 from icetide_glue.job import run_job
-from icetide_glue.maintenance import (
-    DEFAULT_MIN_SNAPSHOTS,
-    DEFAULT_ORPHAN_AGE,
-    DEFAULT_SNAPSHOT_RETENTION,
-    MaintenancePolicy,
-    maintain_table,
-)
+from icetide_glue.maintenance_job import MaintenanceJobArguments, run_maintenance_job
 from icetide_glue.manifest import manifest_line
-from icetide_glue.silver import SilverTable, table_exists
+from icetide_glue.silver import table_exists
 from icetide_local.jars import JarFetchError
 from icetide_local.spark import DEFAULT_LOCAL_CATALOG, local_spark_session
 
@@ -222,11 +217,14 @@ def register_maintain(commands: argparse._SubParsersAction) -> None:
         "maintain",
         help="compact, expire snapshots and remove orphan files of one local silver table",
         description=(
-            "Maintain one silver table of a local warehouse with Iceberg's own procedures: rewrite "
-            "data files (sorted when the table has a sort order, else bin-packed) and position-delete "
+            "Maintain one silver table of a local warehouse with Iceberg's own procedures, as the "
+            "maintenance Glue job does: record its committed runs in its run ledger, rewrite data "
+            "files (sorted when the table has a sort order, else bin-packed) and position-delete "
             "files, expire old snapshots, remove orphan files, and the same for its tombstone table. "
-            "Rows are never changed. Never run it while a run of the same table is loading. Prints "
-            "files, bytes and snapshots before and after. Exit code 0: maintained; 1: refused or failed."
+            "Rows are never changed. Never run it while a run of the same table is loading (`icetide "
+            "local maintain` takes the table's lock). Prints files, bytes and snapshots before and "
+            "after. Policy defaults are those of a control item without `maintenance`. Exit code 0: "
+            "maintained; 1: refused or failed."
         ),
     )
     maintain.add_argument(
@@ -237,57 +235,56 @@ def register_maintain(commands: argparse._SubParsersAction) -> None:
     )
     maintain.add_argument("--table", required=True, metavar="DB.TABLE", help="silver table as database.table")
     maintain.add_argument(
-        "--retention-days",
-        type=float,
-        default=DEFAULT_SNAPSHOT_RETENTION.days,
-        metavar="N",
-        help=(
-            "expire snapshots older than N days (time travel and exactly-once lookups reach back this "
-            f"far; default {DEFAULT_SNAPSHOT_RETENTION.days})"
-        ),
+        "--run-id",
+        default="",
+        help="this maintenance run's id (default: manual-maintain-<UTC time>)",
     )
-    maintain.add_argument(
-        "--min-snapshots",
-        type=int,
-        default=DEFAULT_MIN_SNAPSHOTS,
-        metavar="N",
-        help=f"always keep at least the newest N snapshots, however old (default {DEFAULT_MIN_SNAPSHOTS})",
-    )
-    maintain.add_argument(
-        "--orphan-age-days",
-        type=float,
-        default=DEFAULT_ORPHAN_AGE.days,
-        metavar="N",
-        help=(
-            "remove unreferenced files only when older than N days; at least 1 (a younger file may "
-            f"belong to a commit in flight; default {DEFAULT_ORPHAN_AGE.days})"
-        ),
-    )
+    maintain.add_argument("--report", default="", metavar="PATH", help="also write the report JSON to PATH")
+    for key, argument in JOB_ARGUMENTS.items():
+        maintain.add_argument(
+            f"--{argument.replace('_', '-')}",
+            dest=argument,
+            default="",
+            metavar="N",
+            help=f"{POLICY_HELP[key]} (control item: maintenance.{key}; default {POLICY_DEFAULTS[key]})",
+        )
     maintain.add_argument("--json", action="store_true", help="print the report as one JSON object")
     maintain.set_defaults(handler=maintain_command)
 
 
-def maintenance_policy(args: argparse.Namespace) -> MaintenancePolicy:
-    """The command's options as the maintenance policy (checked before Spark starts)."""
-    return MaintenancePolicy(
-        snapshot_retention=timedelta(days=args.retention_days),
-        min_snapshots=args.min_snapshots,
-        orphan_age=timedelta(days=args.orphan_age_days),
+POLICY_HELP = {
+    "snapshotRetentionHours": "expire snapshots older than N hours",
+    "minSnapshots": "always keep at least the newest N snapshots, however old",
+    "orphanAgeHours": (
+        "remove unreferenced files only when older than N hours; at least 24 (a younger file may "
+        "belong to a commit in flight)"
+    ),
+    "minInputFiles": "rewrite a group of small files only when it has at least N files",
+    "deleteFileThreshold": "rewrite a data file that has at least N delete files",
+    "targetFileSizeBytes": "size of the rewritten data files in bytes (the table's own setting)",
+}
+POLICY_DEFAULTS = {key: value for key, value in MaintenancePolicy().to_json().items() if key in JOB_ARGUMENTS}
+
+
+def maintenance_arguments(args: argparse.Namespace) -> MaintenanceJobArguments:
+    """The command's options as the maintenance job's arguments (checked before Spark starts)."""
+    return MaintenanceJobArguments.from_options(
+        {
+            "target_table": args.table,
+            "run_id": args.run_id or datetime.now(UTC).strftime("manual-maintain-%Y%m%dT%H%M%SZ"),
+            "report_uri": args.report,
+            "catalog": DEFAULT_LOCAL_CATALOG,
+            **{argument: getattr(args, argument) for argument in JOB_ARGUMENTS.values()},
+        }
     )
 
 
-def silver_table_of(name: str) -> SilverTable:
-    """``database.table`` in the local catalog."""
-    database, dot, table = name.partition(".")
-    if not dot or not database or not table or "." in table:
-        raise InvalidJobArguments(f"--table must be database.table, got {name!r}")
-    return SilverTable(DEFAULT_LOCAL_CATALOG, database, table)
-
-
 def maintenance_lines(report: dict[str, Any]) -> list[str]:
-    """A maintenance report as a few readable lines, one per table."""
+    """A maintenance report (the contract's JSON) as a few readable lines, one per table."""
+    if report.get("skipped"):
+        return [f"{report['table']}: skipped: {report['skipped']}"]
     lines = []
-    for one in (report, report.get("tombstones")):
+    for one in (report.get("silver"), report.get("tombstones")):
         if not one:
             continue
         before, after = one["before"], one["after"]
@@ -305,15 +302,14 @@ def maintenance_lines(report: dict[str, Any]) -> list[str]:
 def maintain_command(args: argparse.Namespace) -> int:
     """Handler of `icetide job maintain`: the report on stdout, an error as one line on stderr."""
     try:
-        policy = maintenance_policy(args)
-        table = silver_table_of(args.table)
+        job_args = maintenance_arguments(args)
         spark = local_spark_session(
             Path(args.warehouse), catalog=DEFAULT_LOCAL_CATALOG, app_name="icetide-job-maintain"
         )
         spark.sparkContext.setLogLevel("FATAL")
-        if not table_exists(spark, table):
+        if not table_exists(spark, job_args.table):
             raise InvalidJobArguments(f"{args.table}: no such table in the warehouse {args.warehouse}")
-        report = maintain_table(spark, table, policy).to_json()
+        report = run_maintenance_job(spark, job_args).to_json()
     except Exception as error:  # anything, foreseen or not, ends as one line, never a traceback
         print(f"error: {error_text(error)}", file=sys.stderr)
         return EXIT_JOB_FAILED

@@ -2,8 +2,8 @@
 
 `demo` runs two cycles on a sample SQLite shop and checks silver against the source; `run` runs one
 hourly cycle of your tables against your database, keeping state in a workspace directory; `status`
-shows that state; `maintain` compacts and expires the workspace's silver tables. README.md says
-what is local and what is the real code.
+shows that state; `maintain` runs each table's maintenance through the maintenance state machine.
+README.md says what is local and what is the real code.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from icetide.control.codec import from_typed_json
@@ -100,11 +99,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "maintain",
         help="maintain the silver tables of a workspace (compaction, snapshot expiry, orphans)",
         description=(
-            "Run the maintenance step (as `icetide job maintain`, default policy) on every silver table "
-            "of the workspace's warehouse, or on the one --table names, and print files, bytes and "
-            "snapshots before and after per table. Tombstone tables are maintained with their silver "
-            "table. Do not run it while `local run` runs on the same workspace. Exit code 0: every "
-            "table maintained; 1: some table failed (each is named with its cause); 2: bad arguments."
+            "Run each table's maintenance as in AWS: the maintenance state machine takes the table's "
+            "lock (the one merge runs take), runs the maintenance job (compaction, delete-file rewrite, "
+            "snapshot expiry, orphan removal; the tombstone table too) on local Spark, records "
+            "lastMaintenance on the control item and releases the lock. Without --table, StartMaintenance "
+            "starts every active table whose item leaves maintenance on. Prints per table data files, "
+            "delete files, bytes and snapshots before -> after, or why it was refused. Exit code 0: every "
+            "table maintained or refused; 1: some table failed (each is named with its cause); 2: bad "
+            "arguments."
         ),
     )
     maintain.add_argument("--workspace", required=True, metavar="DIR", help="a workspace used by `local run`")
@@ -112,9 +114,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--table",
         default="",
         metavar="NAME",
-        help="maintain only this silver table (database.table, or just table in the workspace's database)",
+        help="maintain only this table (its targetTableName)",
     )
-    maintain.add_argument("--json", action="store_true", help="print one JSON report per table per line")
+    maintain.add_argument("--json", action="store_true", help="print one JSON object per table per line")
     maintain.set_defaults(handler=maintain_command)
 
 
@@ -210,6 +212,10 @@ def _json_value(value: Any) -> Any:
     # DynamoDB numbers come back as Decimal; JSON wants plain numbers.
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {key: _json_value(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_json_value(inner) for inner in value]
     return value
 
 
@@ -218,59 +224,35 @@ def _cell(value: Any) -> str:
 
 
 def maintain_command(args: argparse.Namespace) -> int:
-    """`icetide local maintain`."""
+    """`icetide local maintain`: each table through the maintenance state machine, as in AWS."""
+    # Spark loads only when needed
+    from icetide_local.workspace_maintenance import maintain_workspace, render_maintenance
+
     try:
         workspace = Workspace.existing(args.workspace)
+        if args.table and not workspace.load_control_items():
+            raise WorkspaceError(f"no table {args.table}: the workspace has no control items yet")
+        done = maintain_workspace(workspace, table=args.table or None, progress=_progress)
     except WorkspaceError as exc:
         print(f"icetide local maintain: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    tables = warehouse_silver_tables(workspace.warehouse)
-    if args.table:
-        tables = [t for t in tables if args.table in (f"{t[0]}.{t[1]}", t[1])]
-        if not tables:
-            print(
-                f"icetide local maintain: no silver table {args.table} in {workspace.warehouse}",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
-    if not tables:
-        print("no silver table in this workspace yet")
-        return EXIT_OK
-    # Spark loads only when a command needs it.
-    from icetide_cli.job import maintenance_lines
-    from icetide_glue.maintenance import maintain_table
-    from icetide_glue.silver import SilverTable
-    from icetide_local.spark import DEFAULT_LOCAL_CATALOG, local_spark_session
-
-    _progress(f"maintaining {len(tables)} table(s)")
-    spark = local_spark_session(
-        workspace.warehouse, catalog=DEFAULT_LOCAL_CATALOG, app_name="icetide-maintain"
-    )
-    failed = 0
-    for database, name in tables:
-        table = SilverTable(DEFAULT_LOCAL_CATALOG, database, name)
-        try:
-            report = maintain_table(spark, table).to_json()
-        except Exception as exc:  # one table's failure must not stop the others
-            failed += 1
-            print(f"{table}: maintenance failed: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")
-            continue
-        if args.json:
-            print(json.dumps(report), flush=True)
-        else:
-            for line in maintenance_lines(report):
-                print(line, flush=True)
-    return EXIT_FAILED if failed else EXIT_OK
+    except (StartWorkflowFailed, TimeoutError) as exc:
+        print(f"icetide local maintain: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        for run in done.runs:
+            print(json.dumps(_maintenance_json(run)), flush=True)
+    else:
+        for line in render_maintenance(done):
+            print(line, flush=True)
+    return EXIT_OK if done.succeeded else EXIT_FAILED
 
 
-def warehouse_silver_tables(warehouse: Path) -> list[tuple[str, str]]:
-    """``(database, table)`` of every Iceberg table of a Hadoop-catalog warehouse, tombstone tables
-    left out (each is maintained with its silver table)."""
-    from icetide_glue.silver import TOMBSTONE_TABLE_SUFFIX
-
-    found = []
-    for metadata in sorted(warehouse.glob("*/*/metadata")):
-        table, database = metadata.parent.name, metadata.parent.parent.name
-        if metadata.is_dir() and not table.endswith(TOMBSTONE_TABLE_SUFFIX):
-            found.append((database, table))
-    return found
+def _maintenance_json(run: Any) -> dict[str, Any]:
+    return {
+        "targetTableName": run.target_table_name,
+        "runId": run.run_id,
+        "status": run.status,
+        "refused": run.refused,
+        "lastMaintenance": _json_value(run.last_maintenance),
+    }

@@ -84,7 +84,12 @@ def write_object(document: object) -> dict[str, Any]:
 
 def _json_value(value: Any) -> Any:
     # A fresh list, so the caller may change the object without touching the frozen document.
-    return list(value) if isinstance(value, list | tuple) else value
+    if isinstance(value, list | tuple):
+        return list(value)
+    # A document inside a document (a report's per-table parts) is written as its own object.
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return write_object(value)
+    return value
 
 
 # --- checks ---------------------------------------------------------------------------------------

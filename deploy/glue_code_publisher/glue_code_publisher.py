@@ -1,7 +1,8 @@
-"""Publish the Glue job's script and a zip of its packages to S3 (custom resource GlueCode).
+"""Publish the Glue jobs' scripts and a zip of its packages to S3 (custom resource GlueCode).
 
 Why: `sam package` uploads a layer's content but has no property for a Glue job's --extra-py-files.
-This custom resource copies the script and the icetide_glue package out of the Glue code layer, and
+This custom resource copies the scripts (the merge job's and the maintenance job's) and the
+icetide_glue package out of the Glue code layer, and
 the icetide_contracts package (the contracts the job shares with the Lambdas) out of the contracts
 layer, named in its properties, into a folder named after their content: one zip holds both
 packages. So a change of either gives the job new locations (and CloudFormation deletes the old
@@ -25,7 +26,8 @@ from crhelper import CfnResource
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-SCRIPT = "bronze_to_silver.py"
+# Each Glue job's script, by the GlueCode attribute its job's ScriptLocation names.
+SCRIPTS = {"ScriptLocation": "bronze_to_silver.py", "MaintenanceScriptLocation": "maintain_silver.py"}
 PACKAGE = "icetide_glue"  # from the Glue code layer; it names the zip too
 CONTRACTS_PACKAGE = "icetide_contracts"  # from the contracts layer
 LAYER_ROOT = "python/"  # where a python3.x layer build puts the sources
@@ -59,34 +61,39 @@ def package_modules(layer: zipfile.ZipFile, package: str) -> dict[str, bytes]:
     return {name[len(LAYER_ROOT) :]: layer.read(name) for name in names}
 
 
-def glue_artifacts(glue_layer_zip: bytes, contracts_layer_zip: bytes) -> tuple[bytes, bytes]:
-    """(script bytes, package zip bytes) taken from the bytes of the two layer zips."""
+def glue_artifacts(glue_layer_zip: bytes, contracts_layer_zip: bytes) -> tuple[dict[str, bytes], bytes]:
+    """({script name: bytes}, package zip bytes) taken from the bytes of the two layer zips."""
     with (
         zipfile.ZipFile(io.BytesIO(glue_layer_zip)) as glue_layer,
         zipfile.ZipFile(io.BytesIO(contracts_layer_zip)) as contracts_layer,
     ):
-        if LAYER_ROOT + SCRIPT not in glue_layer.namelist():
-            raise GlueCodeMissing(f"the layer has no {LAYER_ROOT}{SCRIPT}")
+        for script in SCRIPTS.values():
+            if LAYER_ROOT + script not in glue_layer.namelist():
+                raise GlueCodeMissing(f"the layer has no {LAYER_ROOT}{script}")
         modules = package_modules(glue_layer, PACKAGE) | package_modules(contracts_layer, CONTRACTS_PACKAGE)
         package = io.BytesIO()
         with zipfile.ZipFile(package, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, content in sorted(modules.items()):
                 archive.writestr(zipfile.ZipInfo(name, date_time=ZIP_DATE), content, zipfile.ZIP_DEFLATED)
-        return glue_layer.read(LAYER_ROOT + SCRIPT), package.getvalue()
+        scripts = {script: glue_layer.read(LAYER_ROOT + script) for script in SCRIPTS.values()}
+        return scripts, package.getvalue()
 
 
 def publish(
     s3: S3Client, bucket: str, prefix: str, glue_layer_zip: bytes, contracts_layer_zip: bytes
 ) -> tuple[dict[str, str], str]:
-    """Upload script and package; returns (their s3:// locations, the folder's s3:// URI)."""
-    script, package = glue_artifacts(glue_layer_zip, contracts_layer_zip)
-    folder = f"{prefix.strip('/')}/{hashlib.sha256(script + package).hexdigest()[:16]}"
-    s3.put_object(Bucket=bucket, Key=f"{folder}/{SCRIPT}", Body=script)
+    """Upload scripts and package; returns (their s3:// locations, the folder's s3:// URI)."""
+    scripts, package = glue_artifacts(glue_layer_zip, contracts_layer_zip)
+    content = hashlib.sha256()
+    for name in sorted(scripts):
+        content.update(name.encode() + b"\0" + scripts[name] + b"\0")
+    content.update(package)
+    folder = f"{prefix.strip('/')}/{content.hexdigest()[:16]}"
+    for name, script in scripts.items():
+        s3.put_object(Bucket=bucket, Key=f"{folder}/{name}", Body=script)
     s3.put_object(Bucket=bucket, Key=f"{folder}/{PACKAGE}.zip", Body=package)
-    locations = {
-        "ScriptLocation": f"s3://{bucket}/{folder}/{SCRIPT}",
-        "ExtraPyFiles": f"s3://{bucket}/{folder}/{PACKAGE}.zip",
-    }
+    locations = {attribute: f"s3://{bucket}/{folder}/{name}" for attribute, name in SCRIPTS.items()}
+    locations["ExtraPyFiles"] = f"s3://{bucket}/{folder}/{PACKAGE}.zip"
     return locations, f"s3://{bucket}/{folder}/"
 
 
@@ -95,7 +102,7 @@ def unpublish(s3: S3Client, folder_uri: str) -> None:
     if not folder_uri.startswith("s3://"):
         return
     bucket, _, folder = folder_uri[len("s3://") :].partition("/")
-    for name in (SCRIPT, f"{PACKAGE}.zip"):
+    for name in (*SCRIPTS.values(), f"{PACKAGE}.zip"):
         s3.delete_object(Bucket=bucket, Key=folder + name)
 
 

@@ -15,11 +15,12 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters.control_table import ControlTable
-from icetide.clock import stored_time, utc_now
+from icetide.clock import utc_now
 from icetide.control.model import ControlItem
-from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.observability import observed
 from icetide.run import locking
 from icetide.run.handler_inputs import LockInput, parse_input
+from icetide.run.lock_taking import take_table_lock
 from icetide.run.plan import RunTiming, build_run_plan
 from icetide.settings import Settings, load_settings
 from icetide_contracts.run_plan import RunPlan
@@ -58,29 +59,17 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     item = ControlItem.parse(raw)
     plan = _plan(item, run.run_id, settings, timing)
 
-    write = table.take_lock(
+    locked = take_table_lock(
+        table,
         run.target_table_name,
         run.run_id,
-        now=stored_time(now),
-        stale_before=locking.stale_before(now, settings.lock_stale_after_seconds),
-    )
-    taken = locking.lock_result(
-        run.target_table_name,
-        run.run_id,
-        written=write.written,
-        before=write.item,
+        now=now,
         stale_after_seconds=settings.lock_stale_after_seconds,
     )
-    if taken.broken_holder:
-        logger.warning(
-            "broke a stale lock",
-            extra={"brokenHolder": taken.broken_holder, "lockedSince": taken.broken_since},
-        )
-        metrics.add_metric(name="StaleLocksBroken", unit=MetricUnit.Count, value=1)
 
     # The plan must describe the item as it was when the lock was taken; it differs from the
     # item read above only if someone wrote to it in between.
-    locked_item = ControlItem.parse(write.item or {})
+    locked_item = ControlItem.parse(locked)
     if locked_item != item:
         plan = _plan(locked_item, run.run_id, settings, timing)
     return {"plan": plan.to_json()}

@@ -2,28 +2,42 @@
 
 Input: an EventBridge scheduled event (its ``time`` picks the slot) or ``{}`` (now). Output:
 ``{"slot", "started", "alreadyStarted", "locked", "inactive", "invalid", "retired"}`` (docs/contracts.md).
-A continuous table whose lock a live run holds (an event-started run) is not started again but
-listed under ``locked``: its run would only fail at the lock. An inactive continuous cdc table's
+A table whose lock a live run holds is not started but listed under ``locked`` (its run would only
+fail at the lock) when that run is a maintenance run, or when the table is continuous (an
+event-started run merges what this one would); a delta or windowed cdc table held by another merge
+run is started, and refused at the lock, as before. An inactive continuous cdc table's
 long-lived task is taken one step further towards deleted (stop, delete the task, delete its
 endpoint): ``retired`` says which step, per table.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import stepfunctions
-from icetide.adapters.control_table import ControlTable
 from icetide.clock import utc_now
-from icetide.dms.identifiers import run_id, schedule_slot
+from icetide.control.model import ControlItem
+from icetide.dms.identifiers import is_maintenance_run_id, run_id, schedule_slot
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run import scheduling
 from icetide.run.handler_inputs import ScheduleEvent, parse_input
 from icetide.run.locking import live_lock_holder
 from icetide.run.retire import retire_step
+from icetide.run.starts import PlannedRun, start_runs, triaged_control_items
 from icetide.settings import load_settings
+
+
+def _waits_for(item: ControlItem, holder: str) -> bool:
+    """True when this slot's run of ``item`` is better not started while ``holder`` runs.
+
+    Event-started runs of a continuous table come every few minutes: the one going on merges what
+    this run would. A maintenance run holds the lock for minutes to hours, by schedule: the merge
+    run would only fail at the lock (a failed execution, an alarm); the next slot merges instead.
+    """
+    return item.is_continuous or is_maintenance_run_id(holder)
 
 
 @observed(correlation_id_path=None)
@@ -33,9 +47,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     scheduled_time = parse_input(ScheduleEvent, event).time or utc_now()
     slot_start = schedule_slot(scheduled_time, settings.schedule_slot_minutes)
 
-    triaged = scheduling.triage(ControlTable(settings.control_table_name).scan_items())
-    for invalid in triaged.invalid:
-        logger.error("invalid control item skipped", extra=invalid)
+    triaged = triaged_control_items(settings.control_table_name)
     for item in triaged.runnable:
         if item.notes:  # values the item sets that no run uses: worth fixing, not worth skipping the table
             logger.warning(
@@ -59,21 +71,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
     summary = scheduling.ScheduleSummary(slot_start=slot_start)
     now = utc_now()
+    runs = []
     for item in triaged.runnable:
         run = run_id(item.target_table_name, slot_start)
         holder = live_lock_holder(item, now, settings.lock_stale_after_seconds)
-        if item.is_continuous and holder is not None:
-            # Event-started runs come every few minutes: the one going on merges what this run would.
-            summary.locked[item.target_table_name] = holder
-            continue
-        execution_input = scheduling.execution_input(item.target_table_name, run, scheduled_time)
-        try:
-            started = stepfunctions.start_execution_once(state_machine_arn, run, execution_input)
-        except Exception as error:  # one table's failed start must not hold back the others
-            logger.exception("could not start run", extra={"runId": run})
-            summary.failed[run] = str(error)
-            continue
-        (summary.started if started else summary.already_started).append(run)
+        runs.append(
+            PlannedRun(
+                item.target_table_name,
+                run,
+                scheduling.execution_input(item.target_table_name, run, scheduled_time),
+                locked_by=holder if holder is not None and _waits_for(item, holder) else None,
+            )
+        )
+    start_runs(runs, functools.partial(stepfunctions.start_execution_once, state_machine_arn), summary)
+    for run, reason in summary.failed.items():
+        logger.error("could not start run", extra={"runId": run, "reason": reason})
 
     logger.info(
         "schedule event handled",

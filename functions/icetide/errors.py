@@ -104,3 +104,17 @@ class ContinuousFolderInUse(IcetideError):
 
     Not retried.
     """
+
+
+class MaintenanceDisabled(IcetideError):
+    """A maintenance run was started for a table whose control item sets ``maintenance.enabled``
+    false. The run takes no lock and changes nothing; the maintenance state machine ends it as a
+    refusal, not a failure. Not retried."""
+
+
+class MaintenanceReportInvalid(IcetideError):
+    """The maintenance job's report is missing, not JSON, breaks its contract
+    (`icetide_contracts.maintenance.MaintenanceReport`) or belongs to another run.
+
+    Not retried: the same report would be read again.
+    """

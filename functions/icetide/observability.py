@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 # Where the run id sits in every per-run handler event: inject_lambda_context makes it the
 # correlation id of each log line, so one run's lines can be found across all its functions.
@@ -45,3 +45,17 @@ def observed(correlation_id_path: str | None = RUN_ID) -> Callable[[Handler], Ha
 
 
 __all__ = ["RUN_ID", "MetricUnit", "logger", "metrics", "observed", "tracer"]
+
+
+def publish_table_metrics(table: str, values: list[tuple[str, MetricUnit, float]]) -> None:
+    """Publish ``values`` (name, unit, value) now, with ``table`` as their one dimension.
+
+    A buffer of their own, not the shared one: a dimension added to the shared buffer would stay on
+    every metric of the invocation, and in-process local runs of several tables share the buffer.
+    """
+    table_metrics = EphemeralMetrics()
+    table_metrics.add_dimension(name="table", value=table)
+    for name, unit, value in values:
+        table_metrics.add_metric(name=name, unit=unit, value=value)
+    table_metrics.flush_metrics()
+

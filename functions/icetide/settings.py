@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     stack_name: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9-]*$")
     state_machine_arn: str | None = None
     schedule_slot_minutes: int = Field(default=60, ge=1, le=1440)
+    # The table-maintenance state machine StartMaintenance starts, and its slot: one maintenance run
+    # per table and slot (a day by default, a week at most).
+    maintenance_state_machine_arn: str | None = None
+    maintenance_slot_minutes: int = Field(default=1440, ge=1, le=10080)
     # The slot of a run started by S3 events: a burst of files within one slot starts one execution.
     event_slot_minutes: int = Field(default=5, ge=1, le=60)
     lock_stale_after_seconds: int = Field(default=21600, ge=1)
@@ -64,6 +68,7 @@ class Settings(BaseSettings):
     @field_validator(
         "stack_name",
         "state_machine_arn",
+        "maintenance_state_machine_arn",
         "raw_bucket",
         "glue_database",
         "replication_instance_arn",

@@ -250,11 +250,19 @@ def split_column_list(text: str | None) -> tuple[str, ...]:
 
 
 def parse_glue_options(argv: Sequence[str], resolve: ResolveOptions) -> JobArguments:
-    """Parse Glue's ``sys.argv`` (program name first) with ``getResolvedOptions``.
+    """Parse Glue's ``sys.argv`` (program name first) with ``getResolvedOptions``."""
+    return JobArguments.from_options(
+        resolve_glue_options(argv, resolve, REQUIRED_ARGUMENTS, OPTIONAL_ARGUMENTS)
+    )
+
+
+def resolve_glue_options(
+    argv: Sequence[str], resolve: ResolveOptions, required: Sequence[str], optional: Sequence[str]
+) -> Mapping[str, str]:
+    """``{name: value}`` of a Glue job run's arguments (``argv``: program name first).
 
     getResolvedOptions fails on any listed name that is absent, so optional names are only asked
     for when the job run actually carries them.
     """
-    present = [name for name in OPTIONAL_ARGUMENTS if f"--{name}" in argv]
-    resolved = resolve(list(argv), [*REQUIRED_ARGUMENTS, *present])
-    return JobArguments.from_options(resolved)
+    present = [name for name in optional if f"--{name}" in argv]
+    return resolve(list(argv), [*required, *present])

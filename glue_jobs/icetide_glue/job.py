@@ -1,7 +1,8 @@
 """One run of the bronze → silver job, the same on Glue, from the command line and from the CLI.
 
 Order of work, chosen so that a failure leaves silver untouched and a rerun changes nothing:
-1. a snapshot already carrying this run id → hand back its manifest (``alreadyCommitted``);
+1. a snapshot already carrying this run id (or, once maintenance expired it, the run ledger's
+   record of it) → hand back its manifest (``alreadyCommitted``);
 2. read the run's DMS files (every file below its folder, or exactly the files its bronze file
    selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
    either), unless the run reconciles an existing table (the source may only have lost rows: an
@@ -59,6 +60,7 @@ from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import check_row_count
+from icetide_glue.run_ledger import find_run
 from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
     SilverTable,
@@ -100,7 +102,7 @@ def _load_run(
 ) -> RunManifest:
     exists = table_exists(spark, table)
     if exists:
-        committed = find_committed_run(spark, table, args.run_id)
+        committed = find_run(spark, table, args.run_id)
         if committed is not None:
             return RunManifest.already_committed_run(
                 args.run_id, str(table), committed.snapshot_id, committed.run_stats

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from icetide_contracts.run_manifest import RunManifest
-from icetide_glue.errors import ManifestWriteError
+from icetide_glue.errors import IcetideJobError, ManifestWriteError
 
 
 def manifest_line(manifest: dict[str, Any]) -> str:
@@ -25,24 +25,38 @@ def manifest_line(manifest: dict[str, Any]) -> str:
 
 def write_manifest(uri: str, manifest: RunManifest) -> None:
     """Write the manifest JSON to an s3:// URI, a file:// URI or a local path."""
-    body = manifest_line(manifest.to_json()) + "\n"
+    write_json_document(uri, manifest.to_json(), what="the run manifest", argument="--manifest_uri")
+
+
+def write_json_document(
+    uri: str,
+    document: dict[str, Any],
+    *,
+    what: str,
+    argument: str,
+    error: type[IcetideJobError] = ManifestWriteError,
+) -> None:
+    """Write one JSON document (a line) to an s3:// URI, a file:// URI or a local path; ``error``
+    (naming ``what`` and ``argument``) when it cannot be written."""
+    body = manifest_line(document) + "\n"
     parsed = urlparse(uri)
     if parsed.scheme == "s3":
-        _put_s3_object(parsed.netloc, parsed.path.lstrip("/"), body, uri)
+        bucket, key = parsed.netloc, parsed.path.lstrip("/")
+        if not bucket or not key:
+            raise error(f"{argument} {uri!r} must be s3://bucket/key")
+        _put_s3_object(bucket, key, body, f"cannot write {what} to {uri}", error)
     elif parsed.scheme in ("", "file"):
         path = Path(unquote(parsed.path) if parsed.scheme == "file" else uri)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(body, encoding="utf-8")
-        except OSError as error:
-            raise ManifestWriteError(f"cannot write the run manifest to {uri}: {error}") from error
+        except OSError as failure:
+            raise error(f"cannot write {what} to {uri}: {failure}") from failure
     else:
-        raise ManifestWriteError(f"--manifest_uri {uri!r}: only s3://, file:// and local paths are supported")
+        raise error(f"{argument} {uri!r}: only s3://, file:// and local paths are supported")
 
 
-def _put_s3_object(bucket: str, key: str, body: str, uri: str) -> None:
-    if not bucket or not key:
-        raise ManifestWriteError(f"--manifest_uri {uri!r} must be s3://bucket/key")
+def _put_s3_object(bucket: str, key: str, body: str, failed: str, error: type[IcetideJobError]) -> None:
     # boto3 is imported here: Glue provides it, and local runs writing to a path never need it.
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
@@ -51,5 +65,5 @@ def _put_s3_object(bucket: str, key: str, body: str, uri: str) -> None:
         boto3.client("s3").put_object(
             Bucket=bucket, Key=key, Body=body.encode("utf-8"), ContentType="application/json"
         )
-    except (BotoCoreError, ClientError) as error:
-        raise ManifestWriteError(f"cannot write the run manifest to {uri}: {error}") from error
+    except (BotoCoreError, ClientError) as failure:
+        raise error(f"{failed}: {failure}") from failure

@@ -73,6 +73,11 @@ class CommittedRun:
     snapshot_id: int
     run_stats: dict[str, Any]
 
+    @classmethod
+    def from_summary(cls, snapshot_id: int, run_stats: str | None) -> CommittedRun:
+        """From the snapshot id and the run statistics' JSON text as the summary holds them."""
+        return cls(snapshot_id=snapshot_id, run_stats=json.loads(run_stats) if run_stats else {})
+
 
 def table_exists(spark: SparkSession, table: SilverTable) -> bool:
     return spark.catalog.tableExists(table.sql_name)
@@ -154,8 +159,7 @@ def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> 
     row = spark.sql(committed_snapshot_sql(table.sql_name, run_id)).first()
     if row is None:
         return None
-    stats = json.loads(row["run_stats"]) if row["run_stats"] else {}
-    return CommittedRun(snapshot_id=int(row["snapshot_id"]), run_stats=stats)
+    return CommittedRun.from_summary(int(row["snapshot_id"]), row["run_stats"])
 
 
 def tombstone_table(table: SilverTable) -> SilverTable:

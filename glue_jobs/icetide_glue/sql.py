@@ -487,3 +487,47 @@ def committed_snapshot_sql(table: str, run_id: str) -> str:
             "LIMIT 1",
         ]
     )
+
+
+# The run ledger: the runs whose snapshots maintenance may expire (icetide_glue.run_ledger).
+LEDGER_COLUMNS = (
+    ("run_id", "string"),
+    ("snapshot_id", "bigint"),
+    ("committed_at", "timestamp"),
+    ("run_stats", "string"),
+)
+
+
+def record_committed_runs_sql(ledger: str, table: str) -> str:
+    """Add to the ledger every run that committed one of ``table``'s current ancestors and that
+    the ledger does not hold yet (idempotent: a maintenance retry records nothing twice)."""
+    snapshots, history = f"{table}.{quote_identifier('snapshots')}", f"{table}.{quote_identifier('history')}"
+    run_id = f"s.summary[{string_literal(RUN_ID_PROPERTY)}]"
+    return "\n".join(
+        [
+            f"INSERT INTO {ledger}",
+            f"SELECT {run_id} AS run_id, s.snapshot_id, s.committed_at,",
+            f"       s.summary[{string_literal(RUN_STATS_PROPERTY)}] AS run_stats",
+            f"FROM {snapshots} s JOIN {history} h ON s.snapshot_id = h.snapshot_id",
+            f"WHERE h.is_current_ancestor AND {run_id} IS NOT NULL",
+            f"  AND NOT EXISTS (SELECT 1 FROM {ledger} l WHERE l.snapshot_id = s.snapshot_id)",  # noqa: S608
+        ]
+    )
+
+
+def recorded_run_sql(ledger: str, table: str, run_id: str) -> str:
+    """Find ``run_id`` in the ledger, if the snapshot it committed is gone (expired).
+
+    A snapshot still in ``table``'s metadata but not found by :func:`committed_snapshot_sql` is no
+    ancestor any more (rolled back): its run must be loaded again, so the ledger does not count.
+    """
+    snapshots = f"{table}.{quote_identifier('snapshots')}"
+    return "\n".join(
+        [
+            f"SELECT l.snapshot_id, l.run_stats FROM {ledger} l",  # noqa: S608
+            f"WHERE l.run_id = {string_literal(run_id)}",
+            f"  AND NOT EXISTS (SELECT 1 FROM {snapshots} s WHERE s.snapshot_id = l.snapshot_id)",  # noqa: S608
+            "ORDER BY l.committed_at DESC",
+            "LIMIT 1",
+        ]
+    )

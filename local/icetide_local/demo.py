@@ -10,6 +10,8 @@
 5. More payment changes (a deleted key inserted again, a key updated then deleted), and cycle 3.
 6. The check: each silver table, read with pyiceberg straight from its Iceberg metadata (not with
    icetide's code), must hold exactly the source's rows.
+7. Maintenance of every table through the maintenance state machine (files before and after),
+   then the same check again: maintenance must not change a row.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from icetide_local.sample_source import (
 from icetide_local.stepfunctions import StackNames
 from icetide_local.workspace import Workspace, WorkspaceError
 from icetide_local.workspace_cycle import run_workspace_cycle
+from icetide_local.workspace_maintenance import maintain_workspace, render_maintenance
 
 SILVER_DATABASE = StackNames().glue_database
 # The sample tables by their control items' targetTableName.
@@ -109,6 +112,10 @@ def _naive_utc(value: Any) -> Any:
     return value
 
 
+def _check_all(workspace: Workspace, source: SampleSource) -> list[SilverCheck]:
+    return [check_silver(workspace.warehouse, name, source, table) for name, table in SAMPLE_TABLES.items()]
+
+
 def run_demo(directory: str | None, *, out: TextIO, progress: Callable[[str], None]) -> bool:
     """Run the demo in a new workspace at `directory` (a temporary one when None); True if all is well."""
     workspace = Workspace.open(directory)
@@ -153,12 +160,29 @@ def run_demo(directory: str | None, *, out: TextIO, progress: Callable[[str], No
             print(line, file=out)
 
     print("\ncheck: each silver table (read with pyiceberg) against its source table", file=out)
-    checks = [check_silver(workspace.warehouse, name, source, table) for name, table in SAMPLE_TABLES.items()]
+    checks = _check_all(workspace, source)
     for check in checks:
         print(f"  {check.line()}", file=out)
+
+    # What the daily maintenance state machine does in AWS; rows must not change.
+    progress("maintenance: compaction, delete-file rewrite, snapshot expiry, orphan removal")
+    maintained = maintain_workspace(workspace, progress=progress)
+    print("\nmaintenance: files before -> after, per table", file=out)
+    for line in render_maintenance(maintained):
+        print(f"  {line}", file=out)
+    print("\ncheck after maintenance: each silver table against its source table", file=out)
+    rechecks = _check_all(workspace, source)
+    for check in rechecks:
+        print(f"  {check.line()}", file=out)
+    checks += rechecks
     print(
         f"\nTry: icetide local status --workspace {workspace.root}\n"
+        f"     icetide local maintain --workspace {workspace.root}\n"
         f"     icetide local run --workspace {workspace.root} --source {source.url} --tables {tables_file}",
         file=out,
     )
-    return all(report.succeeded for report in reports) and all(check.matches for check in checks)
+    return (
+        all(report.succeeded for report in reports)
+        and maintained.succeeded
+        and all(check.matches for check in checks)
+    )

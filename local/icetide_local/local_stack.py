@@ -29,7 +29,7 @@ from icetide_local.cycle_report import CycleReport, TableRun
 from icetide_local.standins.dms.cdc import DEFAULT_SLOT_NAME
 from icetide_local.standins.dms.data_mover import replicator_mover, source_endpoint_settings
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
-from icetide_local.standins.glue_spark import SparkGlueJob
+from icetide_local.standins.glue_spark import SparkGlueJob, SparkMaintenanceJob
 from icetide_local.stepfunctions import TableRunHarness
 
 Progress = Callable[[str], None]
@@ -50,6 +50,7 @@ LOCAL_ENVIRONMENT = {
     "POWERTOOLS_METRICS_DISABLED": "true",
 }
 START_WORKFLOW = "start_workflow"
+START_MAINTENANCE = "start_maintenance"
 # What a deployer names as ContinuousReplicationInstanceArn: the long-lived instance continuous
 # tables' tasks run on. Recreated under the same identifier (so the same ARN) by every process,
 # which is what the saved continuous tasks refer to.
@@ -58,7 +59,8 @@ DEFAULT_EXECUTION_TIMEOUT_SECONDS = 1800.0
 
 
 class StartWorkflowFailed(RuntimeError):
-    """The StartWorkflow Lambda returned a function error; no cycle ran (or only part of one)."""
+    """The StartWorkflow (or StartMaintenance) Lambda returned a function error; no cycle ran (or
+    only part of one)."""
 
 
 def _quiet(_: str) -> None:
@@ -86,12 +88,14 @@ class LocalStack(TableRunHarness):
         super().__init__(
             substitutions={**FAST_WAITS, **(substitutions or {})},
             glue_runner=self.glue_job,
+            maintenance_runner=SparkMaintenanceJob(warehouse, progress=progress),
             dms=DmsLifecycle(mover=replicator_mover(source_url)),
             # A PostgreSQL source endpoint names the replication slot CDC tasks read, as on AWS.
             source_endpoint_settings=source_endpoint_settings(source_url, slot_name=DEFAULT_SLOT_NAME),
             environment=LOCAL_ENVIRONMENT,
         )
         self.start_workflow_function = ""
+        self.start_maintenance_function = ""
         self._handler_log = handler_log
         self._interpreter_log = logging.getLogger("moto.stepfunctions.parser")
         self._interpreter_log_level = self._interpreter_log.level
@@ -124,6 +128,7 @@ class LocalStack(TableRunHarness):
         try:
             super().__enter__()
             self.start_workflow_function = self._create_function(START_WORKFLOW)
+            self.start_maintenance_function = self._create_function(START_MAINTENANCE)
             # The harness sets each function's variables around its invocation and removes them after.
             # Other threads (Spark starting its JVM, botocore) copy os.environ meanwhile, and a key
             # vanishing mid-copy raises KeyError there. Set for the stack's whole life, the variables
@@ -201,15 +206,20 @@ class LocalStack(TableRunHarness):
         caught_up = self.dms.catch_up_running_tasks()
         if caught_up:
             self.progress(f"DMS stand-in: {len(caught_up)} continuous task(s) caught up")
+        return self._invoke_scheduled(self.start_workflow_function, "StartWorkflow", scheduled_time)
+
+    def start_maintenance_schedule(self, scheduled_time: datetime) -> dict[str, Any]:
+        """Invoke StartMaintenance as the daily EventBridge rule does; its output (what it started)."""
+        return self._invoke_scheduled(self.start_maintenance_function, "StartMaintenance", scheduled_time)
+
+    def _invoke_scheduled(self, function: str, name: str, scheduled_time: datetime) -> dict[str, Any]:
         response = self.client("lambda").invoke(
-            FunctionName=self.start_workflow_function,
-            Payload=json.dumps(self._scheduled_event(scheduled_time)).encode(),
+            FunctionName=function, Payload=json.dumps(self._scheduled_event(scheduled_time)).encode()
         )
         payload = json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
-            raise StartWorkflowFailed(
-                f"StartWorkflow failed: {payload.get('errorType')}: {payload.get('errorMessage')}"
-            )
+            error = f"{payload.get('errorType')}: {payload.get('errorMessage')}"
+            raise StartWorkflowFailed(f"{name} failed: {error}")
         return dict(payload)
 
     def _scheduled_event(self, scheduled_time: datetime) -> dict[str, Any]:

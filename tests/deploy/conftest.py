@@ -1,14 +1,37 @@
-"""Fixtures of the deployment tests: the parsed template, read once per session."""
+"""Fixtures of the deployment tests: the parsed template, read once per session, and the tools' runs."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from typing import Any
 
 import pytest
 
 from deploy import template_model
+from deploy.deploy_tools import output, run_tool
 
 
 @pytest.fixture(scope="session")
 def template() -> dict[str, Any]:
     return template_model.template()
+
+
+@pytest.fixture(scope="session")
+def lint_deploy() -> subprocess.CompletedProcess[str]:
+    """`make lint-deploy`, once per session (it also creates .venv-sam and .venv-checkov)."""
+    # -o: use .venv as it is; the test suite already runs inside it.
+    return run_tool("make", "--no-print-directory", "-o", ".venv/.installed", "lint-deploy")
+
+
+@pytest.fixture(scope="session")
+def transformed(lint_deploy: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """template.yaml after the AWS::Serverless transform (tests/deploy/sam_transform.py, in .venv-sam)."""
+    result = run_tool(
+        str(template_model.REPO_ROOT / ".venv-sam" / "bin" / "python"),
+        "tests/deploy/sam_transform.py",
+        timeout=300,
+    )
+    assert result.returncode == 0, output(result)
+    resources: dict[str, Any] = json.loads(result.stdout)["Resources"]
+    return resources

@@ -8,14 +8,13 @@ runtime's Python (python3.11) on PATH.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from deploy.deploy_tools import SAM, output, run_tool
 from deploy.template_model import (
     REPO_ROOT,
     SERVERLESS_FUNCTION,
@@ -25,33 +24,8 @@ from deploy.template_model import (
     resources_of_type,
 )
 
-SAM = REPO_ROOT / ".venv-sam" / "bin" / "sam"
 # pydantic-core's compiled module for Linux on Graviton: present only in an arm64 build.
 ARM64_PYDANTIC_CORE = "pydantic_core/_pydantic_core.cpython-311-aarch64-linux-gnu.so"
-TOOL_ENVIRONMENT = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
-
-
-def run_tool(*command: str, timeout: int = 1200) -> subprocess.CompletedProcess[str]:
-    """Run a deployment tool from the repository root; its output is kept for the assertion message."""
-    return subprocess.run(
-        list(command),
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        env=TOOL_ENVIRONMENT,
-        check=False,
-        timeout=timeout,
-    )
-
-
-def output(result: subprocess.CompletedProcess[str]) -> str:
-    return result.stdout + result.stderr
-
-
-@pytest.fixture(scope="module")
-def lint_deploy() -> subprocess.CompletedProcess[str]:
-    # -o: use .venv as it is; the test suite already runs inside it.
-    return run_tool("make", "--no-print-directory", "-o", ".venv/.installed", "lint-deploy")
 
 
 def test_lint_deploy_finds_nothing(lint_deploy: subprocess.CompletedProcess[str]) -> None:
@@ -78,6 +52,7 @@ def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
         assert (build_dir / name / "crhelper" / "__init__.py").is_file(), f"{name} lacks its requirements"
     layer = build_dir / "GlueCodeLayer" / "python"
     assert (layer / "bronze_to_silver.py").is_file()
+    assert (layer / "maintain_silver.py").is_file()
     assert (layer / "icetide_glue" / "__init__.py").is_file()
     contracts = build_dir / "ContractsLayer" / "python" / "icetide_contracts"
     assert {path.name for path in contracts.glob("*.py")} == {
@@ -94,17 +69,6 @@ def test_sam_reads_each_samconfig_environment(
 
     assert result.returncode == 0, output(result)
     assert "template.yaml is a valid SAM Template" in output(result)
-
-
-@pytest.fixture(scope="module")
-def transformed(lint_deploy: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    """template.yaml after the AWS::Serverless transform (tests/deploy/sam_transform.py, in .venv-sam)."""
-    result = run_tool(
-        str(REPO_ROOT / ".venv-sam" / "bin" / "python"), "tests/deploy/sam_transform.py", timeout=300
-    )
-    assert result.returncode == 0, output(result)
-    resources: dict[str, Any] = json.loads(result.stdout)["Resources"]
-    return resources
 
 
 def test_the_serverless_transform_accepts_the_template(transformed: dict[str, Any]) -> None:

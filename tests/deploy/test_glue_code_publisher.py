@@ -41,6 +41,7 @@ pytestmark = pytest.mark.timeout(60)
 
 BUCKET = "icetide-raw-test"
 SCRIPT = b"print('bronze to silver')\n"
+MAINTENANCE_SCRIPT = b"print('maintain silver')\n"
 STACK_ID = "arn:aws:cloudformation:eu-west-1:123456789012:stack/icetide/4c1b7a52-5d0e-4f6a-9a43-0d8f4a1e2b3c"
 # A pre-signed S3 URL's path and query, as CloudFormation hands it out.
 RESPONSE_PATH = "/cloudformation-response/GlueCode?X-Amz-Expires=7200&X-Amz-Signature=abc123"
@@ -59,6 +60,7 @@ def layer_zip(
 
 GLUE_LAYER = {
     "python/bronze_to_silver.py": SCRIPT,
+    "python/maintain_silver.py": MAINTENANCE_SCRIPT,
     "python/icetide_glue/__init__.py": b"",
     "python/icetide_glue/sql.py": b"MERGE = 'MERGE INTO'\n",
     "python/icetide_glue/__pycache__/sql.cpython-311.pyc": b"\x00compiled",
@@ -86,9 +88,9 @@ def zip_entries(content: bytes) -> dict[str, bytes]:
 
 
 def test_artifacts_are_the_script_and_the_package_modules_only() -> None:
-    script, package = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER), layer_zip(CONTRACTS_LAYER))
+    scripts, package = glue_code_publisher.glue_artifacts(layer_zip(GLUE_LAYER), layer_zip(CONTRACTS_LAYER))
 
-    assert script == SCRIPT
+    assert scripts == {"bronze_to_silver.py": SCRIPT, "maintain_silver.py": MAINTENANCE_SCRIPT}
     assert zip_entries(package) == PACKAGE_ENTRIES
 
 
@@ -109,6 +111,7 @@ def test_the_same_code_gives_the_same_package_bytes() -> None:
     ("missing", "named"),
     [
         ("python/bronze_to_silver.py", "python/bronze_to_silver.py"),
+        ("python/maintain_silver.py", "python/maintain_silver.py"),
         ("python/icetide_glue/__init__.py", "__init__.py"),
     ],
 )
@@ -318,9 +321,11 @@ def test_create_publishes_script_and_package_under_a_content_named_folder(invoke
     assert re.fullmatch(rf"s3://{BUCKET}/glue/[0-9a-f]{{16}}/", folder)
     assert answer["Data"] == {
         "ScriptLocation": f"{folder}bronze_to_silver.py",
+        "MaintenanceScriptLocation": f"{folder}maintain_silver.py",
         "ExtraPyFiles": f"{folder}icetide_glue.zip",
     }
     assert _object(s3, answer["Data"]["ScriptLocation"]) == SCRIPT
+    assert _object(s3, answer["Data"]["MaintenanceScriptLocation"]) == MAINTENANCE_SCRIPT
     assert set(zip_entries(_object(s3, answer["Data"]["ExtraPyFiles"]))) == {
         "icetide_glue/__init__.py",
         "icetide_glue/sql.py",
@@ -402,6 +407,7 @@ def test_cloudformation_receives_the_answer_it_expects(invoke: Any, response_url
         "LogicalResourceId": "GlueCode",
         "Data": {
             "ScriptLocation": f"{folder}bronze_to_silver.py",
+            "MaintenanceScriptLocation": f"{folder}maintain_silver.py",
             "ExtraPyFiles": f"{folder}icetide_glue.zip",
         },
         "NoEcho": False,

@@ -44,7 +44,8 @@ def test_environments_are_separate_stacks() -> None:
     assert stacks == {"icetide", "icetide-prod"}
 
 
-def test_only_prod_runs_on_the_schedule_by_default() -> None:
-    schedule = {env: _overrides(env)["ScheduleState"] for env in ENVIRONMENTS}
+@pytest.mark.parametrize("parameter", ["ScheduleState", "MaintenanceScheduleState"])
+def test_only_prod_runs_on_the_schedule_by_default(parameter: str) -> None:
+    schedule = {env: _overrides(env)[parameter] for env in ENVIRONMENTS}
 
     assert schedule == {"default": "DISABLED", "prod": "ENABLED"}

@@ -434,7 +434,7 @@ def test_hourly_schedule_starts_the_workflow_and_can_be_switched_off() -> None:
 
 def test_notifications_are_encrypted_and_failed_executions_raise_an_alarm() -> None:
     topic = resources_of_type("AWS::SNS::Topic")["NotificationTopic"]["Properties"]
-    (alarm,) = resources_of_type("AWS::CloudWatch::Alarm").values()
+    alarm = resources_of_type("AWS::CloudWatch::Alarm")["FailedRunsAlarm"]
 
     assert topic["KmsMasterKeyId"] == {"Ref": "IcetideKey"}
     assert alarm["Properties"]["Namespace"] == "AWS/States"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 from decimal import Decimal
 
@@ -25,6 +27,31 @@ def test_demo_loads_its_cycles_and_says_silver_matches_the_source(tmp_path, icet
     assert "main_customers: silver matches source (8 rows)" in result.out
     assert "main_orders: silver matches source (10 rows)" in result.out
     assert "main_payments: silver matches source (5 rows)" in result.out
+    # Then maintenance through its state machine: each merged table compacted to one data file
+    # without delete files, and the same rows afterwards.
+    maintenance, recheck = result.out.split("maintenance: files before -> after, per table")[1].split(
+        "check after maintenance"
+    )
+    for table in ("main_customers", "main_orders", "main_payments"):
+        silver = next(
+            line for line in maintenance.splitlines() if line.strip().startswith(f"{table} (silver)")
+        )
+        assert re.search(r"data files [2-9] -> 1, delete files [1-9] -> 0,", silver), silver
+    assert "main_payments: silver matches source (5 rows)" in recheck
+    assert "main_customers: silver matches source (8 rows)" in recheck
+
+    # `icetide local maintain` on the demo's workspace: one table, as JSON; its lastMaintenance kept.
+    again = icetide("local", "maintain", "--workspace", workspace, "--table", "main_orders", "--json")
+    assert again.exit_code == 0, again.text
+    (run,) = [json.loads(line) for line in again.out.splitlines()]
+    assert (run["targetTableName"], run["status"], run["refused"]) == ("main_orders", "SUCCEEDED", None)
+    assert run["runId"].startswith("main_orders-maintain-")
+    last = run["lastMaintenance"]
+    assert (last["status"], last["runId"]) == ("SUCCEEDED", run["runId"])
+    assert (last["silver"]["before"]["dataFiles"], last["silver"]["after"]["deleteFiles"]) == (1, 0)
+    unknown = icetide("local", "maintain", "--workspace", workspace, "--table", "main_order")
+    assert unknown.exit_code == 2
+    assert "no table main_order in the workspace's control items" in unknown.err
     delta, changes = result.out.split("second cycle: delta")[1].split("third cycle: changes")
     customers = _row(delta, "main_customers")
     # read, inserted, updated, deleted, then the watermark moving from the first cycle's to the second's

@@ -50,3 +50,12 @@ def glue_entrypoint() -> Iterator[ModuleType]:
         sys.modules.pop("bronze_to_silver", None)
         yield importlib.import_module("bronze_to_silver")
     sys.modules.pop("bronze_to_silver", None)
+
+
+@pytest.fixture
+def maintenance_entrypoint() -> Iterator[ModuleType]:
+    """``maintain_silver`` imported as on Glue, where ``awsglue`` exists."""
+    with awsglue_installed():
+        sys.modules.pop("maintain_silver", None)
+        yield importlib.import_module("maintain_silver")
+    sys.modules.pop("maintain_silver", None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -18,15 +17,9 @@ from pyspark.sql.types import StructType
 from glue.dms_files import write_dms_file
 from glue.frames import assert_frame_equal
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
-from icetide_glue.maintenance import (
-    MaintenancePolicy,
-    MaintenanceReport,
-    TableFiles,
-    TableMaintenance,
-    UnsafeOrphanAge,
-    maintain_table,
-    measure_table,
-)
+from icetide_contracts.json_fields import ContractViolation
+from icetide_contracts.maintenance import MaintenancePolicy, TableFiles
+from icetide_glue.maintenance import maintain_table, measure_table
 from icetide_glue.silver import SilverTable
 
 BRONZE = pa.schema(
@@ -107,8 +100,8 @@ def maintained(spark: SparkSession, warehouse: Path, tmp_path_factory: pytest.Te
     old_orphan = _orphan(data_folder, "old-orphan.parquet", timedelta(days=4))
     recent_orphan = _orphan(data_folder, "recent-orphan.parquet", timedelta(hours=2))
     # Retention 0: every snapshot is older than it, so only the newest min_snapshots stay.
-    policy = MaintenancePolicy(snapshot_retention=timedelta(0), min_snapshots=2, min_input_files=2)
-    report = maintain_table(spark, table, policy).to_json()
+    policy = MaintenancePolicy(snapshot_retention_hours=0, min_snapshots=2, min_input_files=2)
+    report = maintain_table(spark, table, policy).report("maint-m1").to_json()
     return Maintained(
         table, bronzes, manifests, rows_before, schema, before, policy, report, old_orphan, recent_orphan
     )
@@ -122,14 +115,18 @@ def test_maintenance_keeps_rows_and_cuts_files_and_snapshots(
     assert before.position_delete_files > 0, "the merges should have left position-delete files"
     assert_frame_equal(spark.table(silver_table("maint")), maintained.rows_before, maintained.schema)
     after = measure_table(spark, maintained.table)
-    assert report["before"] == before.to_json()
-    assert report["after"] == after.to_json()
+    silver = report["silver"]
+    assert silver["before"]["dataFiles"] == before.data_files
+    assert silver["before"]["positionDeleteFiles"] == before.position_delete_files
+    assert silver["before"]["snapshots"] == before.snapshots == 4
+    assert (silver["after"]["dataFiles"], silver["after"]["snapshots"]) == (after.data_files, after.snapshots)
     assert after.data_files < before.data_files
     assert after.delete_files == 0
     assert after.snapshots <= policy.min_snapshots
-    assert report["snapshotsExpired"] > 0
-    assert report["dataFilesRewritten"] > 0
-    assert report["strategy"] == "sort"
+    assert silver["snapshotsExpired"] > 0
+    assert silver["dataFilesRewritten"] > 0
+    assert silver["strategy"] == "sort"
+    assert silver["runsRecorded"] == 4, "the four runs' snapshots were copied into the run ledger"
     assert report["tombstones"] is not None
     assert report["tombstones"]["strategy"] == "binpack"
     assert report["tombstones"]["after"]["snapshots"] <= policy.min_snapshots
@@ -137,7 +134,7 @@ def test_maintenance_keeps_rows_and_cuts_files_and_snapshots(
 
 @pytest.mark.spark
 def test_orphan_removal_keeps_files_younger_than_the_orphan_age(maintained: Maintained) -> None:
-    assert maintained.report["orphanFilesRemoved"] >= 1
+    assert maintained.report["silver"]["orphanFilesRemoved"] >= 1
     assert not maintained.old_orphan.exists()
     assert maintained.recent_orphan.exists(), (
         "a file younger than the orphan age may be an in-flight commit's"
@@ -162,23 +159,35 @@ def test_rerun_of_an_expired_run_hands_back_its_manifest(spark: SparkSession, ma
     assert again == {**maintained.manifests[1], "alreadyCommitted": True}
 
 
+@pytest.mark.spark
+def test_rerun_of_an_expired_run_after_its_tombstones_are_pruned_changes_nothing(
+    spark: SparkSession, maintained: Maintained
+) -> None:
+    # Run 2 inserted key 41, run 3 deleted it. Without the order memory, only the run ledger stops a
+    # rerun of run 2 from inserting key 41 again.
+    spark.sql(f"DELETE FROM {silver_table('maint__icetide_tombstones')}")  # noqa: S608
+    snapshots = snapshot_ids(spark, "maint")
+    again = load_into_silver(spark, "maint", "maint-2", maintained.bronzes[1])
+    assert again["alreadyCommitted"] is True
+    assert spark.table(silver_table("maint")).where("id = 41").count() == 0
+    assert_frame_equal(spark.table(silver_table("maint")), maintained.rows_before, maintained.schema)
+    assert snapshot_ids(spark, "maint") == snapshots
+
+
+@pytest.mark.spark
+def test_a_second_pass_records_no_run_twice_and_keeps_the_rows(
+    spark: SparkSession, maintained: Maintained
+) -> None:
+    ledger = silver_table("maint__icetide_runs")
+    runs_before = sorted(row["run_id"] for row in spark.table(ledger).collect())
+    again = maintain_table(spark, maintained.table, maintained.policy).report("maint-m2").to_json()
+    assert again["silver"]["runsRecorded"] == 0
+    assert sorted(row["run_id"] for row in spark.table(ledger).collect()) == runs_before
+    assert runs_before == ["maint-1", "maint-2", "maint-3", "maint-4"]
+    assert_frame_equal(spark.table(silver_table("maint")), maintained.rows_before, maintained.schema)
+
+
 def test_orphan_age_below_one_day_is_refused() -> None:
-    with pytest.raises(UnsafeOrphanAge, match="shorter than 1 day"):
-        MaintenancePolicy(orphan_age=timedelta(hours=23))
-    assert MaintenancePolicy(orphan_age=timedelta(days=1)).orphan_age == timedelta(days=1)
-
-
-def test_report_is_json() -> None:
-
-    files = TableFiles(data_files=3, delete_files=1, position_delete_files=1, total_bytes=10, snapshots=4)
-    one = TableMaintenance(table="silver.t", strategy="binpack", before=files, after=files)
-    text = json.dumps(MaintenanceReport(silver=one, tombstones=None).to_json())
-    decoded = json.loads(text)
-    assert decoded["policy"]["orphanAgeSeconds"] == timedelta(days=3).total_seconds()
-    assert decoded["before"] == {
-        "dataFiles": 3,
-        "deleteFiles": 1,
-        "positionDeleteFiles": 1,
-        "totalBytes": 10,
-        "snapshots": 4,
-    }
+    with pytest.raises(ContractViolation, match="orphanAgeHours: must be at least 24 hours"):
+        MaintenancePolicy.from_json({"orphanAgeHours": 23})
+    assert MaintenancePolicy.from_json({"orphanAgeHours": 24}).orphan_age == timedelta(days=1)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from icetide.maintenance.inputs import RecordMaintenanceInput
 from icetide.run import handler_inputs, triggers
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
@@ -27,6 +28,9 @@ INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "commit_watermark": handler_inputs.CommitInput,
     "delete_dms_resources": handler_inputs.CleanupInput,
     "record_failure": handler_inputs.FailureInput,
+    "start_maintenance": handler_inputs.ScheduleEvent,
+    "acquire_maintenance_lock": handler_inputs.RunInput,
+    "record_maintenance": RecordMaintenanceInput,
 }
 
 
@@ -42,6 +46,11 @@ def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
 
     if name == "start_workflow":
         assert parsed.time == datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
+    elif name == "start_maintenance":
+        assert parsed.time == datetime(2026, 11, 21, 0, 0, tzinfo=UTC)
+    elif name in ("acquire_maintenance_lock", "record_maintenance"):
+        maintenance_run = "dbo_orders-maintain-20261121T0000Z"
+        assert (parsed.target_table_name, parsed.run_id) == ("dbo_orders", maintenance_run)
     elif name == "start_on_new_files":
         # A CDC file of dbo_orders' long-lived task, written in the 07:00 slot.
         assert parsed.time == datetime(2026, 11, 21, 7, 3, 12, tzinfo=UTC)

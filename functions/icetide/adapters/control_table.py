@@ -67,20 +67,43 @@ class ControlTable:
         return from_typed_json(typed) if typed else None
 
     def take_lock(
-        self, target_table_name: str, run_id: str, *, now: str, stale_before: str
+        self, target_table_name: str, run_id: str, *, now: str, stale_before: str, merge_run: bool = True
     ) -> ConditionalWrite:
-        """Record ``run_id`` as the lock holder and the running run, unless a live lock is held.
+        """Record ``run_id`` as the lock holder (and, for a merge run, as the running run), unless a
+        live lock is held.
 
         The lock is free when nobody holds it, when this run already holds it (a retried
-        invocation), or when the holder took it before ``stale_before`` (a run that died).
+        invocation), or when the holder took it before ``stale_before`` (a run that died). A
+        maintenance run (``merge_run`` False) takes the same lock but leaves ``lastRun*`` alone:
+        those describe the table's last merge.
         """
+        run_state = ", lastRunId = :run, lastRunStatus = :running, lastRunTime = :now" if merge_run else ""
+        values = {":run": run_id, ":now": now, ":stale_before": stale_before}
         return self._update(
             target_table_name,
-            update="SET lockHolder = :run, lockTime = :now, lastRunId = :run, "
-            "lastRunStatus = :running, lastRunTime = :now",
+            update=f"SET lockHolder = :run, lockTime = :now{run_state}",
             condition="attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) "
             "OR lockHolder = :run OR lockTime < :stale_before)",
-            values={":run": run_id, ":now": now, ":running": "RUNNING", ":stale_before": stale_before},
+            values=values | {":running": "RUNNING"} if merge_run else values,
+        )
+
+    def finish_maintenance(
+        self, target_table_name: str, run_id: str, record: Mapping[str, Any], *, succeeded: bool
+    ) -> ConditionalWrite:
+        """Store a maintenance run's ``lastMaintenance`` and release its lock, in one write.
+
+        A succeeded run's record is written only while ``run_id`` holds the lock (its numbers are
+        about a table nobody else touched meanwhile). A failed run's is written, like a merge run's
+        failure, unless another run holds the lock: a run that failed before or at its lock has none.
+        """
+        held = "lockHolder = :run"
+        return self._update(
+            target_table_name,
+            update="SET lastMaintenance = :record REMOVE lockHolder, lockTime",
+            condition=f"attribute_exists(targetTableName) AND {held}"
+            if succeeded
+            else f"attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) OR {held})",
+            values={":run": run_id, ":record": dict(record)},
         )
 
     def record_task_resume(

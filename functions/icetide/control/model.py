@@ -27,16 +27,25 @@ from pydantic import (
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
+    PlainValidator,
     PrivateAttr,
     ValidationError,
     model_validator,
 )
 
 from icetide.control.operators import OPERATOR_NAMES, VALUE_SHAPES, FilterOperator, ValueShape, parse_operator
-from icetide.control.problems import attribute_of, likely_meant, problem_lines, unknown_attribute_lines
+from icetide.control.problems import (
+    attribute_of,
+    contract_error,
+    likely_meant,
+    problem_lines,
+    unknown_attribute_lines,
+)
 from icetide.control.values import as_decimal, scalar_text
 from icetide.control.watermark import compare
 from icetide.errors import InvalidControlItem
+from icetide_contracts.json_fields import ContractViolation
+from icetide_contracts.maintenance import POLICY_KEYS, MaintenancePolicy
 
 # Re-exported: callers name the modes beside the control item; their one definition is the contract's.
 from icetide_contracts.run_plan import CaptureMode as CaptureMode
@@ -245,6 +254,37 @@ def _s3_prefix(value: object) -> str | None:
     return text
 
 
+def _maintenance(value: object) -> MaintenancePolicy | None:
+    """The item's ``maintenance`` overrides as the contract's policy (what it leaves out: defaults).
+
+    DynamoDB hands numbers over as Decimal, which the contract (plain JSON) does not take: whole
+    ones become ints first. Every problem is one ``maintenance.<key>: reason`` line, a misspelt key
+    with the key it most likely meant (a typo would silently keep the default).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a map of maintenance settings ({', '.join(POLICY_KEYS)}), got {value!r}")
+    unknown = unknown_attribute_lines(value, POLICY_KEYS)
+    known = {
+        key: _json_number(entry) if isinstance(entry, Decimal) else entry
+        for key, entry in value.items()
+        if key not in unknown
+    }
+    problems = [
+        (key, line.partition(": ")[2].replace("unknown attribute", "unknown key"))
+        for key, line in unknown.items()
+    ]
+    policy = None
+    try:
+        policy = MaintenancePolicy.from_json(known)
+    except ContractViolation as violation:
+        problems = [*violation.problems, *problems]
+    if problems:
+        raise contract_error(ContractViolation("maintenance is invalid", tuple(problems)))
+    return policy
+
+
 def _watermark(value: object) -> Decimal | str | None:
     if value is None:
         return None
@@ -321,6 +361,7 @@ RUN_STATE_ATTRIBUTES = (
     "lastRunError",
     "lastFailedState",
     "lastRunStats",
+    "lastMaintenance",
 )
 LOCK_ATTRIBUTES = ("lockHolder", "lockTime")
 
@@ -421,6 +462,11 @@ class ControlItem(BaseModel):
         None, alias="maxBytesPerRun"
     )
 
+    # Table maintenance: overrides of the maintenance policy's defaults (enabled, retentions, thresholds).
+    maintenance: Annotated[MaintenancePolicy | None, PlainValidator(_maintenance)] = Field(
+        None, alias="maintenance"
+    )
+
     # Run state, written by the handlers.
     watermark: Annotated[Decimal | str | None, BeforeValidator(_watermark)] = Field(None, alias="watermark")
     cdc_checkpoint: OptionalText = Field(None, alias="cdcCheckpoint")
@@ -435,6 +481,8 @@ class ControlItem(BaseModel):
     last_run_error: OptionalText = Field(None, alias="lastRunError")
     last_failed_state: OptionalText = Field(None, alias="lastFailedState")
     last_run_stats: RunStats | None = Field(None, alias="lastRunStats")
+    # What the last maintenance run did (record_maintenance writes it; docs/contracts.md).
+    last_maintenance: dict[str, Any] | None = Field(None, alias="lastMaintenance")
     lock_holder: OptionalText = Field(None, alias="lockHolder")
     lock_time: OptionalText = Field(None, alias="lockTime")
 
@@ -594,6 +642,11 @@ class ControlItem(BaseModel):
     def is_continuous(self) -> bool:
         """True for a cdc table whose runs consume one long-lived task's files (`cdcTask continuous`)."""
         return self.capture_mode is CaptureMode.CDC and self.cdc_task is CdcTask.CONTINUOUS
+
+    @property
+    def maintenance_policy(self) -> MaintenancePolicy:
+        """The table's maintenance policy: the item's ``maintenance`` overrides over the defaults."""
+        return self.maintenance or MaintenancePolicy()
 
     @property
     def is_active(self) -> bool:

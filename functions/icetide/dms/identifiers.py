@@ -1,6 +1,7 @@
 """Run ids, Step Functions execution names and the DMS identifiers and tags of a run.
 
-One run of one table in one schedule slot has one id, `<targetTableName>-<YYYYMMDDTHHMMZ>`. It is
+One run of one table in one schedule slot has one id, `<targetTableName>-<YYYYMMDDTHHMMZ>` (a
+maintenance run's: `<targetTableName>-maintain-<YYYYMMDDTHHMMZ>`). It is
 also the execution name, so a duplicate schedule event cannot start a second execution (Step
 Functions refuses a name it has seen), and every DMS resource of the run is named after it, so a
 failed run's leftovers are easy to find and delete.
@@ -40,6 +41,8 @@ CONTINUOUS_RUN_SUFFIX = "-continuous"
 DMS_DIGEST_LENGTH = 16
 _HASH_LENGTH = 8
 _SLOT_SUFFIX = re.compile(r"-([0-9]{8}T[0-9]{4}Z)$")
+MAINTENANCE_MARKER = "-maintain-"
+_MAINTENANCE_SUFFIX = re.compile(rf"{MAINTENANCE_MARKER}[0-9]{{8}}T[0-9]{{4}}Z$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Step Functions execution names may not contain these (AWS StartExecution API reference).
@@ -63,8 +66,8 @@ def schedule_slot(moment: datetime, slot_minutes: int = 60) -> datetime:
     return _EPOCH + ((_as_utc(moment) - _EPOCH) // slot) * slot
 
 
-def run_id(table: str, slot_start: datetime) -> str:
-    """`<table>-<YYYYMMDDTHHMMZ>`, at most 80 characters.
+def _slot_name(table: str, slot_start: datetime, marker: str) -> str:
+    """`<table><marker><YYYYMMDDTHHMMZ>`, at most 80 characters.
 
     A table name too long for that is cut and followed by 8 hex characters of its sha256, so the
     slot stays readable at the end and two long names sharing a beginning still get different ids.
@@ -72,9 +75,29 @@ def run_id(table: str, slot_start: datetime) -> str:
     if not TARGET_TABLE_NAME_PATTERN.match(table):
         raise ValueError(f"{table!r} is not a valid targetTableName")
     slot = _as_utc(slot_start).strftime(SLOT_FORMAT)
-    room = EXECUTION_NAME_MAX_LENGTH - len(slot) - 1
+    room = EXECUTION_NAME_MAX_LENGTH - len(slot) - len(marker)
     table_part = table if len(table) <= room else table[: room - _HASH_LENGTH] + _digest(table)
-    return validate_execution_name(f"{table_part}-{slot}")
+    return validate_execution_name(f"{table_part}{marker}{slot}")
+
+
+def run_id(table: str, slot_start: datetime) -> str:
+    """`<table>-<YYYYMMDDTHHMMZ>`, at most 80 characters (a long table name is cut, see `_slot_name`)."""
+    return _slot_name(table, slot_start, "-")
+
+
+def maintenance_run_id(table: str, slot_start: datetime) -> str:
+    """`<table>-maintain-<YYYYMMDDTHHMMZ>`: the id (and execution name) of a table's maintenance run.
+
+    One per maintenance slot, so a repeated schedule event starts nothing new. It holds the table's
+    lock like a merge run's id does; the marker lets a scheduler tell the two apart in `lockHolder`
+    (a table name has no hyphen, so no merge run id ever carries it).
+    """
+    return _slot_name(table, slot_start, MAINTENANCE_MARKER)
+
+
+def is_maintenance_run_id(run_id: str) -> bool:
+    """True when `run_id` (e.g. a lock holder) names a maintenance run, not a merge run."""
+    return _MAINTENANCE_SUFFIX.search(run_id) is not None
 
 
 def execution_name(table: str, slot_start: datetime) -> str:

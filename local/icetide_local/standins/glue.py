@@ -8,8 +8,9 @@ The run is ``RUNNING`` until the runner returns (``SUCCEEDED``) or raises (``FAI
 exception as ``ErrorMessage``), which is what ``startJobRun.sync`` waits for.
 
 Runners: :func:`manifest_writer` writes a fixture run manifest to ``--manifest_uri`` (tests of the
-state machine); :func:`failing_job` fails; the local stack plugs in the real Spark job
-(:mod:`icetide_local.standins.glue_spark`).
+state machine); :func:`maintenance_report_writer` writes a fixture maintenance report to
+``--report_uri`` (the maintenance job's runs); :func:`failing_job` fails; the local stack plugs in
+the real Spark jobs (:mod:`icetide_local.standins.glue_spark`).
 """
 
 from __future__ import annotations
@@ -39,15 +40,25 @@ class GlueJobFailed(RuntimeError):
 
 
 class ManifestUriInvalid(ValueError):
-    """``--manifest_uri`` is missing or not an ``s3://bucket/key`` URI."""
+    """``--manifest_uri`` (or a maintenance run's ``--report_uri``) is missing or not an
+    ``s3://bucket/key`` URI."""
 
 
 @dataclass
 class GlueStandIn:
-    """Serves moto's Glue job runs with ``runner``; :meth:`install` patches moto for a block."""
+    """Serves moto's Glue job runs with ``runner``; :meth:`install` patches moto for a block.
+
+    ``job_runners`` serve the runs of the jobs they name instead (the maintenance job's runs, in a
+    stack that has both jobs); every other job's runs go to ``runner``.
+    """
 
     runner: JobRunner
     runs: list[StandInJobRun] = field(default_factory=list)
+    job_runners: dict[str, JobRunner] = field(default_factory=dict)
+
+    def runner_for(self, job_name: str) -> JobRunner:
+        """The runner of ``job_name``'s runs."""
+        return self.job_runners.get(job_name, self.runner)
 
     @contextlib.contextmanager
     def install(self) -> Iterator[GlueStandIn]:
@@ -72,7 +83,10 @@ class StandInJobRun(glue_models.FakeJobRun):
         self.finished = threading.Event()
         standin.runs.append(self)
         threading.Thread(
-            target=self._run, args=(standin.runner,), name=f"glue-standin-{self.job_run_id[:12]}", daemon=True
+            target=self._run,
+            args=(standin.runner_for(self.job_name),),
+            name=f"glue-standin-{self.job_run_id[:12]}",
+            daemon=True,
         ).start()
 
     # moto's ManagedState would move the run to SUCCEEDED on the first describe.
@@ -134,8 +148,32 @@ def manifest_writer(**manifest_fields: Any) -> JobRunner:
     return run
 
 
-def _s3_location(uri: str | None) -> tuple[str, str]:
+def maintenance_report_writer(**report_fields: Any) -> JobRunner:
+    """A maintenance job runner that writes a maintenance report (docs/contracts.md) to the run's
+    ``--report_uri``, as the real job would, without Spark.
+
+    ``runId`` and ``table`` come from the run's arguments (``--run_id``, ``--target_table``);
+    ``report_fields`` (JSON names: ``silver={...}``, ``skipped="..."``) give the rest. Without
+    ``silver`` or ``skipped`` the report says the table was skipped. Written as given, so a test may
+    also write a report that breaks the contract.
+    """
+
+    def run(arguments: Mapping[str, str]) -> None:
+        report: dict[str, Any] = {
+            "runId": arguments.get("--run_id", ""),
+            "table": arguments.get("--target_table", ""),
+            **report_fields,
+        }
+        if "silver" not in report and "skipped" not in report:
+            report["skipped"] = "fixture report: nothing maintained"
+        bucket, key = _s3_location(arguments.get("--report_uri"), "--report_uri")
+        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(report).encode())
+
+    return run
+
+
+def _s3_location(uri: str | None, argument: str = "--manifest_uri") -> tuple[str, str]:
     parsed = urlparse(uri or "")
     if parsed.scheme != "s3" or not parsed.netloc or not parsed.path.strip("/"):
-        raise ManifestUriInvalid(f"--manifest_uri must be s3://bucket/key, got {uri!r}")
+        raise ManifestUriInvalid(f"{argument} must be s3://bucket/key, got {uri!r}")
     return parsed.netloc, parsed.path.lstrip("/")

@@ -1,4 +1,4 @@
-"""The real bronze-to-silver job on local Spark, as the Glue stand-in's job runner.
+"""The real bronze-to-silver job (and the maintenance job) on local Spark, as the Glue stand-in's runners.
 
 This is the one place where the local stack differs from AWS in more than endpoints: Spark here has
 no S3 file system for moto, so each job run first copies (stages) its bronze files from moto's S3 to
@@ -31,6 +31,7 @@ from icetide_glue.arguments import DEFAULT_CATALOG, JobArguments
 from icetide_glue.bronze_selection import selection_from_text
 from icetide_glue.errors import InvalidBronzeFileSelection
 from icetide_glue.job import run_job
+from icetide_glue.maintenance_job import MaintenanceJobArguments, run_maintenance_job
 from icetide_local.spark import hadoop_catalog_conf, local_spark_session
 
 
@@ -100,14 +101,45 @@ def _download(s3: Any, bucket: str, key: str, target: Path) -> bool:
 
 
 @dataclass
-class SparkGlueJob:
-    """A Glue stand-in job runner: stage the run's bronze files, then run the Glue job on local Spark."""
+class LocalSparkJob:
+    """A Glue job on local Spark: each run gets its own session on the workspace's warehouse."""
 
     warehouse: Path
     catalog: str = DEFAULT_CATALOG
     progress: Callable[[str], None] = field(default=lambda _: None, repr=False)
     _base_session: SparkSession | None = field(default=None, init=False, repr=False)
     _session_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def _job_session(self) -> SparkSession:
+        with self._session_lock:
+            if self._base_session is None:
+                self._base_session = local_spark_session(self.warehouse, catalog=self.catalog)
+        session = self._base_session.newSession()
+        # A new session starts from the context's configuration; the catalog is a runtime setting.
+        for key, value in hadoop_catalog_conf(self.catalog, self.warehouse).items():
+            session.conf.set(key, value)
+        session.conf.set("spark.sql.session.timeZone", "UTC")
+        return session
+
+
+@dataclass
+class SparkMaintenanceJob(LocalSparkJob):
+    """The maintenance Glue job's runs on local Spark (`icetide_glue.maintenance_job`).
+
+    Nothing to stage: the job works on the silver table in the warehouse, and writes its report to
+    the run's ``--report_uri`` in moto's S3, where record_maintenance reads it.
+    """
+
+    def __call__(self, arguments: Mapping[str, str]) -> None:
+        options: dict[str, str | None] = {name.removeprefix("--"): value for name, value in arguments.items()}
+        options["catalog"] = self.catalog
+        self.progress(f"{options.get('target_table')}: maintenance job on local Spark")
+        run_maintenance_job(self._job_session(), MaintenanceJobArguments.from_options(options))
+
+
+@dataclass
+class SparkGlueJob(LocalSparkJob):
+    """A Glue stand-in job runner: stage the run's bronze files, then run the Glue job on local Spark."""
 
     def __call__(self, arguments: Mapping[str, str]) -> None:
         options = {name.removeprefix("--"): value for name, value in arguments.items()}
@@ -135,14 +167,3 @@ class SparkGlueJob:
                 run_job(self._job_session(), job_arguments, bronze_copy=staging)
             else:
                 run_job(self._job_session(), job_arguments)
-
-    def _job_session(self) -> SparkSession:
-        with self._session_lock:
-            if self._base_session is None:
-                self._base_session = local_spark_session(self.warehouse, catalog=self.catalog)
-        session = self._base_session.newSession()
-        # A new session starts from the context's configuration; the catalog is a runtime setting.
-        for key, value in hadoop_catalog_conf(self.catalog, self.warehouse).items():
-            session.conf.set(key, value)
-        session.conf.set("spark.sql.session.timeZone", "UTC")
-        return session

@@ -1,9 +1,9 @@
-"""The table-run state machine's definition, with its DefinitionSubstitutions filled in.
+"""The state machines' definitions, with their DefinitionSubstitutions filled in.
 
-In AWS, SAM fills the ``${...}`` placeholders of ``statemachine/table_run.asl.json`` from the
-template's ``DefinitionSubstitutions``; ``statemachine/substitutions.json`` lists the same keys with
-a sample value each. The harness does the same textual substitution, so moto executes exactly
-the file that is deployed.
+In AWS, SAM fills the ``${...}`` placeholders of ``statemachine/table_run.asl.json`` (and of
+``table_maintenance.asl.json``) from the template's ``DefinitionSubstitutions``;
+``statemachine/substitutions.json`` lists the keys of both with a sample value each. The harness
+does the same textual substitution, so moto executes exactly the file that is deployed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 STATEMACHINE_DIR = Path(__file__).resolve().parents[3] / "statemachine"
 DEFINITION_PATH = STATEMACHINE_DIR / "table_run.asl.json"
+MAINTENANCE_DEFINITION_PATH = STATEMACHINE_DIR / "table_maintenance.asl.json"
 SUBSTITUTIONS_PATH = STATEMACHINE_DIR / "substitutions.json"
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 FUNCTION_ARN_SUFFIX = "FunctionArn"

@@ -1,4 +1,5 @@
-"""A test harness: the table-run state machine in moto, with stand-ins whose behaviour a test chooses.
+"""A test harness: the table-run (and table-maintenance) state machines in moto, with stand-ins whose
+behaviour a test chooses.
 
 :class:`TableRunHarness` is a context manager. Inside it, ``mock_aws`` runs moto's Step
 Functions interpreter on ``statemachine/table_run.asl.json`` (placeholders filled as SAM would),
@@ -7,7 +8,8 @@ live through their lifecycle (:mod:`icetide_local.standins.dms.lifecycle`, movin
 given a data mover) and the Glue task runs a pluggable job runner (:mod:`icetide_local.standins.glue`,
 by default one that writes an empty manifest). The harness provisions what the template would:
 control table, raw bucket, source endpoint, SNS topic (with an SQS queue subscribed so tests can
-read what was published), Glue job, Lambda functions, state machine. The local stack
+read what was published), Glue jobs (the merge job and the maintenance job, each with its runner),
+Lambda functions, both state machines. The local stack
 (:class:`icetide_local.local_stack.LocalStack`) is this harness with real data movement.
 
     with TableRunHarness(substitutions={"PollSeconds": "0"}) as stack:
@@ -32,11 +34,13 @@ import boto3
 from moto import mock_aws
 
 from icetide.adapters.clients import reset_clients
+from icetide.dms.identifiers import maintenance_run_id
 from icetide.dms.identifiers import run_id as make_run_id
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
-from icetide_local.standins.glue import GlueStandIn, JobRunner, manifest_writer
+from icetide_local.standins.glue import GlueStandIn, JobRunner, maintenance_report_writer, manifest_writer
 from icetide_local.stepfunctions.definition import (
     FUNCTION_ARN_SUFFIX,
+    MAINTENANCE_DEFINITION_PATH,
     handler_module,
     load_substitutions,
     render_definition,
@@ -80,6 +84,7 @@ class StackNames:
     raw_bucket: str = "icetide-raw-local"
     glue_database: str = "icetide_silver"
     state_machine: str = "icetide-table-run"
+    maintenance_state_machine: str = "icetide-table-maintenance"
     topic: str = "icetide-runs"
     notification_queue: str = "icetide-runs-inbox"
     source_endpoint: str = "icetide-local-source"
@@ -112,6 +117,7 @@ class TableRunHarness:
         *,
         substitutions: Mapping[str, str] | None = None,
         glue_runner: JobRunner | None = None,
+        maintenance_runner: JobRunner | None = None,
         glue_default_arguments: Mapping[str, str] | None = None,
         dms: DmsLifecycle | None = None,
         names: StackNames | None = None,
@@ -122,14 +128,16 @@ class TableRunHarness:
 
         ``substitutions`` override the sample values of ``statemachine/substitutions.json`` (waits
         and bounds; the stack fills the ARNs itself). ``glue_runner`` runs each Glue job run (default:
-        write an empty manifest). ``environment`` adds to or overrides the Lambda functions'
-        environment variables (e.g. ``REPLICATION_INSTANCE_ARN``).
+        write an empty manifest); ``maintenance_runner`` each run of the maintenance Glue job
+        (default: write a maintenance report that says the table was skipped). ``environment`` adds
+        to or overrides the Lambda functions' environment variables (e.g. ``REPLICATION_INSTANCE_ARN``).
         """
         self.names = names or StackNames()
         self.faults = FaultPlan()
         self.lambdas = InProcessLambdas(self.faults)
         self.dms = dms or DmsLifecycle()
         self.glue = GlueStandIn(glue_runner or manifest_writer())
+        self._maintenance_runner = maintenance_runner or maintenance_report_writer()
         self._substitution_overrides = dict(substitutions or {})
         self._glue_default_arguments = dict(glue_default_arguments or {})
         self._source_endpoint_settings = dict(source_endpoint_settings or {"EngineName": "sqlite"})
@@ -137,7 +145,9 @@ class TableRunHarness:
         self._exit_stack = contextlib.ExitStack()
         self._clients: dict[str, Any] = {}
         self._runs_started = 0
+        self._maintenance_runs_started = 0
         self.state_machine_arn = ""
+        self.maintenance_state_machine_arn = ""
         self.topic_arn = ""
         self.source_endpoint_arn = ""
         self.role_arn = ""
@@ -204,23 +214,31 @@ class TableRunHarness:
         self._provision_notifications()
         values = load_substitutions()
         values.update(self._substitution_overrides)
-        self.client("glue").create_job(
-            Name=values["GlueJobName"],
-            Role=self.role_arn,
-            Command={
-                "Name": "glueetl",
-                "ScriptLocation": f"s3://{names.raw_bucket}/scripts/bronze_to_silver.py",
-            },
-            DefaultArguments=self._glue_default_arguments,
-            ExecutionProperty={"MaxConcurrentRuns": 50},
-        )
+        self._create_glue_job(values["GlueJobName"], "bronze_to_silver.py")
+        self._create_glue_job(values["MaintenanceGlueJobName"], "maintain_silver.py")
+        self.glue.job_runners[values["MaintenanceGlueJobName"]] = self._maintenance_runner
         values["NotificationTopicArn"] = self.topic_arn
         for key in [key for key in values if key.endswith(FUNCTION_ARN_SUFFIX)]:
             values[key] = self._create_function(handler_module(key))
         self.substitutions = values
-        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
+        stepfunctions = self.client("stepfunctions")
+        self.state_machine_arn = stepfunctions.create_state_machine(
             name=names.state_machine, definition=render_definition(values), roleArn=self.role_arn
         )["stateMachineArn"]
+        self.maintenance_state_machine_arn = stepfunctions.create_state_machine(
+            name=names.maintenance_state_machine,
+            definition=render_definition(values, MAINTENANCE_DEFINITION_PATH),
+            roleArn=self.role_arn,
+        )["stateMachineArn"]
+
+    def _create_glue_job(self, name: str, script: str) -> None:
+        self.client("glue").create_job(
+            Name=name,
+            Role=self.role_arn,
+            Command={"Name": "glueetl", "ScriptLocation": f"s3://{self.names.raw_bucket}/scripts/{script}"},
+            DefaultArguments=self._glue_default_arguments,
+            ExecutionProperty={"MaxConcurrentRuns": 50},
+        )
 
     def _provision_notifications(self) -> None:
         self.topic_arn = self.client("sns").create_topic(Name=self.names.topic)["TopicArn"]
@@ -239,6 +257,7 @@ class TableRunHarness:
             "CONTROL_TABLE_NAME": names.control_table,
             "STACK_NAME": names.stack,
             "STATE_MACHINE_ARN": self.state_machine_arn,
+            "MAINTENANCE_STATE_MACHINE_ARN": self.maintenance_state_machine_arn,
             "RAW_BUCKET": names.raw_bucket,
             "GLUE_DATABASE": names.glue_database,
             "SOURCE_ENDPOINT_ARN": self.source_endpoint_arn,
@@ -295,6 +314,28 @@ class TableRunHarness:
                 input=json.dumps({"targetTableName": target_table_name, "runId": run_id}),
             )["executionArn"]
         )
+
+    def start_maintenance(self, target_table_name: str, run_id: str | None = None) -> str:
+        """Start one maintenance execution, named after its run id as StartMaintenance does; its ARN.
+
+        Without ``run_id``, runs get consecutive daily slots from FIRST_SLOT."""
+        if run_id is None:
+            slot = FIRST_SLOT + timedelta(days=self._maintenance_runs_started)
+            run_id = maintenance_run_id(target_table_name, slot)
+        self._maintenance_runs_started += 1
+        return str(
+            self.client("stepfunctions").start_execution(
+                stateMachineArn=self.maintenance_state_machine_arn,
+                name=run_id,
+                input=json.dumps({"targetTableName": target_table_name, "runId": run_id}),
+            )["executionArn"]
+        )
+
+    def maintain(
+        self, target_table_name: str, run_id: str | None = None, timeout_seconds: float = 60
+    ) -> RunReport:
+        """Start one maintenance run of ``target_table_name`` and wait for its end."""
+        return self.wait(self.start_maintenance(target_table_name, run_id), timeout_seconds)
 
     def wait(self, execution_arn: str, timeout_seconds: float = 60) -> RunReport:
         """Wait until the execution leaves RUNNING; its report."""

@@ -203,6 +203,8 @@ class TableMaintenance:
         default=0, metadata=json_key("orphanFilesRemoved", whole_number(minimum=0))
     )
     runs_recorded: int = field(default=0, metadata=json_key("runsRecorded", whole_number(minimum=0)))
+    # Tombstone table only: entries older than the retention before its newest change, forgotten.
+    rows_pruned: int = field(default=0, metadata=json_key("rowsPruned", whole_number(minimum=0)))
 
 
 def _table_maintenance(value: object) -> TableMaintenance:

@@ -13,8 +13,10 @@ reads slow down with each. One maintenance pass, in this order:
    only they referenced (the rewritten small files) are deleted;
 5. ``remove_orphan_files`` older than ``orphan_age`` (at least one day: a younger file may belong
    to a commit in flight);
-6. measure again; then steps 1-5 for ``<table>__icetide_tombstones`` when it exists, and for the
-   run ledger.
+6. measure again; then, for ``<table>__icetide_tombstones`` when it exists, forget the entries
+   older than the tombstone retention before silver's newest change (:func:`prune_expired_tombstones`)
+   and steps 1-5; and steps
+   1-5 for the run ledger.
 
 It must never run while a merge of the same table runs (the lock is the caller's); Iceberg's
 optimistic commits would keep the table correct, but one of the two would fail and retry.
@@ -39,6 +41,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from icetide_contracts.maintenance import MaintenancePolicy, MaintenanceReport, TableFiles, TableMaintenance
+from icetide_glue.apply import forget_expired_changes
+from icetide_glue.arguments import DEFAULT_TOMBSTONE_RETENTION_DAYS
 from icetide_glue.maintenance_sql import (
     RewriteStrategy,
     expire_snapshots_sql,
@@ -50,6 +54,7 @@ from icetide_glue.maintenance_sql import (
 )
 from icetide_glue.run_ledger import record_committed_runs, run_ledger
 from icetide_glue.silver import SilverTable, table_exists, tombstone_table
+from icetide_glue.sql import newest_change_sql
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +113,10 @@ def maintain_table(
     runs_recorded = record_committed_runs(spark, table)
     silver = replace(_maintain_one(spark, table, policy, now), runs_recorded=runs_recorded)
     memory = tombstone_table(table)
-    tombstones = _maintain_one(spark, memory, policy, now) if table_exists(spark, memory) else None
+    tombstones = None
+    if table_exists(spark, memory):
+        pruned = prune_expired_tombstones(spark, table, memory)
+        tombstones = replace(_maintain_one(spark, memory, policy, now), rows_pruned=pruned)
     ledger = _maintain_one(spark, run_ledger(table), policy, now)
     logger.info("%s: run ledger maintained: %s", table, ledger.after)
     return MaintenancePass(silver=silver, tombstones=tombstones, policy=policy)
@@ -162,6 +170,25 @@ def _maintain_one(
         ),
         orphan_files_removed=orphans,
     )
+
+
+def prune_expired_tombstones(
+    spark: SparkSession,
+    table: SilverTable,
+    memory: SilverTable,
+    retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS,
+) -> int:
+    """Forget the tombstone entries older than the retention before the newest change silver holds;
+    returns how many. A merge prunes too, but only in runs that remembered something, so a table
+    whose deletes stopped would keep its last entries for ever. Measured from silver's newest
+    change, not the wall clock: a change arriving later than the retention behind newer ones is
+    outside what the order memory promises (docs/glue-job.md), whenever it comes."""
+    row = spark.sql(newest_change_sql(table.sql_name)).first()
+    if row is None or row["newest"] is None:
+        return 0
+    before = spark.table(memory.sql_name).count()
+    forget_expired_changes(spark, memory, int(row["newest"]), retention_days)
+    return int(before - spark.table(memory.sql_name).count())
 
 
 def measure_table(spark: SparkSession, table: SilverTable) -> TableFiles:

@@ -466,6 +466,12 @@ def expired_memory_condition(prune_before_micros: int) -> str:
     return f"{quote_identifier(CHANGE_TS)} < timestamp_micros({int(prune_before_micros)})"
 
 
+def newest_change_sql(table: str) -> str:
+    """The newest change time a merge table (or its tombstone table) holds, as epoch microseconds
+    (NULL: empty). Iceberg answers ``max`` from file metadata when the table has no delete files."""
+    return f"SELECT unix_micros(max({quote_identifier(CHANGE_TS)})) AS newest FROM {table}"  # noqa: S608
+
+
 def prune_memory_sql(memory_table: str, prune_before_micros: int) -> str:
     """Forget the tombstone entries older than the retention (one small commit)."""
     return f"DELETE FROM {memory_table} WHERE {expired_memory_condition(prune_before_micros)}"  # noqa: S608

@@ -191,3 +191,38 @@ def test_orphan_age_below_one_day_is_refused() -> None:
     with pytest.raises(ContractViolation, match="orphanAgeHours: must be at least 24 hours"):
         MaintenancePolicy.from_json({"orphanAgeHours": 23})
     assert MaintenancePolicy.from_json({"orphanAgeHours": 24}).orphan_age == timedelta(days=1)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("deleted_on", "pruned"),
+    [
+        # 18 days before silver's newest change (Nov 20): past the 7-day retention, forgotten.
+        ("2026-11-02 00:00:00", 1),
+        # 5 days before it: still within the retention, kept.
+        ("2026-11-15 00:00:00", 0),
+    ],
+)
+def test_tombstones_older_than_the_retention_before_silvers_newest_change_are_forgotten(
+    spark: SparkSession, tmp_path: Path, deleted_on: str, pruned: int
+) -> None:
+    # The last run (an update newer than silver's row) remembers nothing, so no merge pruned.
+    runs = [
+        [("I", "2026-11-01 00:00:00", key, f"v{key}") for key in (1, 2, 3)],
+        [("D", deleted_on, 3, "")],
+        [("U", "2026-11-20 00:00:00", 1, "u1")],
+    ]
+    name = f"prune_{pruned}"
+    for number, rows in enumerate(runs, start=1):
+        write_dms_file(tmp_path / f"run{number}", f"2026110{number}-000000000.parquet", BRONZE, rows)
+        load_into_silver(spark, name, f"{name}-{number}", tmp_path / f"run{number}")
+    tombstones = silver_table(f"{name}__icetide_tombstones")
+    assert [row["id"] for row in spark.table(tombstones).collect()] == [3]
+    silver = spark.table(silver_table(name))
+    rows_before, schema = _utc_rows(silver.collect()), silver.schema
+
+    report = maintain_table(spark, SilverTable(CATALOG, SILVER_DATABASE, name)).report("m").to_json()
+
+    assert report["tombstones"]["rowsPruned"] == pruned
+    assert spark.table(tombstones).count() == 1 - pruned
+    assert_frame_equal(spark.table(silver_table(name)), rows_before, schema)

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from icetide.control.model import ControlItem
+from icetide.run.plan import silver_table_name
 
 
 class MaintenancePlan(BaseModel):
@@ -30,15 +31,6 @@ class MaintenancePlan(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
-
-
-def silver_table_name(glue_database: str, target_table_name: str) -> str:
-    """The silver table of a control item, as the merge run names it (icetide.run.plan: the Glue
-    catalog lowercases table names)."""
-    database = glue_database.strip()
-    if not database:
-        raise ValueError("glue database must not be empty")
-    return f"{database}.{target_table_name.lower()}"
 
 
 def build_maintenance_plan(

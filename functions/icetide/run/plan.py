@@ -22,6 +22,12 @@ from icetide_contracts.run_plan import RunPlan
 from icetide_contracts.watermark_text import watermark_json
 
 
+def silver_table_name(glue_database: str, target_table_name: str) -> str:
+    """A control item's silver table, `<glue database>.<table>` (the Glue catalog lowercases table
+    names); merge runs and maintenance runs name it alike."""
+    return f"{_s3_part('glue database', glue_database)}.{target_table_name.lower()}"
+
+
 def _s3_part(name: str, value: str) -> str:
     part = value.strip().strip("/")
     if not part:
@@ -170,7 +176,7 @@ def build_run_plan(
         run_id=run_id,
         source_schema=item.source_schema,
         source_table=item.source_table,
-        silver_table=f"{_s3_part('glue database', glue_database)}.{table.lower()}",
+        silver_table=silver_table_name(glue_database, table),
         primary_keys=",".join(item.primary_keys),
         load_mode=item.load_mode.value,
         # Glue arguments are strings: "no watermark column" travels as "".

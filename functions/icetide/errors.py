@@ -36,6 +36,15 @@ class TableLocked(IcetideError):
     """
 
 
+class TableUnderMaintenance(TableLocked):
+    """A maintenance run holds the table's lock: the merge run is refused and ends without failing.
+
+    Not a failure: maintenance is scheduled work on the same table, and the next slot's run merges
+    what this one would have. StartWorkflow already skips such a table; this covers a run started
+    in the moment between its check and maintenance taking the lock.
+    """
+
+
 class LockLost(IcetideError):
     """The run no longer holds its table's lock when it commits (a later run broke it as stale).
 

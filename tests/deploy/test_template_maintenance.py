@@ -248,8 +248,10 @@ def test_maintenance_role_writes_silver_files_and_only_its_report_in_the_raw_buc
     )
     assert not _may(puts, f"arn:aws:s3:::RawBucket/{BRONZE}/orders/x.parquet")
     assert not _may(puts, f"arn:aws:s3:::RawBucket/{GLUE_CODE}/0123456789abcdef/maintain_silver.py")
+    # Not a run manifest: CommitWatermark trusts those.
+    assert not _may(puts, f"arn:aws:s3:::RawBucket/{MANIFESTS}/orders/orders-20261121T0700Z.json")
     assert [grant for grant in puts if grant.startswith("arn:aws:s3:::RawBucket")] == [
-        f"arn:aws:s3:::RawBucket/{MANIFESTS}/*"
+        f"arn:aws:s3:::RawBucket/{MANIFESTS}/*.maintenance.json"
     ]
 
 
@@ -283,16 +285,30 @@ def test_the_database_location_is_where_the_maintenance_role_may_delete() -> Non
 def test_maintenance_role_reads_and_updates_only_this_stacks_database_tables() -> None:
     catalog = [s for s in _allowed(GLUE_ROLE) if any(a.startswith("glue:") for a in _as_list(s["Action"]))]
     arn = "arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}"
+    updates = [s for s in catalog if "glue:CreateTable" not in _as_list(s["Action"])]
 
-    assert {a for s in catalog for a in _as_list(s["Action"])} == {
+    assert {a for s in updates for a in _as_list(s["Action"])} == {
         "glue:GetDatabase",
         "glue:GetTable",
         "glue:UpdateTable",
     }
-    assert {resolve_sub(r) for s in catalog for r in _as_list(s["Resource"])} == {
+    assert {resolve_sub(r) for s in updates for r in _as_list(s["Resource"])} == {
         f"{arn}:catalog",
         f"{arn}:database/${{GlueDatabaseName}}",
         f"{arn}:table/${{GlueDatabaseName}}/*",
+    }
+
+
+def test_maintenance_role_creates_only_run_ledgers() -> None:
+    # The first maintenance of a table creates <table>__icetide_runs (icetide_glue.run_ledger).
+    creates = [s for s in _allowed(GLUE_ROLE) if "glue:CreateTable" in _as_list(s["Action"])]
+    arn = "arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}"
+
+    assert [_as_list(s["Action"]) for s in creates] == [["glue:CreateTable"]]
+    assert {resolve_sub(r) for s in creates for r in _as_list(s["Resource"])} == {
+        f"{arn}:catalog",
+        f"{arn}:database/${{GlueDatabaseName}}",
+        f"{arn}:table/${{GlueDatabaseName}}/*__icetide_runs",
     }
 
 
@@ -305,7 +321,9 @@ def test_maintenance_role_holds_no_statement_the_merge_roles_tests_forbid() -> N
             assert actions == ["cloudwatch:PutMetricData"], statement["Sid"]
             assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": "Glue"}}
     # Creating or dropping tables, DMS, passing roles: the merge job's business or nobody's.
-    assert not {a for a in _actions(GLUE_ROLE) if re.match(r"(glue:(Create|Delete)|dms:|iam:|states:)", a)}
+    # (CreateTable: the run ledger only, checked above.)
+    forbidden = re.compile(r"(glue:(Create(?!Table$)|Delete)|dms:|iam:|states:)")
+    assert not {a for a in _actions(GLUE_ROLE) if forbidden.match(a)}
 
 
 # --- the functions ------------------------------------------------------------------------------

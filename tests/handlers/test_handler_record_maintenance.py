@@ -193,6 +193,23 @@ def test_a_retried_invocation_finds_its_own_record_and_writes_nothing(
     assert control_items.get("dbo_orders") == first
 
 
+def test_a_failure_after_the_runs_own_success_was_recorded_changes_nothing(
+    control_items, raw_bucket, load_event, lambda_context
+):
+    # The record step wrote, then failed (a timeout): the Catch path's failure record must not
+    # turn the maintained table into a failed one.
+    _locked(control_items)
+    _put_report({"runId": RUN, "table": "icetide_silver.dbo_orders", "skipped": "no silver table yet"})
+    handlers.record_maintenance.handler(load_event("record_maintenance"), lambda_context)
+    succeeded = control_items.get("dbo_orders")
+    timeout = {"Error": "States.Timeout", "Cause": "x"}
+    failure = {"targetTableName": "dbo_orders", "runId": RUN, "error": timeout}
+
+    assert handlers.record_maintenance.handler(failure, lambda_context) == {"recorded": False}
+    assert control_items.get("dbo_orders") == succeeded
+    assert succeeded["lastMaintenance"]["status"] == "SUCCEEDED"
+
+
 def test_a_failure_is_recorded_with_its_error_and_the_lock_released(
     control_items, raw_bucket, load_event, lambda_context
 ):

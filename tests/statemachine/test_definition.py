@@ -143,11 +143,18 @@ def test_cleanup_steps_go_on_whatever_fails(states: dict[str, dict[str, Any]]) -
         assert catcher["Next"] == states[name]["Next"], name
 
 
-def test_a_locked_table_goes_straight_to_a_fail_state(states: dict[str, dict[str, Any]]) -> None:
-    first_catcher = states["Acquire table lock"]["Catch"][0]
-
-    assert first_catcher["ErrorEquals"] == ["TableLocked"]
-    assert states[first_catcher["Next"]]["Type"] == "Fail"
+def test_a_locked_table_goes_straight_to_an_end_maintenance_to_a_succeeding_one(
+    states: dict[str, dict[str, Any]],
+) -> None:
+    catchers = states["Acquire table lock"]["Catch"]
+    # Catchers are tried in order: the more specific error (a subclass) must come first.
+    assert [catcher["ErrorEquals"] for catcher in catchers[:2]] == [
+        ["TableUnderMaintenance"],
+        ["TableLocked"],
+    ]
+    refused = states[catchers[0]["Next"]]
+    assert (refused["Type"], states[refused["Next"]]["Type"]) == ("Pass", "Succeed")
+    assert states[catchers[1]["Next"]]["Type"] == "Fail"
 
 
 def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str, Any]]) -> None:

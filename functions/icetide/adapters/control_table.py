@@ -94,16 +94,26 @@ class ControlTable:
 
         A succeeded run's record is written only while ``run_id`` holds the lock (its numbers are
         about a table nobody else touched meanwhile). A failed run's is written, like a merge run's
-        failure, unless another run holds the lock: a run that failed before or at its lock has none.
+        failure, unless another run holds the lock (a run that failed before or at its lock has
+        none) or the same run already recorded its success (the record step failed after its write,
+        and the failure path must not turn a maintained table into a failed one).
         """
         held = "lockHolder = :run"
+        if succeeded:
+            condition = f"attribute_exists(targetTableName) AND {held}"
+            values = {":run": run_id, ":record": dict(record)}
+        else:
+            condition = (
+                f"attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) OR {held}) "
+                "AND NOT (lastMaintenance.runId = :run AND lastMaintenance.#status = :succeeded)"
+            )
+            values = {":run": run_id, ":record": dict(record), ":succeeded": "SUCCEEDED"}
         return self._update(
             target_table_name,
             update="SET lastMaintenance = :record REMOVE lockHolder, lockTime",
-            condition=f"attribute_exists(targetTableName) AND {held}"
-            if succeeded
-            else f"attribute_exists(targetTableName) AND (attribute_not_exists(lockHolder) OR {held})",
-            values={":run": run_id, ":record": dict(record)},
+            condition=condition,
+            values=values,
+            names={"#status": "status"} if not succeeded else None,
         )
 
     def record_task_resume(
@@ -208,8 +218,16 @@ class ControlTable:
         )
 
     def _update(
-        self, target_table_name: str, *, update: str, condition: str, values: Mapping[str, Any]
+        self,
+        target_table_name: str,
+        *,
+        update: str,
+        condition: str,
+        values: Mapping[str, Any],
+        names: Mapping[str, str] | None = None,
     ) -> ConditionalWrite:
+        # `names`: placeholders for attribute names DynamoDB reserves (e.g. #status for status).
+        extra = {"ExpressionAttributeNames": dict(names)} if names else {}
         try:
             response = client("dynamodb").update_item(
                 TableName=self.table_name,
@@ -219,6 +237,7 @@ class ControlTable:
                 ExpressionAttributeValues={name: encode_value(value) for name, value in values.items()},
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **extra,
             )
         except ClientError as error:
             if error_code(error) != _CONDITION_FAILED:

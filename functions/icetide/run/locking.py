@@ -15,7 +15,8 @@ from typing import Any
 
 from icetide.clock import parse_time, stored_time
 from icetide.control.model import ControlItem
-from icetide.errors import ControlItemNotFound, TableLocked
+from icetide.dms.identifiers import is_maintenance_run_id
+from icetide.errors import ControlItemNotFound, TableLocked, TableUnderMaintenance
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,10 @@ def lock_result(
     holder = before.get("lockHolder")
     since = before.get("lockTime")
     if not written:
-        raise TableLocked(_locked_message(target_table_name, run_id, holder, since, stale_after_seconds))
+        message = _locked_message(target_table_name, run_id, holder, since, stale_after_seconds)
+        if isinstance(holder, str) and is_maintenance_run_id(holder) and not is_maintenance_run_id(run_id):
+            raise TableUnderMaintenance(message)
+        raise TableLocked(message)
     if holder and holder != run_id:
         return LockTaken(broken_holder=str(holder), broken_since=str(since) if since else None)
     return LockTaken()

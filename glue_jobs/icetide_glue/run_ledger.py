@@ -6,7 +6,8 @@ that record: a rerun of such a run id would load its batch again, reporting othe
 first attempt and, once the tombstones of its deletes are pruned, re-inserting keys deleted since.
 So before it expires anything, maintenance copies every committed run of the table's current
 ancestry into ``<table>__icetide_runs`` (run id, snapshot id, commit time, run statistics), and the
-lookup falls back to it when the run's snapshot is gone.
+lookup falls back to it when the run's snapshot is gone. A record whose snapshot was rolled back is
+dropped at the next maintenance, before expiry can remove that snapshot: the run loads again.
 
 Merges never write the ledger (a second commit per run would double a run's fixed cost); only
 expiry makes it necessary, and only maintenance expires. Expiring snapshots by other means than
@@ -16,6 +17,7 @@ expiry makes it necessary, and only maintenance expires. Expiring snapshots by o
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
+from pyspark.sql.functions import col
 
 from icetide_glue.silver import (
     APPEND_TABLE_PROPERTIES,
@@ -28,8 +30,10 @@ from icetide_glue.sql import (
     LEDGER_COLUMNS,
     create_namespace_sql,
     create_table_sql,
+    forget_snapshots_sql,
     record_committed_runs_sql,
     recorded_run_sql,
+    rolled_back_snapshots_sql,
 )
 
 RUN_LEDGER_SUFFIX = "__icetide_runs"
@@ -47,9 +51,21 @@ def record_committed_runs(spark: SparkSession, table: SilverTable) -> int:
     if not table_exists(spark, ledger):
         spark.sql(create_namespace_sql(ledger.catalog, ledger.database))
         spark.sql(create_table_sql(ledger.sql_name, list(LEDGER_COLUMNS), APPEND_TABLE_PROPERTIES))
+    _forget_rolled_back_runs(spark, table, ledger)
     before = spark.table(ledger.sql_name).count()
     spark.sql(record_committed_runs_sql(ledger.sql_name, table.sql_name))
     return int(spark.table(ledger.sql_name).count() - before)
+
+
+def _forget_rolled_back_runs(spark: SparkSession, table: SilverTable, ledger: SilverTable) -> None:
+    """Drop the records of runs whose snapshots are no ancestors any more (a rollback past them):
+    those runs must load again, and once expiry removes their snapshots the lookup could no
+    longer tell such a record from a committed run's."""
+    rolled_back = [
+        int(row["snapshot_id"]) for row in spark.sql(rolled_back_snapshots_sql(table.sql_name)).collect()
+    ]
+    if rolled_back and spark.table(ledger.sql_name).where(col("snapshot_id").isin(rolled_back)).take(1):
+        spark.sql(forget_snapshots_sql(ledger.sql_name, rolled_back))
 
 
 def find_recorded_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

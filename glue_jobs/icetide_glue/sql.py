@@ -521,6 +521,27 @@ def record_committed_runs_sql(ledger: str, table: str) -> str:
     )
 
 
+def rolled_back_snapshots_sql(table: str) -> str:
+    """``table``'s snapshots that are not ancestors of its current state (rolled back, or never
+    made current): the runs they carry must load again, so the ledger must not hold them."""
+    snapshots, history = f"{table}.{quote_identifier('snapshots')}", f"{table}.{quote_identifier('history')}"
+    return "\n".join(
+        [
+            f"SELECT s.snapshot_id FROM {snapshots} s",  # noqa: S608
+            f"LEFT JOIN {history} h ON s.snapshot_id = h.snapshot_id AND h.is_current_ancestor",
+            "WHERE h.snapshot_id IS NULL",
+        ]
+    )
+
+
+def forget_snapshots_sql(ledger: str, snapshot_ids: Sequence[int]) -> str:
+    """Delete the ledger's records of these snapshots."""
+    if not snapshot_ids:
+        raise ValueError("no snapshot to forget")
+    listed = ", ".join(str(int(snapshot_id)) for snapshot_id in snapshot_ids)
+    return f"DELETE FROM {ledger} WHERE snapshot_id IN ({listed})"  # noqa: S608
+
+
 def recorded_run_sql(ledger: str, table: str, run_id: str) -> str:
     """Find ``run_id`` in the ledger, if the snapshot it committed is gone (expired).
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyiceberg.table import StaticTable
 from pyspark.sql import Row, SparkSession
 from pyspark.sql.types import StructType
 
@@ -80,6 +81,8 @@ class Maintained:
     report: dict[str, Any]
     old_orphan: Path
     recent_orphan: Path
+    # The table read with pyiceberg before and after maintenance.
+    read_independently: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +98,7 @@ def maintained(spark: SparkSession, warehouse: Path, tmp_path_factory: pytest.Te
     table = SilverTable(CATALOG, SILVER_DATABASE, "maint")
     silver = spark.table(silver_table("maint"))
     rows_before, schema = _utc_rows(silver.collect()), silver.schema
+    read_before = _read_with_pyiceberg(warehouse, "maint")
     before = measure_table(spark, table)
     data_folder = warehouse / SILVER_DATABASE / "maint" / "data"
     old_orphan = _orphan(data_folder, "old-orphan.parquet", timedelta(days=4))
@@ -102,9 +106,29 @@ def maintained(spark: SparkSession, warehouse: Path, tmp_path_factory: pytest.Te
     # Retention 0: every snapshot is older than it, so only the newest min_snapshots stay.
     policy = MaintenancePolicy(snapshot_retention_hours=0, min_snapshots=2, min_input_files=2)
     report = maintain_table(spark, table, policy).report("maint-m1").to_json()
+    read_after = _read_with_pyiceberg(warehouse, "maint")
     return Maintained(
-        table, bronzes, manifests, rows_before, schema, before, policy, report, old_orphan, recent_orphan
+        table,
+        bronzes,
+        manifests,
+        rows_before,
+        schema,
+        before,
+        policy,
+        report,
+        old_orphan,
+        recent_orphan,
+        (read_before, read_after),
     )
+
+
+def _read_with_pyiceberg(warehouse: Path, table: str) -> list[tuple[Any, ...]]:
+    """Every row and column of a silver table, read by pyiceberg from its newest metadata file
+    (not by Spark or icetide's code), sorted."""
+    location = warehouse / SILVER_DATABASE / table / "metadata"
+    newest = max(location.glob("v*.metadata.json"), key=lambda path: int(path.name[1:].split(".")[0]))
+    rows = StaticTable.from_metadata(str(newest)).scan().to_arrow().to_pylist()
+    return sorted(tuple(row.values()) for row in rows)
 
 
 @pytest.mark.spark
@@ -130,6 +154,18 @@ def test_maintenance_keeps_rows_and_cuts_files_and_snapshots(
     assert report["tombstones"] is not None
     assert report["tombstones"]["strategy"] == "binpack"
     assert report["tombstones"]["after"]["snapshots"] <= policy.min_snapshots
+
+
+@pytest.mark.spark
+def test_rows_read_independently_are_identical_before_and_after_maintenance(maintained: Maintained) -> None:
+    before, after = maintained.read_independently
+    assert after == before
+    assert len(after) == 40  # 40 loaded; +5 -3, +1 -1, -2 in the three merges
+    assert [(row[0], row[1]) for row in after if row[0] in (1, 10, 41, 46)] == [
+        (1, "x1"),
+        (10, "w10"),
+        (46, "v46"),
+    ]
 
 
 @pytest.mark.spark
@@ -226,3 +262,37 @@ def test_tombstones_older_than_the_retention_before_silvers_newest_change_are_fo
     assert report["tombstones"]["rowsPruned"] == pruned
     assert spark.table(tombstones).count() == 1 - pruned
     assert_frame_equal(spark.table(silver_table(name)), rows_before, schema)
+
+
+@pytest.mark.spark
+def test_a_run_rolled_back_before_its_snapshot_expired_loads_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Maintenance records runs 1-3; an operator rolls silver back to run 2; the next maintenance
+    # expires run 3's snapshot. A rerun of run 3 must load (its rows are not in silver), not be
+    # taken for committed because the ledger once held it.
+    runs = [
+        [("I", "2026-11-01 00:00:00", key, f"v{key}") for key in (1, 2)],
+        [("U", "2026-11-02 00:00:00", 1, "u1")],
+        [("I", "2026-11-03 00:00:00", 3, "v3")],
+    ]
+    bronzes = []
+    for number, rows in enumerate(runs, start=1):
+        bronzes.append(tmp_path / f"run{number}")
+        write_dms_file(bronzes[-1], f"2026110{number}-000000000.parquet", BRONZE, rows)
+        load_into_silver(spark, "rolled", f"rolled-{number}", bronzes[-1])
+    table = SilverTable(CATALOG, SILVER_DATABASE, "rolled")
+    keep_all = MaintenancePolicy(snapshot_retention_hours=0, min_snapshots=50)
+    assert maintain_table(spark, table, keep_all).silver.runs_recorded == 3
+    run_2 = snapshot_ids(spark, "rolled")[1]
+    spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{SILVER_DATABASE}.rolled', {run_2})")
+    maintain_table(spark, table, MaintenancePolicy(snapshot_retention_hours=0, min_snapshots=1))
+
+    again = load_into_silver(spark, "rolled", "rolled-3", bronzes[2])
+
+    assert again["alreadyCommitted"] is False
+    assert sorted((row["id"], row["v"]) for row in spark.table(silver_table("rolled")).collect()) == [
+        (1, "u1"),
+        (2, "v2"),
+        (3, "v3"),
+    ]

@@ -230,8 +230,6 @@ def maintain_command(args: argparse.Namespace) -> int:
 
     try:
         workspace = Workspace.existing(args.workspace)
-        if args.table and not workspace.load_control_items():
-            raise WorkspaceError(f"no table {args.table}: the workspace has no control items yet")
         done = maintain_workspace(workspace, table=args.table or None, progress=_progress)
     except WorkspaceError as exc:
         print(f"icetide local maintain: {exc}", file=sys.stderr)

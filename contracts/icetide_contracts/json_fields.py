@@ -8,6 +8,7 @@ so a message that operators and tests know stays the same.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -72,6 +73,27 @@ def read_object(contract: type[Contract], data: object, name: str) -> Contract:
         lines = "; ".join(f"{attribute}: {reason}" for attribute, reason in problems)
         raise ContractViolation(f"{name} is invalid: {lines}", tuple(problems))
     return contract(**values)
+
+
+def read_text(content: str | bytes, name: str) -> object:
+    """The JSON value in ``content``; ContractViolation naming ``name`` when it is not JSON."""
+    try:
+        return json.loads(content)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ContractViolation(f"{name} is not valid JSON: {error}") from None
+
+
+def nested(contract: type[Contract], name: str) -> Check:
+    """A check reading a JSON object inside a document as the dataclass ``contract``; its problems
+    become one reason, so the outer document names where they are."""
+
+    def check(value: object) -> Contract:
+        try:
+            return read_object(contract, value, name)
+        except ContractViolation as violation:
+            raise Invalid("; ".join(f"{key}: {reason}" for key, reason in violation.problems)) from None
+
+    return check
 
 
 def write_object(document: object) -> dict[str, Any]:

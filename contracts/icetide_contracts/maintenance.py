@@ -15,7 +15,6 @@ Standard library only: both sides import it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -26,8 +25,10 @@ from icetide_contracts.json_fields import (
     Invalid,
     flag,
     json_key,
+    nested,
     optional,
     read_object,
+    read_text,
     text,
     whole_number,
     write_object,
@@ -173,21 +174,14 @@ class TableFiles:
     snapshots: int = field(metadata=json_key("snapshots", whole_number(minimum=0)))
 
 
-def _table_files(value: object) -> TableFiles:
-    try:
-        return read_object(TableFiles, value, "table files")
-    except ContractViolation as violation:
-        raise Invalid("; ".join(f"{key}: {reason}" for key, reason in violation.problems)) from None
-
-
 @dataclass(frozen=True, kw_only=True)
 class TableMaintenance:
     """What one pass did to one Iceberg table."""
 
     table: str = field(metadata=json_key("table", text(min_length=1)))
     strategy: str = field(metadata=json_key("strategy", text(min_length=1)))
-    before: TableFiles = field(metadata=json_key("before", _table_files))
-    after: TableFiles = field(metadata=json_key("after", _table_files))
+    before: TableFiles = field(metadata=json_key("before", nested(TableFiles, "table files")))
+    after: TableFiles = field(metadata=json_key("after", nested(TableFiles, "table files")))
     data_files_rewritten: int = field(
         default=0, metadata=json_key("dataFilesRewritten", whole_number(minimum=0))
     )
@@ -207,9 +201,10 @@ class TableMaintenance:
     rows_pruned: int = field(default=0, metadata=json_key("rowsPruned", whole_number(minimum=0)))
 
 
-def _table_maintenance(value: object) -> TableMaintenance:
+def _policy(value: object) -> MaintenancePolicy:
+    # from_json, not nested(): it refuses unknown keys too.
     try:
-        return read_object(TableMaintenance, value, "table maintenance")
+        return MaintenancePolicy.from_json(value)
     except ContractViolation as violation:
         raise Invalid("; ".join(f"{key}: {reason}" for key, reason in violation.problems)) from None
 
@@ -222,15 +217,15 @@ class MaintenanceReport:
     run_id: str = field(metadata=json_key("runId", text(min_length=1)))
     table: str = field(metadata=json_key("table", text(min_length=1)))
     silver: TableMaintenance | None = field(
-        default=None, metadata=json_key("silver", optional(_table_maintenance))
+        default=None, metadata=json_key("silver", optional(nested(TableMaintenance, "table maintenance")))
     )
     tombstones: TableMaintenance | None = field(
-        default=None, metadata=json_key("tombstones", optional(_table_maintenance))
+        default=None, metadata=json_key("tombstones", optional(nested(TableMaintenance, "table maintenance")))
     )
     skipped: str | None = field(default=None, metadata=json_key("skipped", optional(text(min_length=1))))
     policy: MaintenancePolicy = field(
         default_factory=MaintenancePolicy,
-        metadata=json_key("policy", lambda value: _policy(value)),
+        metadata=json_key("policy", _policy),
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -246,15 +241,4 @@ class MaintenanceReport:
 
     @classmethod
     def from_text(cls, content: str | bytes) -> MaintenanceReport:
-        try:
-            data = json.loads(content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ContractViolation(f"maintenance report is not valid JSON: {error}") from None
-        return cls.from_json(data)
-
-
-def _policy(value: object) -> MaintenancePolicy:
-    try:
-        return MaintenancePolicy.from_json(value)
-    except ContractViolation as violation:
-        raise Invalid("; ".join(f"{key}: {reason}" for key, reason in violation.problems)) from None
+        return cls.from_json(read_text(content, "maintenance report"))

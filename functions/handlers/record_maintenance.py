@@ -82,10 +82,13 @@ def _failed(run: RecordMaintenanceInput, table: ControlTable) -> dict[str, Any]:
     write = table.finish_maintenance(run.target_table_name, run.run_id, entry, succeeded=False)
     if not write.written:
         holder = (write.item or {}).get("lockHolder")
-        logger.warning(
-            "maintenance failure not recorded on the control item",
-            extra={"reason": "no control item" if write.item is None else f"run {holder} holds the lock"},
-        )
+        if write.item is None:
+            reason = "no control item"
+        elif holder:
+            reason = f"run {holder} holds the lock"
+        else:
+            reason = "this run's success is already recorded"
+        logger.warning("maintenance failure not recorded on the control item", extra={"reason": reason})
     return {"recorded": write.written}
 
 

@@ -58,4 +58,3 @@ def publish_table_metrics(table: str, values: list[tuple[str, MetricUnit, float]
     for name, unit, value in values:
         table_metrics.add_metric(name=name, unit=unit, value=value)
     table_metrics.flush_metrics()
-

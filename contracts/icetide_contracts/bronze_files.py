@@ -14,16 +14,15 @@ then the time-named CDC files by name.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from icetide_contracts.json_fields import (
-    ContractViolation,
     Invalid,
     json_key,
     read_object,
+    read_text,
     text,
     whole_number,
     write_object,
@@ -120,8 +119,4 @@ class BronzeFiles:
     @classmethod
     def from_text(cls, content: str | bytes) -> BronzeFiles:
         """The selection from the text of its object; ContractViolation says what is wrong."""
-        try:
-            data = json.loads(content)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ContractViolation(f"bronze file selection is not valid JSON: {error}") from None
-        return cls.from_json(data)
+        return cls.from_json(read_text(content, "bronze file selection"))

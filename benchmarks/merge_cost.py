@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import shutil
 import statistics
@@ -71,7 +70,7 @@ from pyspark.sql import functions as F
 
 from icetide_glue.arguments import JobArguments
 from icetide_glue.job import run_job
-from icetide_local.spark import local_spark_session
+from icetide_local.spark import local_spark_session, runtime_versions
 
 CATALOG = "bench"
 DATABASE = "merge_cost"
@@ -1004,16 +1003,6 @@ def print_correctness(checks: list[Check]) -> None:
         print(f"\ncorrectness: all {len(checks)} comparisons equal")
 
 
-def versions(spark: SparkSession) -> dict[str, str]:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session has a JVM
-    return {
-        "spark": spark.version,
-        "iceberg": str(jvm.org.apache.iceberg.IcebergBuild.version()),
-        "python": platform.python_version(),
-    }
-
-
 def write_json(
     path: Path,
     spark: SparkSession,
@@ -1026,7 +1015,7 @@ def write_json(
     document = {
         "command": list(argv),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "versions": versions(spark),
+        "versions": runtime_versions(spark),
         "sizes": list(config.sizes),
         "rounds": config.rounds,
         "patterns": [asdict(pattern) for pattern in config.patterns],

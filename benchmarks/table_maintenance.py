@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import statistics
 import sys
 import tempfile
@@ -66,7 +65,7 @@ from icetide_glue.job import run_job
 from icetide_glue.maintenance import maintain_table, measure_table
 from icetide_glue.run_ledger import run_ledger
 from icetide_glue.silver import SilverTable, tombstone_table
-from icetide_local.spark import local_spark_session
+from icetide_local.spark import local_spark_session, runtime_versions
 
 CATALOG = "bench"
 DATABASE = "table_maintenance"
@@ -457,21 +456,11 @@ def print_report(results: Results, print_: Callable[[str], None] = print) -> Non
         print_("\nresult: rows equal; every target met (exit 0)")
 
 
-def versions(spark: SparkSession) -> dict[str, str]:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session has a JVM
-    return {
-        "spark": spark.version,
-        "iceberg": str(jvm.org.apache.iceberg.IcebergBuild.version()),
-        "python": platform.python_version(),
-    }
-
-
 def write_json(path: Path, spark: SparkSession, results: Results, argv: Sequence[str]) -> None:
     document = {
         "command": ["benchmarks/table_maintenance.py", *argv],
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "versions": versions(spark),
+        "versions": runtime_versions(spark),
         **{key: value for key, value in asdict(results).items() if key not in ("checks", "verdicts")},
         "checks": [asdict(check) for check in results.checks],
         "verdicts": [asdict(verdict) for verdict in results.verdicts],

@@ -15,11 +15,11 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import stepfunctions
-from icetide.adapters.control_table import ControlTable
 from icetide.clock import utc_now
 from icetide.observability import MetricUnit, logger, metrics, observed
-from icetide.run import scheduling, triggers
+from icetide.run import triggers
 from icetide.run.handler_inputs import parse_input
+from icetide.run.starts import triaged_control_items
 from icetide.settings import Settings, load_settings
 
 
@@ -30,9 +30,7 @@ def _route(created: triggers.ObjectCreatedEvent, settings: Settings) -> triggers
     )
     if misdirected is not None:  # decided without reading the control table
         return misdirected
-    triaged = scheduling.triage(ControlTable(settings.control_table_name).scan_items())
-    for invalid in triaged.invalid:
-        logger.error("invalid control item skipped", extra=invalid)
+    triaged = triaged_control_items(settings.control_table_name)
     metrics.add_metric(name="InvalidControlItems", unit=MetricUnit.Count, value=len(triaged.invalid))
     return triggers.route_event(
         created,

@@ -9,6 +9,7 @@ engine (pyiceberg, DuckDB) can open from their metadata files.
 
 from __future__ import annotations
 
+import platform
 import tempfile
 from pathlib import Path
 
@@ -88,3 +89,14 @@ def local_spark_session(
     for key, value in hadoop_catalog_conf(catalog, warehouse).items():
         spark.conf.set(key, value)
     return spark
+
+
+def runtime_versions(spark: SparkSession) -> dict[str, str]:
+    """Spark's, Iceberg's and Python's versions in this session, as the benchmarks record them."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session has a JVM
+    return {
+        "spark": spark.version,
+        "iceberg": str(jvm.org.apache.iceberg.IcebergBuild.version()),
+        "python": platform.python_version(),
+    }

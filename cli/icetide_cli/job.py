@@ -23,7 +23,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icetide_cli.main import add_command_group
 from icetide_contracts.bronze_files import BronzeFiles
@@ -36,19 +36,33 @@ from icetide_glue.arguments import (
     JobArguments,
     LoadMode,
 )
-from icetide_glue.bronze_selection import selection_from_text
 from icetide_glue.errors import (
     IcetideJobError,
     InvalidBronzeFileSelection,
     InvalidJobArguments,
     MissingPrimaryKeys,
 )
-from icetide_glue.job import run_job
-from icetide_glue.maintenance_job import MaintenanceJobArguments, run_maintenance_job
 from icetide_glue.manifest import manifest_line
-from icetide_glue.silver import table_exists
-from icetide_local.jars import JarFetchError
-from icetide_local.spark import DEFAULT_LOCAL_CATALOG, local_spark_session
+
+# pyspark (the spark extra) loads when a command runs, not when `icetide --help` lists the commands;
+# so does icetide_local.spark, whose catalog name (DEFAULT_LOCAL_CATALOG) the help below spells out.
+if TYPE_CHECKING:
+    from icetide_glue.maintenance_job import MaintenanceJobArguments
+
+
+def local_spark_session(warehouse: Path, **options: Any) -> Any:
+    """:func:`icetide_local.spark.local_spark_session`, imported when a command runs."""
+    from icetide_local.spark import local_spark_session as build
+
+    return build(warehouse, **options)
+
+
+def run_job(spark: Any, job_args: JobArguments, **options: Any) -> Any:
+    """:func:`icetide_glue.job.run_job`, imported when a command runs."""
+    from icetide_glue.job import run_job as run
+
+    return run(spark, job_args, **options)
+
 
 EXIT_OK = 0
 EXIT_JOB_FAILED = 1
@@ -67,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="dedupe folders of DMS files and MERGE them into a local Iceberg table",
         description=(
             "Run the bronze-to-silver job on a folder of DMS parquet files (searched recursively) into "
-            f"an Iceberg table of a local warehouse (Spark catalog {DEFAULT_LOCAL_CATALOG!r}). Repeat "
+            "an Iceberg table of a local warehouse (Spark catalog 'local'). Repeat "
             "--bronze to replay several batches: the folders run in the given order, as successive "
             "runs of the table, in one Spark session, so the JVM start-up (15-20 s) is paid once. "
             "Prints each run's manifest as one line of stdout as the run finishes. The first run "
@@ -268,6 +282,9 @@ POLICY_DEFAULTS = {key: value for key, value in MaintenancePolicy().to_json().it
 
 def maintenance_arguments(args: argparse.Namespace) -> MaintenanceJobArguments:
     """The command's options as the maintenance job's arguments (checked before Spark starts)."""
+    from icetide_glue.maintenance_job import MaintenanceJobArguments
+    from icetide_local.spark import DEFAULT_LOCAL_CATALOG
+
     return MaintenanceJobArguments.from_options(
         {
             "target_table": args.table,
@@ -301,6 +318,10 @@ def maintenance_lines(report: dict[str, Any]) -> list[str]:
 
 def maintain_command(args: argparse.Namespace) -> int:
     """Handler of `icetide job maintain`: the report on stdout, an error as one line on stderr."""
+    from icetide_glue.maintenance_job import run_maintenance_job
+    from icetide_glue.silver import table_exists
+    from icetide_local.spark import DEFAULT_LOCAL_CATALOG
+
     try:
         job_args = maintenance_arguments(args)
         spark = local_spark_session(
@@ -362,6 +383,8 @@ def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
         raise MissingPrimaryKeys(
             f"{args.table}: merging needs --keys; a table without keys needs --append-only"
         )
+    from icetide_local.spark import DEFAULT_LOCAL_CATALOG
+
     refuse_one_run_options(args)
     selection = read_selection_file(args.bronze_files) if args.bronze_files else None
     return [
@@ -398,6 +421,8 @@ def bronze_copy(args: argparse.Namespace, bronze: str) -> str | None:
 
 def read_selection_file(path: str) -> BronzeFiles:
     """The bronze file selection in the local file ``path`` (the job reads it again, through Spark)."""
+    from icetide_glue.bronze_selection import selection_from_text
+
     try:
         content = Path(path).read_bytes()
     except OSError as error:
@@ -407,6 +432,8 @@ def read_selection_file(path: str) -> BronzeFiles:
 
 def error_text(error: Exception) -> str:
     """``<ErrorName>: <message>`` on one line; an unforeseen error says so, and is cut short."""
+    from icetide_local.jars import JarFetchError
+
     if isinstance(error, IcetideJobError | JarFetchError | OneRunOption):
         return f"{type(error).__name__}: {' '.join(str(error).split())}"
     text = " ".join(str(error).split())[:500]
@@ -424,6 +451,8 @@ def run_command(args: argparse.Namespace) -> int:
     job turns such failures into named errors (e.g. an unreadable bronze file), so only fatal JVM
     logs are kept while the job runs here.
     """
+    from icetide_local.spark import DEFAULT_LOCAL_CATALOG
+
     try:
         runs = runs_arguments(args)
         spark = local_spark_session(

@@ -14,13 +14,10 @@ import sys
 from decimal import Decimal
 from typing import Any
 
-from icetide.control.codec import from_typed_json
-from icetide_cli.control_items import UnreadableItems, read_items_file
 from icetide_cli.main import add_command_group
-from icetide_local.cycle_report import STAT_NAMES, format_rows, render_cycle
-from icetide_local.local_stack import StartWorkflowFailed
-from icetide_local.standins.dms.data_mover import SourceUrlInvalid, source_endpoint_settings
-from icetide_local.workspace import Workspace, WorkspaceError
+
+# Everything else (moto, Spark, the DMS stand-in, even the workspace) is imported by the command that
+# runs: `icetide --help` lists this group without loading any of it.
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -50,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument(
         "--workspace", metavar="DIR", help="a new or empty directory to keep (default: a temporary one)"
     )
+    _add_quiet(demo)
     demo.set_defaults(handler=demo_command)
 
     run = commands.add_parser(
@@ -84,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="give up waiting for a table's run after this long (default 1800)",
     )
+    _add_quiet(run)
     run.set_defaults(handler=run_command)
 
     status = commands.add_parser(
@@ -117,19 +116,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="maintain only this table (its targetTableName)",
     )
     maintain.add_argument("--json", action="store_true", help="print one JSON object per table per line")
+    _add_quiet(maintain)
     maintain.set_defaults(handler=maintain_command)
 
 
-def _progress(message: str) -> None:
-    print(f"... {message}", file=sys.stderr, flush=True)
+def _add_quiet(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--quiet",
+        action="store_true",
+        help="show no progress on standard error (each table's current state, Spark stages on long loads)",
+    )
 
 
 def demo_command(args: argparse.Namespace) -> int:
     """`icetide local demo`."""
     from icetide_local.demo import run_demo  # Spark and pyiceberg load only when a command needs them
+    from icetide_local.local_stack import StartWorkflowFailed
+    from icetide_local.progress import command_progress
+    from icetide_local.workspace import WorkspaceError
 
     try:
-        matched = run_demo(args.workspace, out=sys.stdout, progress=_progress)
+        with command_progress(sys.stderr, quiet=args.quiet) as progress:
+            matched = run_demo(args.workspace, out=sys.stdout, progress=progress)
     except (WorkspaceError, StartWorkflowFailed) as exc:
         print(f"icetide local demo: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -138,6 +146,12 @@ def demo_command(args: argparse.Namespace) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """`icetide local run`."""
+    from icetide_cli.control_items import UnreadableItems, read_items_file
+    from icetide_local.cycle_report import render_cycle
+    from icetide_local.local_stack import StartWorkflowFailed
+    from icetide_local.standins.dms.data_mover import SourceUrlInvalid, source_endpoint_settings
+    from icetide_local.workspace import Workspace, WorkspaceError
+
     try:
         source_endpoint_settings(args.source)
         items = read_items_file(args.tables)
@@ -150,13 +164,15 @@ def run_command(args: argparse.Namespace) -> int:
     if not items:
         print(f"icetide local run: {args.tables} holds no control item", file=sys.stderr)
         return EXIT_USAGE
+    from icetide_local.progress import command_progress
     from icetide_local.workspace_cycle import run_workspace_cycle
 
     try:
         workspace = Workspace.open(args.workspace)
-        report = run_workspace_cycle(
-            workspace, args.source, items, progress=_progress, timeout_seconds=args.timeout
-        )
+        with command_progress(sys.stderr, quiet=args.quiet) as progress:
+            report = run_workspace_cycle(
+                workspace, args.source, items, progress=progress, timeout_seconds=args.timeout
+            )
     except (WorkspaceError, StartWorkflowFailed, TimeoutError) as exc:
         print(f"icetide local run: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -168,6 +184,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 def status_command(args: argparse.Namespace) -> int:
     """`icetide local status`."""
+    from icetide.control.codec import from_typed_json
+    from icetide_local.cycle_report import format_rows
+    from icetide_local.workspace import Workspace, WorkspaceError
+
     try:
         items = [from_typed_json(item) for item in Workspace.existing(args.workspace).load_control_items()]
     except WorkspaceError as exc:
@@ -191,7 +211,7 @@ def status_command(args: argparse.Namespace) -> int:
 
 
 RUN_FIELDS = ("targetTableName", "lastRunStatus", "watermark", "lastRunId", "lastRunTime")
-COUNT_FIELDS = STAT_NAMES[1:]  # inserted, updated, deleted
+COUNT_FIELDS = ("rowsInserted", "rowsUpdated", "rowsDeleted")  # icetide_local.cycle_report.STAT_NAMES[1:]
 
 
 def table_status(item: dict[str, Any]) -> dict[str, Any]:
@@ -226,11 +246,15 @@ def _cell(value: Any) -> str:
 def maintain_command(args: argparse.Namespace) -> int:
     """`icetide local maintain`: each table through the maintenance state machine, as in AWS."""
     # Spark loads only when needed
+    from icetide_local.local_stack import StartWorkflowFailed
+    from icetide_local.progress import command_progress
+    from icetide_local.workspace import Workspace, WorkspaceError
     from icetide_local.workspace_maintenance import maintain_workspace, render_maintenance
 
     try:
         workspace = Workspace.existing(args.workspace)
-        done = maintain_workspace(workspace, table=args.table or None, progress=_progress)
+        with command_progress(sys.stderr, quiet=args.quiet) as progress:
+            done = maintain_workspace(workspace, table=args.table or None, progress=progress)
     except WorkspaceError as exc:
         print(f"icetide local maintain: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,14 +11,6 @@ import sys
 from pathlib import Path
 
 from icetide_cli import tables_put
-from icetide_cli.control_items import (
-    EXIT_INVALID_ITEM,
-    EXIT_OK,
-    EXIT_UNREADABLE,
-    UnreadableItems,
-    read_items,
-    validate_items,
-)
 from icetide_cli.main import add_command_group
 
 
@@ -49,6 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def validate_command(args: argparse.Namespace) -> int:
     """`icetide tables validate FILE`."""
+    from icetide_cli.control_items import (  # the control item model loads only when a command runs
+        EXIT_INVALID_ITEM,
+        EXIT_OK,
+        EXIT_UNREADABLE,
+        UnreadableItems,
+        read_items,
+        validate_items,
+    )
+
     try:
         text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
         items = read_items(text)

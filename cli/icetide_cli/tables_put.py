@@ -8,6 +8,7 @@ running execution holds). Each item is therefore written with one UpdateItem tha
 attributes and removes configuration attributes the file no longer has, leaving run state alone.
 
 AWS credentials and region come from boto3's default chain (environment, profile, instance role).
+boto3 and the control item model are imported when the command runs, so `icetide --help` stays fast.
 """
 
 from __future__ import annotations
@@ -17,24 +18,16 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import boto3
-from botocore.exceptions import BotoCoreError, ClientError
-
-from icetide.control.codec import encode_value, from_typed_json, is_typed_json
-from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
-from icetide_cli.control_items import (
-    EXIT_INVALID_ITEM,
-    EXIT_OK,
-    EXIT_UNREADABLE,
-    UnreadableItems,
-    read_items_file,
-    validate_items,
-)
-
 EXIT_AWS_ERROR = 3
 CONTROL_TABLE_OUTPUT = "ControlTableName"
 KEY = "targetTableName"
-HANDLER_WRITTEN = frozenset(RUN_STATE_ATTRIBUTES) | frozenset(LOCK_ATTRIBUTES)
+
+
+def handler_written() -> frozenset[str]:
+    """Attributes only the runs write (run state and the lock): a put never sets or removes them."""
+    from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
+
+    return frozenset(RUN_STATE_ATTRIBUTES) | frozenset(LOCK_ATTRIBUTES)
 
 
 class ControlTableNotFound(Exception):
@@ -69,6 +62,18 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def put_command(args: argparse.Namespace) -> int:
     """`icetide tables put FILE (--table-name NAME | --stack-name NAME)`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from icetide.control.codec import from_typed_json, is_typed_json
+    from icetide_cli.control_items import (
+        EXIT_INVALID_ITEM,
+        EXIT_OK,
+        EXIT_UNREADABLE,
+        UnreadableItems,
+        read_items_file,
+        validate_items,
+    )
+
     try:
         items = read_items_file(args.file)
     except UnreadableItems as exc:
@@ -121,6 +126,9 @@ def case_clashes(new_names: list[str], stored_names: set[str]) -> list[str]:
 
 def control_table_of_stack(stack_name: str) -> str:
     """The stack's ControlTableName output."""
+    import boto3
+    from botocore.exceptions import ClientError
+
     try:
         stacks = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
     except ClientError as exc:
@@ -138,6 +146,8 @@ class ControlItemWriter:
     """Writes control items' configuration to one table, keeping each table's run state."""
 
     def __init__(self, table_name: str) -> None:
+        import boto3
+
         self.table_name = table_name
         self._dynamodb = boto3.client("dynamodb")
 
@@ -152,14 +162,15 @@ class ControlItemWriter:
         name = str(item[KEY])
         key = {KEY: {"S": name}}
         stored = self._dynamodb.get_item(TableName=self.table_name, Key=key, ConsistentRead=True).get("Item")
-        config = {attr: value for attr, value in item.items() if attr != KEY and attr not in HANDLER_WRITTEN}
-        kept = HANDLER_WRITTEN | set(config) | {KEY}
+        handler_only = handler_written()
+        config = {attr: value for attr, value in item.items() if attr != KEY and attr not in handler_only}
+        kept = handler_only | set(config) | {KEY}
         dropped = sorted(attr for attr in stored or {} if attr not in kept)
         self._dynamodb.update_item(TableName=self.table_name, Key=key, **_update(config, dropped))
         line = f"PUT {name}: {'updated (run state kept)' if stored else 'created'}"
         if dropped:
             line += f"; removed {', '.join(dropped)}"
-        ignored = sorted(attr for attr in item if attr in HANDLER_WRITTEN)
+        ignored = sorted(attr for attr in item if attr in handler_only)
         if ignored:
             line += f"; ignored run-state attribute(s) {', '.join(ignored)} (written by the runs only)"
         return line
@@ -168,6 +179,8 @@ class ControlItemWriter:
 def _update(config: Mapping[str, Any], dropped: list[str]) -> dict[str, Any]:
     """UpdateItem arguments setting `config` and removing `dropped`; names go through placeholders
     because attribute names such as `lookback` may be DynamoDB reserved words."""
+    from icetide.control.codec import encode_value
+
     names = {f"#s{i}": attr for i, attr in enumerate(config)}
     names.update({f"#r{i}": attr for i, attr in enumerate(dropped)})
     expression = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(config)))
@@ -183,6 +196,8 @@ def _update(config: Mapping[str, Any], dropped: list[str]) -> dict[str, Any]:
 
 
 def _aws_reason(exc: Exception) -> str:
+    from botocore.exceptions import ClientError
+
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         operation = getattr(exc, "operation_name", "AWS call")

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from icetide_contracts.json_fields import (
+    flag,
     json_key,
     one_of,
     optional,
@@ -148,6 +149,15 @@ class RunPlan:
     )
     bronze_files_uri: str = field(
         default="", metadata=json_key("bronzeFilesUri", text(pattern=S3_OBJECT_URI_OR_NONE))
+    )
+
+    # A verify run (icetide.run.verify): its task extracts the key columns only (`tableMapping`,
+    # into `bronzeUri`), the Glue job compares them with silver and writes the verify report
+    # (icetide_contracts.verify) to `verifyReportUri` ("" for other runs: the job merges), and the
+    # state machine commits nothing.
+    verify: bool = field(default=False, metadata=json_key("verify", flag))
+    verify_report_uri: str = field(
+        default="", metadata=json_key("verifyReportUri", text(pattern=S3_OBJECT_URI_OR_NONE))
     )
 
     @property

@@ -5,7 +5,8 @@ input and start time: a scheduled run's ``scheduledTime`` fixes its slot, hence 
 position and whether it reconciles; without it the run is timed by its start).
 Output: ``{"plan": RunPlan}``. Raises ControlItemNotFound,
 InvalidControlItem (checked before the lock is taken, so a broken item never holds its table),
-TableLocked (another live run holds the lock; the message names it and since when).
+TableLocked (another live run holds the lock; the message names it and since when) and its kind
+TableUnderMaintenance; either refusal is counted as ``RunsRefused`` of the table, never as a failure.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import utc_now
 from icetide.control.model import ControlItem
-from icetide.observability import observed
+from icetide.errors import TableLocked
+from icetide.observability import MetricUnit, observed, publish_table_metrics
 from icetide.run import locking
 from icetide.run.handler_inputs import LockInput, parse_input
 from icetide.run.lock_taking import take_table_lock
@@ -59,13 +61,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     item = ControlItem.parse(raw)
     plan = _plan(item, run.run_id, settings, timing)
 
-    locked = take_table_lock(
-        table,
-        run.target_table_name,
-        run.run_id,
-        now=now,
-        stale_after_seconds=settings.lock_stale_after_seconds,
-    )
+    try:
+        locked = take_table_lock(
+            table,
+            run.target_table_name,
+            run.run_id,
+            now=now,
+            stale_after_seconds=settings.lock_stale_after_seconds,
+            # A verify run holds the lock but leaves lastRun* (the last merge's) alone: it commits nothing.
+            merge_run=not plan.verify,
+        )
+    except TableLocked:  # TableUnderMaintenance too: the table is busy, nothing went wrong
+        publish_table_metrics(run.target_table_name, [("RunsRefused", MetricUnit.Count, 1)])
+        raise
 
     # The plan must describe the item as it was when the lock was taken; it differs from the
     # item read above only if someone wrote to it in between.

@@ -14,21 +14,24 @@ this run holds the lock and the watermark is the one it started from (``plan.pre
 So a run that fails anywhere never moves the watermark, and the watermark never moves backwards.
 Invoked again after it committed (a retried invocation), it reports the same commit.
 Raises ManifestInvalid (missing, malformed or another run's manifest), WatermarkConflict, LockLost.
+The invocation that commits publishes the run's metrics with the table as dimension: rows inserted,
+updated and deleted, RunSeconds (from the lock, the run's start) and LagSeconds (icetide.run.freshness).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import s3
 from icetide.adapters.control_table import ControlTable
-from icetide.clock import stored_time, utc_now
+from icetide.clock import parse_time, stored_time, utc_now
 from icetide.control import watermark as wm
 from icetide.errors import ManifestInvalid
-from icetide.observability import MetricUnit, logger, metrics, observed
-from icetide.run import commit
+from icetide.observability import MetricUnit, logger, metrics, observed, publish_table_metrics
+from icetide.run import commit, freshness
 from icetide.run.handler_inputs import CommitInput, parse_input
 from icetide.run.manifest import read_manifest, read_selection
 from icetide.settings import load_settings
@@ -54,6 +57,35 @@ def _selection(plan: RunPlan) -> BronzeFiles:
         raise ManifestInvalid(
             f"no bronze file selection at {plan.bronze_files_uri}: select_bronze_files did not write one"
         ) from missing
+
+
+def _committed_run_metrics(
+    plan: RunPlan,
+    manifest: RunManifest,
+    committed_watermark: wm.Watermark | None,
+    locked_at: datetime | None,
+    now: datetime,
+) -> list[tuple[str, MetricUnit, float]]:
+    """What one committed run publishes per table (lag: icetide.run.freshness)."""
+    if plan.continuous:
+        source_read_at = None  # its run may have left files for the next one: the watermark tells
+    elif plan.cdc_stop_position is not None:
+        source_read_at = freshness.stop_position_time(plan.cdc_stop_position)
+    else:
+        source_read_at = locked_at  # a full-load task reads the source after the lock was taken
+    values: list[tuple[str, MetricUnit, float]] = [
+        ("RunsSucceeded", MetricUnit.Count, 1),
+        ("RowsRead", MetricUnit.Count, manifest.rows_read),
+        ("RowsInserted", MetricUnit.Count, manifest.rows_inserted),
+        ("RowsUpdated", MetricUnit.Count, manifest.rows_updated),
+        ("RowsDeleted", MetricUnit.Count, manifest.rows_deleted),
+    ]
+    if locked_at is not None:
+        values.append(("RunSeconds", MetricUnit.Seconds, max(0.0, (now - locked_at).total_seconds())))
+    lag = freshness.lag_seconds(now, committed_watermark, source_read_at)
+    if lag is not None:
+        values.append(("LagSeconds", MetricUnit.Seconds, lag))
+    return values
 
 
 @observed()
@@ -86,13 +118,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if checkpoint is not None and checkpoint.new is None and not plan.continuous:
         logger.warning("the cdc task reported no RecoveryCheckpoint; the next run reads this window again")
 
+    now = utc_now()
     write = ControlTable(settings.control_table_name).commit_run(
         run.target_table_name,
         run.run_id,
         previous_forms=commit.stored_forms(plan.previous_watermark),
         watermark=wm.to_dynamo(step.watermark),
         stats=stats,
-        now=stored_time(utc_now()),
+        now=stored_time(now),
         checkpoint=checkpoint,
         reconciled_at=plan.reconcile_slot,
     )
@@ -105,6 +138,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     if committed_now:
         metrics.add_metric(name="RowsRead", unit=MetricUnit.Count, value=manifest.rows_read)
+        lock_time = (write.item or {}).get("lockTime")
+        publish_table_metrics(
+            run.target_table_name,
+            _committed_run_metrics(
+                plan, manifest, step.watermark, parse_time(lock_time) if lock_time else None, now
+            ),
+        )
     else:
         # Rows are counted once, by the invocation that committed them.
         logger.info("run already committed by an earlier invocation; nothing written again")

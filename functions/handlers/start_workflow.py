@@ -8,6 +8,8 @@ event-started run merges what this one would); a delta or windowed cdc table hel
 run is started, and refused at the lock, as before. An inactive continuous cdc table's
 long-lived task is taken one step further towards deleted (stop, delete the task, delete its
 endpoint): ``retired`` says which step, per table.
+Each event also publishes every active table's ``LagSeconds`` (table dimension) and the largest as
+``MaxLagSeconds`` (the stack's freshness alarm; icetide.run.freshness), and ``InvalidControlItems``.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from icetide.adapters import stepfunctions
 from icetide.clock import utc_now
 from icetide.control.model import ControlItem
 from icetide.dms.identifiers import is_maintenance_run_id, run_id, schedule_slot
-from icetide.observability import MetricUnit, logger, metrics, observed
-from icetide.run import scheduling
+from icetide.observability import MetricUnit, logger, metrics, observed, publish_table_metrics
+from icetide.run import freshness, scheduling
 from icetide.run.handler_inputs import ScheduleEvent, parse_input
 from icetide.run.locking import live_lock_holder
 from icetide.run.retire import retire_step
@@ -38,6 +40,21 @@ def _waits_for(item: ControlItem, holder: str) -> bool:
     run would only fail at the lock (a failed execution, an alarm); the next slot merges instead.
     """
     return item.is_continuous or is_maintenance_run_id(holder)
+
+
+def _publish_lags(items: list[ControlItem]) -> None:
+    """Each table's lag, and the largest for the stack: an alarm cannot iterate tables, so this
+    hourly look at every item is where a table that stopped loading shows."""
+    now = utc_now()
+    lags = {item.target_table_name: freshness.item_lag_seconds(item, now) for item in items}
+    known = {table: lag for table, lag in lags.items() if lag is not None}
+    for table, lag in known.items():
+        publish_table_metrics(table, [("LagSeconds", MetricUnit.Seconds, lag)])
+    if known:
+        metrics.add_metric(name="MaxLagSeconds", unit=MetricUnit.Seconds, value=max(known.values()))
+    unknown = sorted(table for table, lag in lags.items() if lag is None)
+    if unknown:
+        logger.info("lag unknown: no timestamp watermark and no successful run", extra={"tables": unknown})
 
 
 @observed(correlation_id_path=None)
@@ -68,6 +85,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             retired[item.target_table_name] = f"error: {error}"
     if retired:
         logger.info("continuous tasks of inactive tables", extra={"retired": retired})
+
+    _publish_lags(triaged.runnable)
 
     summary = scheduling.ScheduleSummary(slot_start=slot_start)
     now = utc_now()

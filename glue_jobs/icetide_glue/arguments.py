@@ -40,6 +40,7 @@ OPTIONAL_ARGUMENTS = (
     "reconcile_expected_rows",
     "reconcile_started_at",
     "bronze_files_uri",
+    "verify_report_uri",
 )
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
 
@@ -87,6 +88,10 @@ class JobArguments:
     # A continuous cdc run: the bronze file selection (icetide_contracts.bronze_files) naming the
     # files below --bronze_uri it merges, instead of every file there (None: the whole folder).
     bronze_files_uri: str | None = None
+    # A verify run (icetide_glue.verify): --bronze_uri holds a key-only extraction of the source,
+    # which the job compares with silver's live keys, writing the verify report here instead of
+    # merging; nothing is committed, no manifest written.
+    verify_report_uri: str | None = None
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -123,6 +128,29 @@ class JobArguments:
                 f"--tombstone_retention_days {self.tombstone_retention_days} must not be negative"
             )
         self._check_reconcile()
+        self._check_verify()
+
+    def _check_verify(self) -> None:
+        if self.verify_report_uri is None:
+            return
+        if self.load_mode is not LoadMode.MERGE:
+            raise InvalidJobArguments(
+                "--verify_report_uri needs --load_mode merge and --primary_keys: a verify run compares "
+                "keys, and an append-only table has none"
+            )
+        given = [
+            name
+            for name, value in (
+                ("--reconcile_uri", self.reconcile_uri),
+                ("--bronze_files_uri", self.bronze_files_uri),
+            )
+            if value is not None
+        ]
+        if given:
+            raise InvalidJobArguments(
+                f"--verify_report_uri with {' and '.join(given)}: a verify run reads one key "
+                "extraction (--bronze_uri) and changes nothing"
+            )
 
     def _check_reconcile(self) -> None:
         if self.reconcile_uri is None:
@@ -200,6 +228,7 @@ class JobArguments:
             reconcile_expected_rows=reconcile_rows,
             reconcile_started_at=_instant(optional("reconcile_started_at"), "--reconcile_started_at"),
             bronze_files_uri=optional("bronze_files_uri"),
+            verify_report_uri=optional("verify_report_uri"),
         )
 
 

@@ -18,6 +18,9 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    statistics in its snapshot summary; then, if the run remembered something, forget tombstones
    older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.
+
+A verify run (``--verify_report_uri``) does none of this: it compares silver's live keys with a
+key-only extraction and writes a verify report (icetide_glue.verify).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from icetide_glue.silver import (
     table_exists,
 )
 from icetide_glue.sql import RUN_ID_PROPERTY, RUN_STATS_PROPERTY
+from icetide_glue.verify import run_verify
 
 logger = logging.getLogger(__name__)
 
@@ -84,13 +88,17 @@ MAX_BROADCAST_CHANGES = 1_000_000
 
 def run_job(spark: SparkSession, args: JobArguments, *, bronze_copy: str | None = None) -> dict[str, Any]:
     """Load one run into silver, write its manifest to ``args.manifest_uri`` (when given) and
-    return the manifest as the contract's JSON object.
+    return the manifest as the contract's JSON object; for a verify run (``--verify_report_uri``)
+    compare instead, and return the verify report it wrote.
 
     ``bronze_copy`` (local runs of a bronze file selection only: their Spark has no S3): a local
     folder holding the selection's files at their keys, read instead of the selection's
     ``bronzeUri``, which must still be ``--bronze_uri``.
     """
     table = SilverTable(args.catalog, args.database, args.table_name)
+    if args.verify_report_uri is not None:
+        # A verify run (icetide_glue.verify) compares and reports; it never reaches a commit.
+        return run_verify(spark, args, table)
     manifest = _load_run(spark, args, table, bronze_copy)
     if args.manifest_uri:
         write_manifest(args.manifest_uri, manifest)

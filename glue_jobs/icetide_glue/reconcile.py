@@ -16,6 +16,7 @@ order guard, the tombstones, the counts (``rowsDeleted``) and soft deletes (``_i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
@@ -45,28 +46,50 @@ EXTRACTION_VIEW = "icetide_reconcile_keys"
 RECONCILE_CHANGES_VIEW = "icetide_reconcile_changes"
 
 
+@dataclass(frozen=True)
+class KeyExtractionUse:
+    """What a key-only extraction is read for, in the words its refusals use: its name, the job
+    argument with DMS's count of it, and what would go wrong if an unconfirmed empty extraction or
+    a null key were taken at its word."""
+
+    name: str
+    count_argument: str
+    if_unconfirmed_empty: str
+    if_null_key: str
+
+
+RECONCILE_EXTRACTION = KeyExtractionUse(
+    name="the reconcile's key extraction",
+    count_argument="--reconcile_expected_rows",
+    if_unconfirmed_empty="or every row of silver would be deleted; nothing was committed",
+    if_null_key="their silver rows would be deleted; nothing was committed",
+)
+
+
 def read_reconcile_keys(
-    spark: SparkSession, uri: str, keys: Sequence[StructField], expected_rows: int | None
+    spark: SparkSession,
+    uri: str,
+    keys: Sequence[StructField],
+    expected_rows: int | None,
+    use: KeyExtractionUse = RECONCILE_EXTRACTION,
 ) -> DataFrame:
     """The key extraction's keys, named and typed like silver's (``keys``), checked against
     DMS's count and for nulls (a key that cannot be compared would delete its silver row).
 
     No files: the source table is empty when DMS counted 0 rows; with rows counted, a file was
-    lost (:class:`BronzeRowCountMismatch`); uncounted, nobody can tell (refused).
+    lost (:class:`BronzeRowCountMismatch`); uncounted, nobody can tell (refused). ``use`` words the
+    refusals (a verify run reads its extraction too: icetide_glue.verify).
     """
     extraction = read_bronze(spark, uri)
     if extraction is None:
         if expected_rows is None:
             raise MissingReconcileExtraction(
-                f"the reconcile's key extraction {uri} holds no files and --reconcile_expected_rows is "
-                "not given: an empty source table must be confirmed by DMS's count (0), or every row of "
-                "silver would be deleted; nothing was committed"
+                f"{use.name} {uri} holds no files and {use.count_argument} is not given: an empty "
+                f"source table must be confirmed by DMS's count (0), {use.if_unconfirmed_empty}"
             )
-        check_row_count(expected_rows, 0, uri, "--reconcile_expected_rows")
+        check_row_count(expected_rows, 0, uri, use.count_argument)
         return spark.createDataFrame([], StructType(list(keys)))
-    found = [
-        require_column(extraction.columns, k.name, "primary key column (reconcile extraction)") for k in keys
-    ]
+    found = [require_column(extraction.columns, k.name, f"primary key column ({use.name})") for k in keys]
     typed = extraction.select(
         *[column(name).cast(key.dataType).alias(key.name) for name, key in zip(found, keys, strict=True)]
     )
@@ -78,12 +101,12 @@ def read_reconcile_keys(
     with translate_unreadable_file():
         totals = typed.agg(F.count(F.lit(1)).alias("rows"), F.count_if(any_null).alias("nulls")).first()
     assert totals is not None  # a global aggregate always returns one row
-    check_row_count(expected_rows, int(totals["rows"]), uri, "--reconcile_expected_rows")
+    check_row_count(expected_rows, int(totals["rows"]), uri, use.count_argument)
     if totals["nulls"]:
         raise InvalidChangeData(
-            f"{totals['nulls']} row(s) of the reconcile's key extraction {uri} have a null key, or one "
+            f"{totals['nulls']} row(s) of {use.name} {uri} have a null key, or one "
             f"that is not a {', '.join(k.dataType.simpleString() for k in keys)} like silver's "
-            f"({', '.join(k.name for k in keys)}): their silver rows would be deleted; nothing was committed"
+            f"({', '.join(k.name for k in keys)}): {use.if_null_key}"
         )
     return typed
 

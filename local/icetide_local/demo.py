@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from pyiceberg.table import StaticTable
 
 from icetide_local.cycle_report import CycleReport, render_cycle
+from icetide_local.progress import RunProgress
 from icetide_local.sample_source import (
     CUSTOMERS,
     ORDERS,
@@ -116,7 +117,7 @@ def _check_all(workspace: Workspace, source: SampleSource) -> list[SilverCheck]:
     return [check_silver(workspace.warehouse, name, source, table) for name, table in SAMPLE_TABLES.items()]
 
 
-def run_demo(directory: str | None, *, out: TextIO, progress: Callable[[str], None]) -> bool:
+def run_demo(directory: str | None, *, out: TextIO, progress: RunProgress) -> bool:
     """Run the demo in a new workspace at `directory` (a temporary one when None); True if all is well."""
     workspace = Workspace.open(directory)
     if not workspace.is_new:
@@ -150,9 +151,9 @@ def run_demo(directory: str | None, *, out: TextIO, progress: Callable[[str], No
     for number, title in cycles:
         if number in changes:
             what, change = changes[number]
-            progress(what)
+            progress.message(what)
             change(source)
-        progress(f"{title}")
+        progress.message(title)
         report = run_workspace_cycle(workspace, source.url, items, progress=progress)
         reports.append(report)
         print(f"\n{title}", file=out)
@@ -165,7 +166,7 @@ def run_demo(directory: str | None, *, out: TextIO, progress: Callable[[str], No
         print(f"  {check.line()}", file=out)
 
     # What the daily maintenance state machine does in AWS; rows must not change.
-    progress("maintenance: compaction, delete-file rewrite, snapshot expiry, orphan removal")
+    progress.message("maintenance: compaction, delete-file rewrite, snapshot expiry, orphan removal")
     maintained = maintain_workspace(workspace, progress=progress)
     print("\nmaintenance: files before -> after, per table", file=out)
     for line in render_maintenance(maintained):

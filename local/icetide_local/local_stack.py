@@ -16,23 +16,25 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 from unittest import mock
 
+from icetide.adapters.stepfunctions import execution_arn
 from icetide.clock import stored_time
 from icetide.control.codec import from_typed_json
 from icetide_local.cycle_report import CycleReport, TableRun
+from icetide_local.execution_progress import ExecutionWatcher
+from icetide_local.progress import SILENT, RunProgress
+from icetide_local.spark_progress import SparkProgressRunner
 from icetide_local.standins.dms.cdc import DEFAULT_SLOT_NAME
 from icetide_local.standins.dms.data_mover import replicator_mover, source_endpoint_settings
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.standins.glue_spark import SparkGlueJob, SparkMaintenanceJob
-from icetide_local.stepfunctions import TableRunHarness
-
-Progress = Callable[[str], None]
+from icetide_local.stepfunctions import RunReport, TableRunHarness
 
 # Waits and bounds of the state machine (DefinitionSubstitutions). The DMS stand-in moves a task one
 # status per describe, so polling without waiting finishes a run in a few polls.
@@ -63,15 +65,12 @@ class StartWorkflowFailed(RuntimeError):
     only part of one)."""
 
 
-def _quiet(_: str) -> None:
-    """The default progress sink: say nothing."""
-
-
 class LocalStack(TableRunHarness):
     """The table-run harness with real data movement, plus the StartWorkflow function that starts cycles.
 
     ``source_url`` is the source database (SQLAlchemy URL); silver tables go to ``warehouse``.
-    ``handler_log`` receives the handlers' Powertools log lines (default: standard output).
+    ``handler_log`` receives the handlers' Powertools log lines (default: standard output);
+    ``progress`` what the stack does while it runs (each table's state, Spark's progress).
     """
 
     def __init__(
@@ -79,16 +78,18 @@ class LocalStack(TableRunHarness):
         *,
         source_url: str,
         warehouse: Path,
-        progress: Progress = _quiet,
+        progress: RunProgress = SILENT,
         handler_log: TextIO | None = None,
         substitutions: Mapping[str, str] | None = None,
     ) -> None:
         self.progress = progress
-        self.glue_job = SparkGlueJob(warehouse, progress=progress)
+        self.glue_job = SparkGlueJob(warehouse, progress=progress.message)
         super().__init__(
             substitutions={**FAST_WAITS, **(substitutions or {})},
-            glue_runner=self.glue_job,
-            maintenance_runner=SparkMaintenanceJob(warehouse, progress=progress),
+            glue_runner=SparkProgressRunner(self.glue_job, progress),
+            maintenance_runner=SparkProgressRunner(
+                SparkMaintenanceJob(warehouse, progress=progress.message), progress
+            ),
             dms=DmsLifecycle(mover=replicator_mover(source_url)),
             # A PostgreSQL source endpoint names the replication slot CDC tasks read, as on AWS.
             source_endpoint_settings=source_endpoint_settings(source_url, slot_name=DEFAULT_SLOT_NAME),
@@ -186,8 +187,12 @@ class LocalStack(TableRunHarness):
         before = self.plain_items()
         summary = self.start_workflow(scheduled_time)
         names = [*summary["started"], *summary["alreadyStarted"]]
-        self.progress(f"cycle {summary['slot']}: {len(names)} run(s) started: {', '.join(names) or 'none'}")
-        runs = [self._finished_run(name, before, timeout_seconds) for name in names]
+        self.progress.message(
+            f"cycle {summary['slot']}: {len(names)} run(s) started: {', '.join(names) or 'none'}"
+        )
+        arns = [execution_arn(self.state_machine_arn, name) for name in names]
+        reports = self.wait_watched(arns, timeout_seconds)
+        runs = [self._finished_run(report, before) for report in reports]
         after = self.plain_items()
         return CycleReport(
             slot=summary["slot"],
@@ -205,7 +210,7 @@ class LocalStack(TableRunHarness):
         """
         caught_up = self.dms.catch_up_running_tasks()
         if caught_up:
-            self.progress(f"DMS stand-in: {len(caught_up)} continuous task(s) caught up")
+            self.progress.message(f"DMS stand-in: {len(caught_up)} continuous task(s) caught up")
         return self._invoke_scheduled(self.start_workflow_function, "StartWorkflow", scheduled_time)
 
     def start_maintenance_schedule(self, scheduled_time: datetime) -> dict[str, Any]:
@@ -237,20 +242,29 @@ class LocalStack(TableRunHarness):
             "detail": {},
         }
 
-    def _finished_run(
-        self, execution_name: str, before: Mapping[str, dict[str, Any]], timeout_seconds: float
-    ) -> TableRun:
+    def wait_watched(self, execution_arns: list[str], timeout_seconds: float) -> list[RunReport]:
+        """Wait for each execution in turn (up to ``timeout_seconds`` each); their reports.
+
+        Meanwhile every table's state goes to ``progress`` as its execution moves, all tables at once,
+        read from the executions' histories (icetide_local.execution_progress).
+        """
+        watcher = ExecutionWatcher(self.client("stepfunctions"), self.progress)
+        for arn in execution_arns:
+            watcher.watch(arn)
+        reports = []
+        for arn in execution_arns:
+            reports.append(self.wait(arn, timeout_seconds, watch=watcher.poll))
+            watcher.poll(force=True)  # the end of this one, whenever the last poll came
+        return reports
+
+    def _finished_run(self, report: RunReport, before: Mapping[str, dict[str, Any]]) -> TableRun:
         """The run's outcome; its item after the run is filled in once every run has finished."""
-        arn = self.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution_name}"
-        report = self.wait(arn, timeout_seconds)
-        described = self.client("stepfunctions").describe_execution(executionArn=arn)
+        described = self.client("stepfunctions").describe_execution(executionArn=report.execution_arn)
         table = json.loads(described["input"])["targetTableName"]
         started, stopped = described["startDate"], described.get("stopDate")
-        seconds = f" in {(stopped - started).total_seconds():.1f} s" if stopped else ""
-        self.progress(f"{table}: {report.status}{seconds}")
         return TableRun(
             target_table_name=table,
-            run_id=execution_name,
+            run_id=described["name"],
             status=report.status,
             started=started,
             stopped=stopped,

@@ -10,6 +10,7 @@ Layout::
     DIR/state/control-table.json   control items in DynamoDB typed JSON, as `aws dynamodb scan` gives them
     DIR/state/last-cycle.json      the schedule slot of the last cycle (run ids stay unique)
     DIR/state/dms-tasks.json       the continuous tables' long-lived DMS tasks (the stand-in's)
+    DIR/state/runs.jsonl           one line per table run recorded (`record_runs`), for `icetide runs`
     DIR/continuous-bronze/         the files those tasks wrote (S3 below <bronze>/_continuous/)
     DIR/warehouse/                 the Iceberg warehouse (silver tables)
     DIR/logs/handlers.log          the Lambda handlers' log lines (Powertools JSON)
@@ -21,14 +22,16 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from icetide.clock import stored_time
 from icetide.control.model import LOCK_ATTRIBUTES, RUN_STATE_ATTRIBUTES
+from icetide_local.cycle_report import TableRun
 
 TypedItem = dict[str, dict[str, Any]]
 
@@ -144,6 +147,42 @@ class Workspace:
     def save_last_cycle(self, slot_time: datetime) -> None:
         self._write_json(self.last_cycle_file, {"slotTime": slot_time.astimezone(UTC).isoformat()})
 
+    @property
+    def run_history_file(self) -> Path:
+        return self.state_dir / "runs.jsonl"
+
+    def record_runs(self, runs: Iterable[TableRun]) -> None:
+        """Append one line per table run to the run history, unless it holds that run already.
+
+        moto forgets its executions with the process; this is what `icetide runs --workspace` lists,
+        as Step Functions' execution list in AWS. A run id already recorded is not
+        recorded again.
+        """
+        known = {record.get("runId") for record in self.load_runs()}
+        lines = [json.dumps(run_record(run), sort_keys=True) for run in runs if run.run_id not in known]
+        if lines:
+            with self.run_history_file.open("a", encoding="utf-8") as history:
+                history.write("".join(f"{line}\n" for line in lines))  # one write: never half a line
+
+    def load_runs(self) -> list[dict[str, Any]]:
+        """The recorded runs, oldest first (none before the first recorded cycle)."""
+        if not self.run_history_file.exists():
+            return []
+        records = []
+        for number, line in enumerate(self.run_history_file.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as bad:
+                raise WorkspaceError(
+                    f"{self.run_history_file} line {number} is not valid JSON: {bad}"
+                ) from bad
+            if not isinstance(record, dict) or not isinstance(record.get("targetTableName"), str):
+                raise WorkspaceError(f"{self.run_history_file} line {number} is not a run record")
+            records.append(record)
+        return records
+
     def _read_json(self, path: Path, default: Any) -> Any:
         if not path.exists():
             return default
@@ -166,6 +205,18 @@ def _is_typed_item(item: Any) -> bool:
         and "S" in item["targetTableName"]
         and all(isinstance(value, dict) and len(value) == 1 for value in item.values())
     )
+
+
+def run_record(run: TableRun) -> dict[str, Any]:
+    """One line of the run history: the run, its status and times (UTC), and why it did not succeed."""
+    return {
+        "targetTableName": run.target_table_name,
+        "runId": run.run_id,
+        "status": run.status,
+        "startDate": stored_time(run.started),
+        "stopDate": stored_time(run.stopped) if run.stopped is not None else None,
+        "failure": None if run.status == "RUNNING" else run.failure,  # a run going on has not failed
+    }
 
 
 def table_name(item: Mapping[str, Any]) -> str:

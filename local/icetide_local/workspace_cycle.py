@@ -22,12 +22,8 @@ from icetide.control.codec import from_typed_json, is_typed_json, to_typed_json
 from icetide.dms.identifiers import schedule_slot
 from icetide_local.continuous_bronze import restore_continuous_bronze, save_continuous_bronze
 from icetide_local.cycle_report import CycleReport
-from icetide_local.local_stack import (
-    DEFAULT_EXECUTION_TIMEOUT_SECONDS,
-    LOCAL_ENVIRONMENT,
-    LocalStack,
-    Progress,
-)
+from icetide_local.local_stack import DEFAULT_EXECUTION_TIMEOUT_SECONDS, LOCAL_ENVIRONMENT, LocalStack
+from icetide_local.progress import SILENT, RunProgress
 from icetide_local.workspace import (
     TypedItem,
     Workspace,
@@ -109,7 +105,7 @@ def run_workspace_cycle(
     raw_items: Sequence[Any],
     *,
     now: datetime | None = None,
-    progress: Progress = lambda _: None,
+    progress: RunProgress = SILENT,
     timeout_seconds: float = DEFAULT_EXECUTION_TIMEOUT_SECONDS,
 ) -> CycleReport:
     """Run one cycle of the tables in `raw_items` against `source_url`, keeping state in `workspace`.
@@ -120,7 +116,7 @@ def run_workspace_cycle(
     with workspace.exclusive(), workspace.handler_log_file.open("a", encoding="utf-8") as handler_log:
         saved = workspace.load_control_items()
         slot = next_slot(now or utc_now(), workspace.load_last_cycle())
-        progress("starting the local stack (moto, DMS stand-in, Step Functions, Spark on first use)")
+        progress.message("starting the local stack (moto, DMS stand-in, Step Functions, Spark on first use)")
         with LocalStack(
             source_url=source_url, warehouse=workspace.warehouse, progress=progress, handler_log=handler_log
         ) as stack:
@@ -130,6 +126,7 @@ def run_workspace_cycle(
             try:
                 _wait_for_the_next_second()
                 report = stack.run_cycle(slot, timeout_seconds)
+                workspace.record_runs(report.runs)  # what `icetide runs --workspace` lists
             finally:
                 # Saved even when the cycle broke off: a run that committed keeps its watermark.
                 workspace.save_control_items(keep_unconfigured(saved, stack.typed_items()))

@@ -19,7 +19,8 @@ from icetide.adapters.stepfunctions import execution_arn
 from icetide.clock import utc_now
 from icetide.control.model import LOCK_ATTRIBUTES
 from icetide.dms.identifiers import maintenance_run_id, schedule_slot
-from icetide_local.local_stack import DEFAULT_EXECUTION_TIMEOUT_SECONDS, LocalStack, Progress
+from icetide_local.local_stack import DEFAULT_EXECUTION_TIMEOUT_SECONDS, LocalStack
+from icetide_local.progress import SILENT, RunProgress
 from icetide_local.stepfunctions import RunReport
 from icetide_local.workspace import TypedItem, Workspace, WorkspaceError
 
@@ -71,7 +72,7 @@ def maintain_workspace(
     *,
     table: str | None = None,
     now: datetime | None = None,
-    progress: Progress = lambda _: None,
+    progress: RunProgress = SILENT,
     timeout_seconds: float = DEFAULT_EXECUTION_TIMEOUT_SECONDS,
 ) -> WorkspaceMaintenance:
     """Maintain every table due (or only ``table``, a targetTableName) through the maintenance state
@@ -83,7 +84,7 @@ def maintain_workspace(
         if table is not None and table not in names:
             known = ", ".join(sorted(names)) or "none"
             raise WorkspaceError(f"no table {table} in the workspace's control items (tables: {known})")
-        progress("starting the local stack (moto, Step Functions, Spark on first use)")
+        progress.message("starting the local stack (moto, Step Functions, Spark on first use)")
         with LocalStack(
             source_url=NO_SOURCE, warehouse=workspace.warehouse, progress=progress, handler_log=handler_log
         ) as stack:
@@ -101,7 +102,7 @@ def maintain_workspace(
                     run_id = maintenance_run_id(table, schedule_slot(moment, SLOT_MINUTES))
                     stack.start_maintenance(table, run_id)
                     started, not_started = [run_id], {}
-                finished = [_finished(stack, run_id, timeout_seconds) for run_id in started]
+                finished = _finished(stack, started, timeout_seconds)
                 items = stack.plain_items()
             finally:
                 workspace.save_control_items(stack.typed_items())
@@ -120,12 +121,16 @@ def maintain_workspace(
     return WorkspaceMaintenance(runs=runs, not_started=not_started)
 
 
-def _finished(stack: LocalStack, run_id: str, timeout_seconds: float) -> tuple[str, str, RunReport]:
-    """(table, run id, report) of a maintenance execution, once it has ended."""
-    arn = execution_arn(stack.maintenance_state_machine_arn, run_id)
-    report = stack.wait(arn, timeout_seconds)
-    described = stack.client("stepfunctions").describe_execution(executionArn=arn)
-    return str(json.loads(described["input"])["targetTableName"]), run_id, report
+def _finished(
+    stack: LocalStack, run_ids: list[str], timeout_seconds: float
+) -> list[tuple[str, str, RunReport]]:
+    """(table, run id, report) of each maintenance execution, once it has ended."""
+    arns = [execution_arn(stack.maintenance_state_machine_arn, run_id) for run_id in run_ids]
+    finished = []
+    for run_id, report in zip(run_ids, stack.wait_watched(arns, timeout_seconds), strict=True):
+        described = stack.client("stepfunctions").describe_execution(executionArn=report.execution_arn)
+        finished.append((str(json.loads(described["input"])["targetTableName"]), run_id, report))
+    return finished
 
 
 def render_maintenance(done: WorkspaceMaintenance) -> list[str]:

@@ -121,13 +121,24 @@ def _attachers() -> set[str]:
     }
 
 
+def _role_users() -> dict[str, str]:
+    """Role -> the state machine that runs with it (``Role: !GetAtt <Role>.Arn``)."""
+    return {
+        resource["Properties"]["Role"]["Fn::GetAtt"][0]: name
+        for name, resource in resources_of_type("AWS::Serverless::StateMachine").items()
+        if isinstance(resource["Properties"].get("Role"), dict)
+    }
+
+
 def policy_statements() -> Iterator[PolicyStatement]:
     """Every permission statement of the template (trust policies excluded: they grant no action).
 
     A managed policy's statements count as the statements of every function that attaches it (so
-    per-function checks see them); one nobody attaches is reported under its own name.
+    per-function checks see them); one nobody attaches is reported under its own name. A state
+    machine's role (written out for its trust condition) reports its statements as the machine's.
     """
     attached = _attachers()
+    users = _role_users()
     for name, resource in template()["Resources"].items():
         properties = resource.get("Properties", {})
         kind = resource["Type"]
@@ -153,7 +164,7 @@ def policy_statements() -> Iterator[PolicyStatement]:
                     f"{name}: policy {document!r} is not an inline document; the tests cannot check it"
                 )
             for statement in _statements(document):
-                yield PolicyStatement(name, document_kind, statement)
+                yield PolicyStatement(users.get(name, name), document_kind, statement)
 
 
 def _mapping_lookup(find_in_map: list[Any]) -> str:

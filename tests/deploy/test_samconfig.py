@@ -49,3 +49,10 @@ def test_only_prod_runs_on_the_schedule_by_default(parameter: str) -> None:
     schedule = {env: _overrides(env)[parameter] for env in ENVIRONMENTS}
 
     assert schedule == {"default": "DISABLED", "prod": "ENABLED"}
+
+
+def test_prod_checks_the_source_servers_certificate() -> None:
+    # verify-full needs DatabaseCertificateArn, which `--guided` asks for (the template refuses
+    # the deploy without it: test_template_operations.py).
+    assert _overrides("prod")["DatabaseSslMode"] == "verify-full"
+    assert "DatabaseCertificateArn" in (REPO_ROOT / "samconfig.toml").read_text(encoding="utf-8")

@@ -20,6 +20,7 @@ from deploy.template_model import (
     global_environment,
     icetide_functions,
     own_environment,
+    policy_statements,
     resolve_sub,
     resources_of_type,
     template,
@@ -56,6 +57,8 @@ GLUE_SPECIAL_PARAMETERS = {
     "--job-bookmark-option",
     "--enable-continuous-cloudwatch-log",
     "--user-jars-first",
+    # Glue 5: the jobs log to <prefix>/error and <prefix>/output (test_template_operations.py).
+    "--custom-logGroup-prefix",
 }
 
 
@@ -187,20 +190,22 @@ def test_state_machine_may_invoke_exactly_the_functions_it_is_given() -> None:
     }
     invocable = {
         resource["Fn::GetAtt"][0]
-        for policy in machine["Policies"]
-        for statement in policy["Statement"]
-        if statement["Action"] == "lambda:InvokeFunction"
-        for resource in statement["Resource"]
+        for statement in policy_statements()
+        if statement.owner == "TableRunStateMachine" and statement.actions == ["lambda:InvokeFunction"]
+        for resource in statement.resources
     }
 
     assert invocable == substituted
-    # Every run function except the two that start the executions, and the maintenance functions.
+    # Every run function except the two that start the executions, the maintenance functions, and
+    # the two EventBridge invokes after an execution ends (cleanup and the sweep).
     assert substituted == set(FUNCTIONS) - {
         "StartWorkflowFunction",
         "StartOnNewFilesFunction",
         "StartMaintenanceFunction",
         "AcquireMaintenanceLockFunction",
         "RecordMaintenanceFunction",
+        "CleanUpExecutionFunction",
+        "SweepDmsResourcesFunction",
     }
 
 

@@ -213,6 +213,7 @@ def test_maintenance_default_arguments_are_glue_settings_or_arguments_the_job_pa
         "--extra-py-files",
         "--enable-metrics",
         "--enable-observability-metrics",
+        "--custom-logGroup-prefix",
     }
 
     assert defaults - glue_own - parsed == set()
@@ -523,7 +524,7 @@ def test_the_maintenance_schedule_rule_alone_invokes_start_maintenance(transform
     assert permission["SourceArn"] == {"Fn::GetAtt": [rule_name, "Arn"]}
 
 
-def test_failed_maintenance_raises_an_alarm_on_the_stacks_topic() -> None:
+def test_failed_maintenance_raises_an_alarm_on_the_stacks_alarm_topic() -> None:
     alarm = _properties("FailedMaintenanceAlarm")
 
     assert alarm["Namespace"] == "AWS/States"
@@ -531,7 +532,8 @@ def test_failed_maintenance_raises_an_alarm_on_the_stacks_topic() -> None:
     assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": MACHINE}}]
     assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["Threshold"] == 1
-    assert alarm["AlarmActions"] == [{"Ref": "NotificationTopic"}]
+    # Alarms have their own, unfiltered topic (test_template_operations.py).
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
 
 
 def test_outputs_name_the_maintenance_state_machine_and_job() -> None:

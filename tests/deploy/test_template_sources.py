@@ -16,86 +16,19 @@ import botocore.session
 import pytest
 
 from deploy.template_model import REPO_ROOT, resources_of_type, template
+from deploy.template_values import REQUIRED_VALUES, parameter_values, refusals, resolve
 
 SLOT = "PostgresSlotName"
 PLUGIN = "PostgresPluginName"
 POSTGRES_ENGINES = ("postgres", "aurora-postgresql")
 OTHER_ENGINES = ("oracle", "sqlserver", "mysql", "mariadb", "aurora")
-# The parameters without defaults, as `sam deploy --guided` would store them.
-REQUIRED_VALUES = {
-    "DatabaseName": "shop",
-    "DatabaseSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:icetide/source-db-AbCdEf",
-    "SubnetIds": "subnet-1,subnet-2",
-    "SecurityGroupIds": "sg-1",
-    "NotificationEmail": "data@example.com",
-}
-
-
-class _NoValue:
-    """AWS::NoValue: the property is left out."""
-
-
-NO_VALUE = _NoValue()
-
-
-def _parameter_values(**given: str) -> dict[str, Any]:
-    values = {name: p["Default"] for name, p in template()["Parameters"].items() if "Default" in p}
-    return {**values, **REQUIRED_VALUES, **given}
-
-
-def _resolve(node: Any, values: dict[str, Any]) -> Any:
-    """A template fragment as CloudFormation resolves it for these parameter values.
-
-    Only the functions the fragments under test use; any other function is kept as written.
-    """
-    if isinstance(node, list):
-        return [item for item in (_resolve(item, values) for item in node) if item is not NO_VALUE]
-    if not isinstance(node, dict):
-        return node
-    if len(node) == 1:
-        ((key, argument),) = node.items()
-        if key == "Ref":
-            if argument == "AWS::NoValue":
-                return NO_VALUE
-            return values.get(argument, node)
-        if key == "Condition":
-            return _resolve(template()["Conditions"][argument], values)
-        if key == "Fn::If":
-            condition, when_true, when_false = argument
-            chosen = when_true if _resolve({"Condition": condition}, values) else when_false
-            return _resolve(chosen, values)
-        if key == "Fn::Equals":
-            left, right = (_resolve(side, values) for side in argument)
-            return left == right
-        if key == "Fn::Not":
-            return not _resolve(argument[0], values)
-        if key == "Fn::And":
-            return all(_resolve(part, values) for part in argument)
-        if key == "Fn::Or":
-            return any(_resolve(part, values) for part in argument)
-        if key == "Fn::Contains":
-            candidates, value = (_resolve(part, values) for part in argument)
-            return value in candidates
-    resolved = {key: _resolve(value, values) for key, value in node.items()}
-    return {key: value for key, value in resolved.items() if value is not NO_VALUE}
 
 
 def _postgres_settings(**given: str) -> dict[str, Any] | None:
     """The source endpoint's PostgreSqlSettings for a deploy with these parameters (None: left out)."""
     endpoint = resources_of_type("AWS::DMS::Endpoint")["DmsSourceEndpoint"]["Properties"]
-    resolved = _resolve(endpoint, _parameter_values(**given))
+    resolved = resolve(endpoint, parameter_values(**given))
     return resolved.get("PostgreSqlSettings")
-
-
-def _refusals(**given: str) -> list[str]:
-    """The AssertDescriptions of the template's Rules that this deploy's parameters fail."""
-    values = _parameter_values(**given)
-    refused = []
-    for rule in template().get("Rules", {}).values():
-        if "RuleCondition" in rule and not _resolve(rule["RuleCondition"], values):
-            continue
-        refused += [a["AssertDescription"] for a in rule["Assertions"] if not _resolve(a["Assert"], values)]
-    return refused
 
 
 def _dms_postgres_settings_shape() -> Any:
@@ -177,7 +110,7 @@ def test_the_settings_are_members_of_dms_postgresql_settings() -> None:
 
 @pytest.mark.parametrize("engine", OTHER_ENGINES)
 def test_a_slot_name_with_another_engine_is_refused_at_deploy(engine: str) -> None:
-    (refusal,) = _refusals(DatabaseEngine=engine, PostgresSlotName="icetide_orders")
+    (refusal,) = refusals(DatabaseEngine=engine, PostgresSlotName="icetide_orders")
 
     assert SLOT in refusal
 
@@ -192,7 +125,7 @@ def test_a_slot_name_with_another_engine_is_refused_at_deploy(engine: str) -> No
     ],
 )
 def test_postgres_with_a_slot_and_any_engine_without_one_deploy(given: dict[str, str]) -> None:
-    assert _refusals(**given) == []
+    assert refusals(**given) == []
 
 
 def test_readme_sources_section_names_the_slot_parameters() -> None:

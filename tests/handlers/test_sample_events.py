@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from icetide.maintenance.inputs import RecordMaintenanceInput
 from icetide.run import handler_inputs, triggers
+from icetide.run.abandoned import ExecutionStatusChange
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
@@ -31,6 +32,8 @@ INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "start_maintenance": handler_inputs.ScheduleEvent,
     "acquire_maintenance_lock": handler_inputs.RunInput,
     "record_maintenance": RecordMaintenanceInput,
+    "clean_up_execution": ExecutionStatusChange,
+    "sweep_dms_resources": handler_inputs.ScheduleEvent,
 }
 
 
@@ -55,6 +58,12 @@ def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
         # A CDC file of dbo_orders' long-lived task, written in the 07:00 slot.
         assert parsed.time == datetime(2026, 11, 21, 7, 3, 12, tzinfo=UTC)
         assert parsed.key.startswith("bronze/_continuous/dbo_orders/")
+    elif name == "clean_up_execution":
+        # dbo_orders' 07:00 run, stopped by hand while it ran.
+        assert (parsed.status, parsed.run_id) == ("ABORTED", "dbo_orders-20261121T0700Z")
+        assert parsed.target_table_name() == "dbo_orders"
+    elif name == "sweep_dms_resources":
+        assert parsed.time == datetime(2026, 11, 21, 9, 15, tzinfo=UTC)
     else:
         assert (parsed.target_table_name, parsed.run_id) == ("dbo_orders", "dbo_orders-20261121T0700Z")
 

@@ -65,6 +65,7 @@ NOMINAL_STATES = (
     "Read task statistics",
     "Run Glue job",
     "Delete DMS resources",
+    "Verify run?",  # not a verify run: on to the success message and the commit
     "Notify success",
     "Commit watermark",  # the last step: watermark, statistics, status and unlock in one write
 )
@@ -186,6 +187,8 @@ def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: TableRunH
         "--reconcile_expected_rows": "",
         "--reconcile_started_at": "",
         "--bronze_files_uri": "",
+        # Not a verify run: the job merges.
+        "--verify_report_uri": "",
     }
 
 
@@ -207,7 +210,7 @@ def test_a_nominal_run_takes_23_state_transitions(stack: TableRunHarness) -> Non
     report = stack.run(TABLE)
 
     assert report.states_entered == NOMINAL_STATES, report.render()
-    assert report.transitions == 24
+    assert report.transitions == 25
     assert report.transitions <= 30  # the budget a nominal run must stay within
 
 
@@ -241,7 +244,9 @@ def test_a_failed_state_is_cleaned_up_recorded_notified_and_unlocked(
     assert failure.message["error"] == error
 
 
-def test_a_locked_table_fails_at_once_and_leaves_the_lock_and_dms_alone(make_stack: StackFactory) -> None:
+def test_a_locked_table_is_refused_at_once_not_failed_and_the_lock_and_dms_are_left_alone(
+    make_stack: StackFactory,
+) -> None:
     stack = make_stack()
     other_run = "dbo_orders-20261121T0600Z"
     locked_since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -249,9 +254,18 @@ def test_a_locked_table_fails_at_once_and_leaves_the_lock_and_dms_alone(make_sta
 
     report = stack.run(TABLE)
 
-    assert report.status == "FAILED"
-    assert report.error == "TableLocked"
-    assert report.states_entered == ("Prepare run", "Acquire table lock", "Table locked by another run")
+    # A refusal is not a failure (no failed-runs alarm, no cleanup event): the execution succeeds
+    # and its output says why nothing ran.
+    assert report.status == "SUCCEEDED"
+    assert report.output["refused"] == "table locked by another run"
+    assert report.output["error"] == "TableLocked"
+    assert other_run in report.output["cause"]
+    assert report.states_entered == (
+        "Prepare run",
+        "Acquire table lock",
+        "Table locked by another run",
+        "Refused: table locked",
+    )
     assert [call.handler for call in stack.lambdas.invocations] == ["acquire_lock"]
     item = _item(stack)
     assert (item["lockHolder"], item["lockTime"]) == (other_run, locked_since)

@@ -112,6 +112,8 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "maxFilesPerRun": None,
         "maxBytesPerRun": None,
         "bronzeFilesUri": "",
+        "verify": False,
+        "verifyReportUri": "",
     }
 
 

@@ -306,3 +306,47 @@ def _delete(operation: str, **arn: str) -> DeleteOutcome:
             return DeleteOutcome.BUSY
         raise
     return DeleteOutcome.DELETED
+
+
+# --- this stack's resources, found by their tags ------------------------------------------------
+#
+# A run that ended outside the state machine's paths (aborted, timed out) may have died before it
+# recorded what it created; its cleanup, and the hourly sweep, find the resources by their tags.
+
+
+def list_tasks() -> list[dict[str, Any]]:
+    """Every replication task of the account and Region (all pages, without their settings)."""
+    return _all_pages("describe_replication_tasks", "ReplicationTasks", WithoutSettings=True)
+
+
+def list_endpoints() -> list[dict[str, Any]]:
+    """Every endpoint of the account and Region (all pages)."""
+    return _all_pages("describe_endpoints", "Endpoints")
+
+
+def list_instances() -> list[dict[str, Any]]:
+    """Every replication instance of the account and Region (all pages)."""
+    return _all_pages("describe_replication_instances", "ReplicationInstances")
+
+
+def tags_of(arn: str) -> dict[str, str]:
+    """The resource's tags; empty when it is gone, or when IAM refuses to show them (not this stack's)."""
+    try:
+        listed = client("dms").list_tags_for_resource(ResourceArn=arn)["TagList"]
+    except ClientError as error:
+        if error_code(error) in _ACCESS_DENIED or error_code(error) == _NOT_FOUND:
+            return {}
+        raise
+    return {str(tag["Key"]): str(tag.get("Value", "")) for tag in listed}
+
+
+def _all_pages(operation: str, result_key: str, **request: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    try:
+        for page in client("dms").get_paginator(operation).paginate(**request):
+            found.extend(page.get(result_key, []))
+    except ClientError as error:
+        # DMS answers "there are none" with ResourceNotFoundFault.
+        if error_code(error) != _NOT_FOUND:
+            raise
+    return found

@@ -43,3 +43,41 @@ def start_execution_once(state_machine_arn: str, name: str, execution_input: Map
             return False
         raise
     return True
+
+
+def describe_execution(execution_arn: str) -> dict[str, Any] | None:
+    """The execution as DescribeExecution shows it (status, input, stopDate...), or None if none exists."""
+    try:
+        described: dict[str, Any] = client("stepfunctions").describe_execution(executionArn=execution_arn)
+    except ClientError as error:
+        if error_code(error) == "ExecutionDoesNotExist":
+            return None
+        raise
+    return described
+
+
+# Enough of an ended execution's newest events to hold the last state it entered (its end takes a
+# few events after that one).
+_NEWEST_EVENTS = 50
+
+
+def last_entered_state(execution_arn: str) -> str | None:
+    """The name of the last state the execution entered, from its newest history events; None if it
+    entered none or does not exist.
+
+    Asked newest first; the entry with the highest event id wins, so the answer does not depend on
+    the order the page comes in.
+    """
+    try:
+        events = client("stepfunctions").get_execution_history(
+            executionArn=execution_arn, reverseOrder=True, maxResults=_NEWEST_EVENTS
+        )["events"]
+    except ClientError as error:
+        if error_code(error) == "ExecutionDoesNotExist":
+            return None
+        raise
+    entered = [event for event in events if str(event.get("type", "")).endswith("StateEntered")]
+    if not entered:
+        return None
+    newest = max(entered, key=lambda event: int(event["id"]))
+    return str(newest["stateEnteredEventDetails"]["name"])

@@ -362,11 +362,24 @@ RUN_STATE_ATTRIBUTES = (
     "lastFailedState",
     "lastRunStats",
     "lastMaintenance",
+    # Written by an operator (`icetide reload`), kept like run state: the table's next runs reload.
+    "reloadRequested",
 )
 LOCK_ATTRIBUTES = ("lockHolder", "lockTime")
 
 OptionalText = Annotated[str | None, BeforeValidator(_optional_text)]
 Count = Annotated[int | None, BeforeValidator(_count), Field(ge=0)]
+
+
+class ReloadRequest(BaseModel):
+    """`reloadRequested` (icetide.run.reload): when an operator asked for a full reload, and the
+    table's last run then (`lastRunId`, absent if none): the request is open until another run
+    commits."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    requested_at: Annotated[str, BeforeValidator(scalar_text)] = Field(alias="requestedAt", min_length=1)
+    after_run: OptionalText = Field(None, alias="afterRun")
 
 
 class RunStats(BaseModel):
@@ -483,6 +496,9 @@ class ControlItem(BaseModel):
     last_run_stats: RunStats | None = Field(None, alias="lastRunStats")
     # What the last maintenance run did (record_maintenance writes it; docs/contracts.md).
     last_maintenance: dict[str, Any] | None = Field(None, alias="lastMaintenance")
+    # An operator's request for a full reload (icetide.run.reload); it stays, as the record of the
+    # last reload, once a run committed after it.
+    reload_requested: ReloadRequest | None = Field(None, alias="reloadRequested")
     lock_holder: OptionalText = Field(None, alias="lockHolder")
     lock_time: OptionalText = Field(None, alias="lockTime")
 

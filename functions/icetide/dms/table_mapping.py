@@ -98,6 +98,17 @@ def key_columns_mapping(item: ControlItem) -> dict[str, Any]:
 
     No filter: a key is gone from the source only if no row of the table has it.
     """
+    return _key_extraction(item, [])
+
+
+def verify_mapping(item: ControlItem) -> dict[str, Any]:
+    """The mapping of a verify run's key extraction: the key columns of the rows the table's filter
+    selects as configured (its ``startvalue``, never the watermark: silver should hold every row the
+    filter selects). DMS filters on the source's rows, so the filter column need not be included."""
+    return _key_extraction(item, _configured_filters(item))
+
+
+def _key_extraction(item: ControlItem, filters: list[dict[str, Any]]) -> dict[str, Any]:
     if not item.primary_keys:
         raise InvalidTableMapping(f"{item.target_table_name}: a key extraction needs primaryKeys")
     keep = [
@@ -115,7 +126,7 @@ def key_columns_mapping(item: ControlItem) -> dict[str, Any]:
         }
         for position, column in enumerate(item.primary_keys, start=2)
     ]
-    return {"rules": [_selection(item, []), *keep]}
+    return {"rules": [_selection(item, filters), *keep]}
 
 
 def build_table_mapping(item: ControlItem, lower_bound: object = None) -> dict[str, Any]:
@@ -125,17 +136,22 @@ def build_table_mapping(item: ControlItem, lower_bound: object = None) -> dict[s
     configured start value of `gte` and `between`; every other operator keeps its values as configured.
     A cdc table's mapping also adds the change sequence column.
     """
-    filters = []
-    if item.filter_operator is not None or item.filter_column is not None:
-        operator = _operator(item.filter_operator)
-        start: object = item.start_value
-        if lower_bound is not None and operator in WATERMARK_BOUNDED:
-            start = lower_bound
-        filters.append(source_filter(item.filter_column or "", operator, start, item.end_value))
-    rules = [_selection(item, filters)]
+    rules = [_selection(item, _configured_filters(item, lower_bound))]
     if item.capture_mode is CaptureMode.CDC:
         rules.append(change_sequence_rule(item, rule_id=2))
     return {"rules": rules}
+
+
+def _configured_filters(item: ControlItem, lower_bound: object = None) -> list[dict[str, Any]]:
+    """The item's source filter (none without a filter operator); ``lower_bound`` replaces the start
+    value of the operators a watermark bounds."""
+    if item.filter_operator is None and item.filter_column is None:
+        return []
+    operator = _operator(item.filter_operator)
+    start: object = item.start_value
+    if lower_bound is not None and operator in WATERMARK_BOUNDED:
+        start = lower_bound
+    return [source_filter(item.filter_column or "", operator, start, item.end_value)]
 
 
 def table_mapping_json(item: ControlItem, lower_bound: object = None) -> str:
@@ -146,3 +162,8 @@ def table_mapping_json(item: ControlItem, lower_bound: object = None) -> str:
 def key_columns_mapping_json(item: ControlItem) -> str:
     """`key_columns_mapping` serialised."""
     return json.dumps(key_columns_mapping(item))
+
+
+def verify_mapping_json(item: ControlItem) -> str:
+    """`verify_mapping` serialised."""
+    return json.dumps(verify_mapping(item))

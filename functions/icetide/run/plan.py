@@ -15,9 +15,11 @@ from icetide.control import watermark
 from icetide.control.model import CaptureMode, ControlItem
 from icetide.control.operators import WATERMARK_BOUNDED
 from icetide.dms.identifiers import schedule_slot
-from icetide.dms.table_mapping import key_columns_mapping_json, table_mapping_json
+from icetide.dms.table_mapping import key_columns_mapping_json, table_mapping_json, verify_mapping_json
 from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
+from icetide.run.reload import reload_due
+from icetide.run.verify import is_verify_run_id
 from icetide_contracts.run_plan import RunPlan
 from icetide_contracts.watermark_text import watermark_json
 
@@ -41,6 +43,8 @@ DEFAULT_CDC_MIN_FILE_SIZE = 32000
 # Where a reconcile run's key extraction lands, below the bronze prefix (a table name never starts
 # with "_", so this folder cannot be a table's).
 RECONCILE_FOLDER = "_reconcile"
+# Where a verify run's key extraction lands, below the bronze prefix (icetide.run.verify).
+VERIFY_FOLDER = "_verify"
 # Where continuous tables' long-lived tasks write, below the bronze prefix: one fixed prefix, so one
 # S3 lifecycle rule expires their consumed files and one EventBridge pattern sees their new files.
 CONTINUOUS_FOLDER = "_continuous"
@@ -100,14 +104,15 @@ def reconcile_due(item: ControlItem, timing: RunTiming) -> bool:
     return timing.slot_start - last >= timedelta(hours=item.reconcile_every_hours)
 
 
-def run_lower_bound(item: ControlItem) -> watermark.Watermark | None:
+def run_lower_bound(item: ControlItem, reloading: bool = False) -> watermark.Watermark | None:
     """The lower filter value of the next run of `item` (contracts: "Lower bound of a run").
 
     `gte` and `between` start from the stored watermark minus the lookback, else from `startvalue`;
     other operators have no lower bound that moves (None). A cdc table's filter never moves: its
     runs read changes from the checkpoint, and an old row's update or delete must pass the filter.
+    A reload (`reloading`) reads every row the filter selects: no lower bound moves either.
     """
-    if item.capture_mode is CaptureMode.CDC or item.filter_operator not in WATERMARK_BOUNDED:
+    if reloading or item.capture_mode is CaptureMode.CDC or item.filter_operator not in WATERMARK_BOUNDED:
         return None
     try:
         return watermark.lower_bound(item.watermark, item.lookback, item.start_value)
@@ -162,6 +167,19 @@ def build_run_plan(
     changes; later runs capture from the checkpoint, and stop at `timing.cdc_stop_time`. A
     continuous table's runs read the files of its long-lived task after the file checkpoint.
     """
+    if is_verify_run_id(run_id):
+        return build_verify_plan(
+            item,
+            run_id,
+            raw_bucket=raw_bucket,
+            bronze_prefix=bronze_prefix,
+            manifest_prefix=manifest_prefix,
+            glue_database=glue_database,
+            timestamp_column=timestamp_column,
+            # A continuous table's long-lived instance is there anyway: no instance to create.
+            stack_instance_arn=(continuous_instance_arn if item.is_continuous else None)
+            or stack_instance_arn,
+        )
     bucket = _s3_part("raw bucket", raw_bucket)
     table = item.target_table_name
     bronze = _s3_part("bronze prefix", bronze_prefix)
@@ -169,7 +187,10 @@ def build_run_plan(
     bronze_folder = "/".join(filter(None, (bronze, item.output_s3_prefix)))
     cdc = item.capture_mode is CaptureMode.CDC
     continuous = item.is_continuous
-    reconciles = reconcile_due(item, timing)
+    # A reload (icetide.run.reload) reads the whole filtered table again and reconciles the keys, so
+    # the one commit replaces silver's rows; a cdc table's task starts over with a full load.
+    reloading = reload_due(item)
+    reconciles = reloading or reconcile_due(item, timing)
     reconcile_folder = "/".join(filter(None, (bronze, RECONCILE_FOLDER, item.output_s3_prefix)))
     return RunPlan(
         target_table_name=table,
@@ -182,7 +203,7 @@ def build_run_plan(
         # Glue arguments are strings: "no watermark column" travels as "".
         watermark_column=item.filter_column or "",
         previous_watermark=watermark_json(item.watermark),
-        table_mapping=table_mapping_json(item, run_lower_bound(item)),
+        table_mapping=table_mapping_json(item, run_lower_bound(item, reloading)),
         task_settings=task_settings_json(item),
         replication_instance_arn=_continuous_instance(item, continuous_instance_arn, stack_instance_arn)
         if continuous
@@ -196,7 +217,10 @@ def build_run_plan(
         timestamp_column=timestamp_column,
         capture_mode=item.capture_mode.value,
         delete_mode=item.delete_mode.value,
-        migration_type=_migration_type(item),
+        migration_type=_migration_type(item, reloading),
+        # A reload's full-load-and-cdc task starts without a position (start_replication_task passes
+        # one to `cdc` tasks only); its plan still names the stored checkpoint, the one its commit
+        # replaces, and only while it is still stored.
         cdc_start_position=item.cdc_checkpoint if cdc and not continuous else None,
         cdc_stop_position=cdc_stop_position(timing.cdc_stop_time) if cdc and not continuous else None,
         cdc_max_batch_interval=(item.cdc_max_batch_interval or DEFAULT_CDC_MAX_BATCH_INTERVAL)
@@ -216,9 +240,60 @@ def build_run_plan(
     )
 
 
-def _migration_type(item: ControlItem) -> str:
+def build_verify_plan(
+    item: ControlItem,
+    run_id: str,
+    *,
+    raw_bucket: str,
+    bronze_prefix: str,
+    manifest_prefix: str,
+    glue_database: str,
+    timestamp_column: str,
+    stack_instance_arn: str | None = None,
+) -> RunPlan:
+    """The plan of a verify run of `item` (icetide.run.verify): whatever the table's capture mode, one
+    full-load task extracting the key columns of the rows its filter selects as configured, into a
+    folder of the run below ``_verify``; the Glue job writes its report next to the run's manifest.
+
+    Only keys can be compared this way: a table without primaryKeys is refused (InvalidControlItem,
+    raised before the lock is taken).
+    """
+    if not item.primary_keys:
+        raise InvalidControlItem(
+            [
+                "primaryKeys: a verify run compares the source's keys with silver's, and an "
+                "append-only table has none (`icetide verify --workspace` compares whole rows)"
+            ]
+        )
+    bucket = _s3_part("raw bucket", raw_bucket)
+    table = item.target_table_name
+    bronze = _s3_part("bronze prefix", bronze_prefix)
+    manifests = _s3_part("manifest prefix", manifest_prefix)
+    folder = "/".join(filter(None, (bronze, VERIFY_FOLDER, item.output_s3_prefix, table, run_id)))
+    return RunPlan(
+        target_table_name=table,
+        run_id=run_id,
+        source_schema=item.source_schema,
+        source_table=item.source_table,
+        silver_table=silver_table_name(glue_database, table),
+        primary_keys=",".join(item.primary_keys),
+        load_mode=item.load_mode.value,
+        previous_watermark=watermark_json(item.watermark),
+        table_mapping=verify_mapping_json(item),
+        task_settings=task_settings_json(item),
+        replication_instance_arn=item.replication_instance_arn or stack_instance_arn or None,
+        bronze_uri=f"s3://{bucket}/{folder}/",
+        manifest_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
+        timestamp_column=timestamp_column,
+        delete_mode=item.delete_mode.value,
+        verify=True,
+        verify_report_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.verify.json",
+    )
+
+
+def _migration_type(item: ControlItem, reloading: bool = False) -> str:
     if item.capture_mode is CaptureMode.DELTA:
         return "full-load"  # a filtered delta load is a full load of the filtered table
     if item.is_continuous:
         return "full-load-and-cdc"  # created once, by the first run: the task loads, then captures
-    return "cdc" if item.cdc_checkpoint else "full-load-and-cdc"
+    return "cdc" if item.cdc_checkpoint and not reloading else "full-load-and-cdc"

@@ -52,13 +52,14 @@ def execution_report(stepfunctions: Any, execution_arn: str) -> RunReport:
         output=json.loads(output) if output else None,
         states_entered=tuple(
             event["stateEnteredEventDetails"]["name"]
-            for event in _history(stepfunctions, execution_arn)
+            for event in execution_history(stepfunctions, execution_arn)
             if event["type"].endswith("StateEntered")
         ),
     )
 
 
-def _history(stepfunctions: Any, execution_arn: str) -> list[dict[str, Any]]:
+def execution_history(stepfunctions: Any, execution_arn: str) -> list[dict[str, Any]]:
+    """Every event of an execution's history, all pages, oldest first."""
     events: list[dict[str, Any]] = []
     request: dict[str, Any] = {"executionArn": execution_arn}
     while True:

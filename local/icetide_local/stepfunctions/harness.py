@@ -9,7 +9,9 @@ given a data mover) and the Glue task runs a pluggable job runner (:mod:`icetide
 by default one that writes an empty manifest). The harness provisions what the template would:
 control table, raw bucket, source endpoint, SNS topic (with an SQS queue subscribed so tests can
 read what was published), Glue jobs (the merge job and the maintenance job, each with its runner),
-Lambda functions, both state machines. The local stack
+Lambda functions, both state machines, and the stand-ins of the rules that clean up after runs
+which end outside the state machine's paths (:mod:`icetide_local.stepfunctions.cleanup_rules`:
+``execution_status_rule.deliver(arn)``, ``sweep_schedule.fire()``). The local stack
 (:class:`icetide_local.local_stack.LocalStack`) is this harness with real data movement.
 
     with TableRunHarness(substitutions={"PollSeconds": "0"}) as stack:
@@ -24,7 +26,7 @@ import io
 import json
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -38,6 +40,7 @@ from icetide.dms.identifiers import maintenance_run_id
 from icetide.dms.identifiers import run_id as make_run_id
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.standins.glue import GlueStandIn, JobRunner, maintenance_report_writer, manifest_writer
+from icetide_local.stepfunctions.cleanup_rules import ExecutionStatusRule, SweepSchedule, with_run_timeout
 from icetide_local.stepfunctions.definition import (
     FUNCTION_ARN_SUFFIX,
     MAINTENANCE_DEFINITION_PATH,
@@ -153,6 +156,9 @@ class TableRunHarness:
         self.role_arn = ""
         self.substitutions: dict[str, str] = {}
         self._queue_url = ""
+        # The rules that clean up after runs (template.yaml), made with the functions they invoke.
+        self.execution_status_rule: ExecutionStatusRule | None = None
+        self.sweep_schedule: SweepSchedule | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -230,6 +236,22 @@ class TableRunHarness:
             definition=render_definition(values, MAINTENANCE_DEFINITION_PATH),
             roleArn=self.role_arn,
         )["stateMachineArn"]
+        self._provision_cleanup_rules()
+
+    def _provision_cleanup_rules(self) -> None:
+        # After the state machines: both functions read STATE_MACHINE_ARN.
+        self.execution_status_rule = ExecutionStatusRule(
+            self.client("stepfunctions"),
+            self.client("lambda"),
+            self.state_machine_arn,
+            self._create_function("clean_up_execution"),
+        )
+        self.sweep_schedule = SweepSchedule(
+            self.client("lambda"),
+            self._create_function("sweep_dms_resources"),
+            region=self.names.region,
+            account=self.state_machine_arn.split(":")[4],
+        )
 
     def _create_glue_job(self, name: str, script: str) -> None:
         self.client("glue").create_job(
@@ -287,6 +309,14 @@ class TableRunHarness:
 
     # -- using the stack ---------------------------------------------------------------------------
 
+    def limit_run_time(self, seconds: int) -> None:
+        """Give the table-run machine a top-level ``TimeoutSeconds`` (the deployed definition has none),
+        so that a run which takes longer ends TIMED_OUT, as in AWS."""
+        self.client("stepfunctions").update_state_machine(
+            stateMachineArn=self.state_machine_arn,
+            definition=with_run_timeout(render_definition(self.substitutions), seconds),
+        )
+
     def put_control_item(self, item: Mapping[str, Any]) -> None:
         """Write a control item (strings, ints, lists, maps; as DynamoDB's resource API takes them)."""
         self._control_table().put_item(Item=dict(item))
@@ -337,8 +367,16 @@ class TableRunHarness:
         """Start one maintenance run of ``target_table_name`` and wait for its end."""
         return self.wait(self.start_maintenance(target_table_name, run_id), timeout_seconds)
 
-    def wait(self, execution_arn: str, timeout_seconds: float = 60) -> RunReport:
-        """Wait until the execution leaves RUNNING; its report."""
+    def wait(
+        self,
+        execution_arn: str,
+        timeout_seconds: float = 60,
+        watch: Callable[[], None] | None = None,
+    ) -> RunReport:
+        """Wait until the execution leaves RUNNING; its report.
+
+        ``watch`` is called at every poll while it runs (the local stack shows the executions'
+        progress from there: see icetide_local.execution_progress)."""
         stepfunctions = self.client("stepfunctions")
         deadline = time.monotonic() + timeout_seconds
         while stepfunctions.describe_execution(executionArn=execution_arn)["status"] == "RUNNING":
@@ -347,6 +385,8 @@ class TableRunHarness:
                     f"{execution_arn} still RUNNING after {timeout_seconds} s:\n"
                     + execution_report(stepfunctions, execution_arn).render()
                 )
+            if watch is not None:
+                watch()
             time.sleep(_FINISHED_POLL_SECONDS)
         return execution_report(stepfunctions, execution_arn)
 

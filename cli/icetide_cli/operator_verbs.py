@@ -30,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "watermark of a delta table, the committed checkpoint of a cdc table), its lag, its last run "
             "(id, status, time) with the rows the last successful run inserted, updated and deleted, and "
             "who holds its lock since when. The lag is how far silver is behind now: now minus the later "
-            "of the timestamp watermark and the time the last successful run read the source (a "
-            "continuous cdc table: its timestamp watermark only); '-' when neither is known. A failed "
+            "of the timestamp watermark and the last successful commit, which failed runs leave alone "
+            "(a continuous cdc table: its timestamp watermark only); '-' when neither is known. A failed "
             f"table's cause follows the table. {EXIT_CODES}"
         ),
     )

@@ -8,9 +8,11 @@ delta table. Unless ``--no-start``, that run starts at once: locally (``--worksp
 ``--source`` and ``--tables``) one cycle of the table alone; in AWS (``--stack``) an execution of
 the stack's state machine, waited for unless ``--no-wait``.
 
-Exit codes: 0 the reload committed (or was requested, ``--no-start``, or started, ``--no-wait``);
-1 the reload run failed (the request stays: the table's next run reloads); 2 bad arguments, or
-the table cannot be reloaded now (unknown, locked, append-only, continuous cdc).
+Exit codes (as the other operator verbs'): 0 the reload committed (or was requested, ``--no-start``,
+or started, ``--no-wait``); 1 refused or failed: a run holds the table's lock, a run slipped in since
+the item was read, the reload run was refused at the lock or failed (the request stays: the table's
+next run reloads); 2 bad arguments, or a table that cannot be reloaded (unknown, append-only,
+continuous cdc).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ DEFAULT_POLL_SECONDS = 15.0
 
 class ReloadUsageError(Exception):
     """An option that does not fit the target."""
+
+
+class ReloadRefusedNow(Exception):
+    """Another run holds (or just held) the table: nothing was requested, or the run was refused."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,6 +112,9 @@ def reload_command(args: argparse.Namespace) -> int:
             outcome = _reload_workspace(target, args)
         else:
             outcome = _reload_stack(target, args)
+    except ReloadRefusedNow as refused:
+        print(f"icetide reload: {refused}", file=sys.stderr)
+        return EXIT_FAILED
     except (ReloadUsageError, TargetError) as error:
         print(f"icetide reload: {error}", file=sys.stderr)
         return EXIT_TROUBLE
@@ -211,6 +220,12 @@ def _reload_stack(target: StackTarget, args: argparse.Namespace) -> dict[str, An
         )
     except stack_executions.ExecutionNotFinished as still_running:
         raise TargetError(str(still_running)) from None
+    refusal = stack_executions.refusal_of(finished.output)
+    if refusal is not None:
+        raise ReloadRefusedNow(
+            f"reload run {run_id} was refused: {refusal}; the reload stays requested: the table's next "
+            "run reloads"
+        )
     after = stack_executions.control_item(target, args.table) or {}
     failure = None if finished.status == "SUCCEEDED" else f"{finished.error}: {finished.cause}"
     stats = after.get("lastRunStats") if after.get("lastRunId") == run_id else None
@@ -245,11 +260,11 @@ def _request_in_stack(target: StackTarget, table: str, request: dict[str, str]) 
         if not current:
             raise TargetError(f"stack {target.stack_name} has no control item for table {table!r}") from None
         if current.get("lockHolder"):
-            raise TargetError(
+            raise ReloadRefusedNow(
                 f"{table} is locked by run {current['lockHolder']} since {current.get('lockTime')}: nothing "
                 "was requested; reload once it ends (or `icetide unlock` a lock whose run is gone)"
             ) from None
-        raise TargetError(
+        raise ReloadRefusedNow(
             f"{table}: run {current.get('lastRunId')} ran since the item was read; nothing was requested, "
             "try again"
         ) from None

@@ -24,6 +24,7 @@ from icetide.dms.identifiers import SLOT_FORMAT, run_id
 from icetide_cli.operator_control import control_items_of, unknown_table
 from icetide_cli.operator_output import EXIT_OK, OperatorError, UnknownTable, print_json, print_rows, run_verb
 from icetide_cli.operator_target import StackTarget, Target, WorkspaceTarget
+from icetide_cli.stack_executions import readable_cause, refusal_of
 from icetide_local.cycle_report import TableRun
 from icetide_local.workspace import Workspace, WorkspaceError, run_record
 
@@ -62,6 +63,8 @@ def _runs(target: Target, args: argparse.Namespace) -> int:
 # A run refused at the lock (another run or maintenance holds the table) ends SUCCEEDED with a
 # `refused` output; listed under its own status, with the refusal as its cause.
 REFUSED = "REFUSED"
+# How many of the machine's newest executions `runs` reads at most (10 ListExecutions pages).
+SCANNED_EXECUTIONS = 10_000
 RECORD_FIELDS = ("runId", "status", "startDate", "stopDate", "failure")
 
 
@@ -86,9 +89,9 @@ def stack_runs(target: StackTarget, table: str, item: Mapping[str, Any], limit: 
         status, error, cause = execution["status"], None, None
         if status != "RUNNING":
             described = stepfunctions.describe_execution(executionArn=execution["executionArn"])
-            refusal = _refusal(described.get("output"))
-            if refusal is not None:
-                status, error, cause = REFUSED, refusal.get("error"), readable_cause(refusal.get("cause"))
+            output = _json_object(described.get("output"))
+            if refusal_of(output) is not None:
+                status, error, cause = REFUSED, output.get("error"), readable_cause(output.get("cause"))
             elif status != "SUCCEEDED":
                 error, cause = described.get("error"), readable_cause(described.get("cause"))
         run = TableRun(
@@ -108,31 +111,25 @@ def stack_runs(target: StackTarget, table: str, item: Mapping[str, Any], limit: 
     return found
 
 
-def _refusal(output: str | None) -> dict[str, Any] | None:
-    """The output of a run refused at the lock (it succeeds, saying ``refused`` and why), else None."""
+def _json_object(text: str | None) -> dict[str, Any]:
     try:
-        value = json.loads(output) if output else None
+        value = json.loads(text) if text else None
     except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) and value.get("refused") else None
-
-
-def readable_cause(cause: str | None) -> str | None:
-    """An execution's cause without the stack trace: a Lambda task's error reaches it as the
-    function error's JSON (``errorType``, ``errorMessage``, ``stackTrace``); its message is the cause."""
-    try:
-        error = json.loads(cause) if cause else None
-    except json.JSONDecodeError:
-        return cause
-    if isinstance(error, dict) and isinstance(error.get("errorMessage"), str):
-        return error["errorMessage"]
-    return cause
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _executions(stepfunctions: Any, state_machine_arn: str) -> Iterator[dict[str, Any]]:
-    """Every execution of the machine, newest first (ListExecutions' own order, kept page to page)."""
+    """The machine's newest executions, newest first (ListExecutions' own order, kept page to page).
+
+    At most SCANNED_EXECUTIONS: every table's runs share the machine (24 a day each, kept 90 days),
+    so a table that rarely runs, or a misspelt one, must not page through all of them.
+    """
     try:
-        pages = stepfunctions.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn)
+        pages = stepfunctions.get_paginator("list_executions").paginate(
+            stateMachineArn=state_machine_arn,
+            PaginationConfig={"MaxItems": SCANNED_EXECUTIONS, "PageSize": 1000},
+        )
         for page in pages:
             yield from sorted(page["executions"], key=lambda execution: execution["startDate"], reverse=True)
     except stepfunctions.exceptions.StateMachineDoesNotExist as missing:

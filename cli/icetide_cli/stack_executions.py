@@ -22,6 +22,28 @@ CONTROL_TABLE_OUTPUT = "ControlTableName"
 RUNNING = "RUNNING"
 
 
+def readable_cause(cause: str | None) -> str | None:
+    """An execution's cause without the stack trace: a Lambda task's error reaches it as the
+    function error's JSON (``errorType``, ``errorMessage``, ``stackTrace``); its message is the cause."""
+    try:
+        error = json.loads(cause) if cause else None
+    except json.JSONDecodeError:
+        return cause
+    if isinstance(error, dict) and isinstance(error.get("errorMessage"), str):
+        return str(error["errorMessage"])
+    return cause
+
+
+def refusal_of(output: Mapping[str, Any] | None) -> str | None:
+    """Why a run refused at the lock did nothing (it SUCCEEDS, its output saying ``refused`` and
+    the error's cause), e.g. "table locked by another run (table t is locked by run r since ...)";
+    None for any other output."""
+    if not output or not output.get("refused"):
+        return None
+    cause = readable_cause(output.get("cause"))
+    return f"{output['refused']} ({cause})" if cause else str(output["refused"])
+
+
 class ExecutionNotFinished(TimeoutError):
     """The execution is still running when the caller stopped waiting; it goes on in AWS."""
 

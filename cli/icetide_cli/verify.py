@@ -214,10 +214,9 @@ def _verify_stack(target: StackTarget, args: argparse.Namespace) -> VerifyReport
         raise TargetError(str(still_running)) from None
     if finished.status != "SUCCEEDED":
         raise TargetError(f"verify run {run_id} {finished.status}: {finished.error}: {finished.cause}")
-    if "refused" in finished.output:
-        raise TargetError(
-            f"verify run {run_id} was refused: {finished.output['refused']} ({finished.output.get('cause')})"
-        )
+    refusal = stack_executions.refusal_of(finished.output)
+    if refusal is not None:
+        raise TargetError(f"verify run {run_id} was refused: {refusal}")
     report_uri = finished.output.get("verifyReportUri")
     if not isinstance(report_uri, str) or not report_uri:
         raise TargetError(

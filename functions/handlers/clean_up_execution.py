@@ -16,6 +16,7 @@ Output: ``{"targetTableName", "runId", "status", "reason", "deleted", "alreadyGo
 "failureRecorded", "lockReleased"}``. A second delivery of the same event finds nothing left to do
 and succeeds. Raises DmsResourceBusy, after recording and unlocking, while DMS cannot delete
 something yet: Lambda's asynchronous retries try again, and the hourly sweep catches what is left.
+Any other error is counted as ``CleanupFailures`` (CleanupFailedAlarm) before it is raised.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
 from icetide.dms.cleanup import CleanupReport
 from icetide.dms.tagged import runs_resources
+from icetide.errors import DmsResourceBusy
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run.abandoned import ExecutionStatusChange, abandoned_message, cleanup_plan, table_in_input
 from icetide.run.handler_inputs import InvalidHandlerInput, parse_input
@@ -53,6 +55,18 @@ def _target_table_name(change: ExecutionStatusChange) -> str:
 
 @observed(correlation_id_path="detail.name")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    try:
+        return _clean_up(event)
+    except DmsResourceBusy:
+        raise  # DMS is still stopping a task: Lambda retries, and that is no failure of the cleanup
+    except Exception:
+        # Counted for CleanupFailedAlarm: Lambda's Errors would also count the busy retries above,
+        # which every abort of a run whose task is running goes through.
+        metrics.add_metric(name="CleanupFailures", unit=MetricUnit.Count, value=1)
+        raise
+
+
+def _clean_up(event: dict[str, Any]) -> dict[str, Any]:
     settings = load_settings()
     change = parse_input(ExecutionStatusChange, event)
     machine = settings.require("state_machine_arn")
@@ -72,9 +86,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     logger.info("cleaning up after the run", extra={"status": status, "reason": plan.reason})
 
     report = CleanupReport()
-    if plan.delete_dms_resources:
-        stack = settings.require("stack_name")
-        delete_resources(runs_resources(stack_resources(stack), stack, run_id), report)
+    stack = settings.require("stack_name")
+    delete_resources(runs_resources(stack_resources(stack), stack, run_id), report)
     recorded = False
     if plan.record_failure:
         failed_state = stepfunctions.last_entered_state(change.detail.execution_arn)

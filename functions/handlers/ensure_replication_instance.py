@@ -3,8 +3,9 @@
 Input: ``{"targetTableName", "runId", "plan"}``. Output: ``{"replicationInstanceArn", "created",
 "status"}``; the state machine calls again until ``status`` is ``available``. A long-lived instance
 (``plan.replicationInstanceArn``, else REPLICATION_INSTANCE_ARN) is reused and never created or
-deleted (``created: false``); otherwise the run creates a private instance named after itself.
-Raises DmsQuotaExceeded.
+deleted (``created: false``); otherwise the run creates a private instance named after itself,
+and (with DMS_LOG_RETENTION_DAYS) the log group of its task logs with that retention, before DMS
+would create one that never expires. Raises DmsQuotaExceeded.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from icetide.adapters import dms
+from icetide.adapters import dms, logs
 from icetide.dms import replication_status
 from icetide.dms.identifiers import RunDmsResources
 from icetide.observability import observed
@@ -40,6 +41,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         security_group_ids=settings.replication_security_group_ids,
         tags=resources.tags,
     )
+    if settings.dms_log_retention_days is not None:
+        # Before DMS creates the group itself, without retention: one group per run, for ever.
+        logs.keep_log_group_for(resources.task_log_group, settings.dms_log_retention_days)
     return {
         "replicationInstanceArn": instance["ReplicationInstanceArn"],
         "created": True,

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # How long the lifecycle rule keeps continuous tables' files (ContinuousBronzeRetentionDays).
     continuous_bronze_retention_days: int = Field(default=14, ge=1)
     replication_instance_class: str = "dms.t3.medium"
+    # Days the task logs of a run's own instance are kept (LogRetentionDays); None: DMS's default
+    # group without retention (a run then leaves one group behind for ever).
+    dms_log_retention_days: int | None = Field(default=None, ge=1)
     replication_subnet_group_id: str | None = None
     # NoDecode: the template passes a comma-separated list, not the JSON pydantic-settings expects.
     replication_security_group_ids: Annotated[tuple[str, ...], NoDecode] = ()

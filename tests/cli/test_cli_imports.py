@@ -130,6 +130,8 @@ def test_a_plain_install_reaches_aws_with_the_stack_verbs(
         ("run", "orders"),
         ("reset", "orders", "--to", "1"),
         ("unlock", "x"),
+        ("verify", "orders"),
+        ("reload", "orders"),
     ):
         result, loaded = icetide_process(
             *verb, "--stack", "icetide-prod", "--region", "eu-west-1", plain_install=True

@@ -153,7 +153,7 @@ def test_a_locked_table_is_not_marked(stack, reload) -> None:
 
     result = reload(TABLE, "--stack", STACK)
 
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # refused, as reset and unlock: not a usage error
     assert result.err.strip() == (
         "icetide reload: dbo_orders is locked by run dbo_orders-20261124T1000Z since 2026-11-24T10:00:05Z: "
         "nothing was requested; reload once it ends (or `icetide unlock` a lock whose run is gone)"
@@ -195,3 +195,33 @@ def test_a_table_a_reload_cannot_replace_is_refused(stack, reload, attributes: d
 
     assert (result.exit_code, result.err.strip()) == (2, f"icetide reload: {reason}")
     assert "reloadRequested" not in _item(stack)
+
+
+def test_a_reload_run_refused_at_the_lock_is_reported_as_refused_and_stays_requested(
+    stack, reload, monkeypatch
+) -> None:
+    from icetide_cli import stack_executions
+
+    start = stack_executions.start_table_run
+    scheduled_run = "dbo_orders-20261124T1000Z"
+    # Locked now (not at NOW): whichever clock the lock handler reads, the lock is live, not stale.
+    locked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def scheduled_run_locks_first(*args, **kwargs):  # the hourly run takes the lock just before
+        stack.put_control_item({**_item(stack), "lockHolder": scheduled_run, "lockTime": locked_at})
+        return start(*args, **kwargs)
+
+    monkeypatch.setattr(stack_executions, "start_table_run", scheduled_run_locks_first)
+
+    result = reload(TABLE, "--stack", STACK, "--poll-seconds", "0.05")
+
+    assert result.exit_code == 1
+    message = result.err.strip().splitlines()[-1]
+    assert message.startswith(
+        f"icetide reload: reload run {RUN_ID} was refused: table locked by another run "
+        f"(table {TABLE} is locked by run {scheduled_run} since {locked_at}; run {RUN_ID} was refused"
+    )
+    assert message.endswith("); the reload stays requested: the table's next run reloads")
+    item = _item(stack)
+    assert item["reloadRequested"] == {"requestedAt": REQUESTED, "afterRun": LOADED["lastRunId"]}
+    assert reload_due(ControlItem.parse(item)) is True

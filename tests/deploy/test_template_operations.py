@@ -105,6 +105,7 @@ def test_icetide_metrics_alarmed_on_are_published_by_the_handlers_in_the_stacks_
         "MaxLagSeconds",
         "InvalidControlItems",
         "DmsLeftoversDeleted",
+        "CleanupFailures",
     }
     assert global_environment()["POWERTOOLS_METRICS_NAMESPACE"] == STACK_NAMESPACE
     for metric in own:
@@ -145,13 +146,15 @@ def test_a_table_more_than_the_freshness_hours_behind_raises_the_stale_table_ala
 def test_a_failed_cleanup_or_sweep_raises_the_cleanup_alarm() -> None:
     alarm = _alarms()["CleanupFailedAlarm"]
     watched = sorted(
-        (metric["Namespace"], metric["MetricName"], metric["Dimensions"][0]["Value"]["Ref"])
+        (str(metric["Namespace"]), metric["MetricName"], str(metric["Dimensions"][0]["Value"]))
         for metric in _alarm_metrics(alarm)
     )
 
+    # CleanUpExecution's own count, not its Lambda Errors: those include the DmsResourceBusy
+    # retries of every abort whose task DMS is still stopping.
     assert watched == [
-        ("AWS/Lambda", "Errors", "CleanUpExecutionFunction"),
-        ("AWS/Lambda", "Errors", "SweepDmsResourcesFunction"),
+        ("AWS/Lambda", "Errors", "{'Ref': 'SweepDmsResourcesFunction'}"),
+        (str(STACK_NAMESPACE), "CleanupFailures", "icetide"),
     ]
     assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
 
@@ -412,6 +415,25 @@ def test_every_log_group_expires_and_is_encrypted(logical_id: str) -> None:
 
     assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}
     assert group["KmsKeyId"] == {"Fn::GetAtt": ["IcetideKey", "Arn"]}
+
+
+def test_the_dms_task_logs_of_a_runs_instance_get_the_stacks_retention() -> None:
+    # DMS creates dms-tasks-<instance> itself, never expiring, unless the group exists first.
+    function = _properties("EnsureReplicationInstanceFunction")
+    statements = [
+        statement
+        for policy in function["Policies"]
+        for statement in policy.get("Statement", [])
+        if any(str(action).startswith("logs:") for action in statement["Action"])
+    ]
+
+    assert function["Environment"]["Variables"]["DMS_LOG_RETENTION_DAYS"] == {"Ref": "LogRetentionDays"}
+    assert [(statement["Action"], resolve_sub(statement["Resource"])) for statement in statements] == [
+        (
+            ["logs:CreateLogGroup", "logs:PutRetentionPolicy"],
+            "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:dms-tasks-icetide-*",
+        )
+    ]
 
 
 @pytest.mark.parametrize("job", ["GlueJob", "MaintenanceGlueJob"])

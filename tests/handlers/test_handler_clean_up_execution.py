@@ -127,10 +127,11 @@ def test_a_timed_out_run_is_cleaned_up_like_an_aborted_one(world, control_items,
     assert control_items.get(TABLE)["lastRunError"] == "execution TIMED_OUT"
 
 
-def test_a_failed_run_whose_failure_is_recorded_is_left_to_its_own_cleanup(
+def test_a_failed_run_whose_failure_is_recorded_keeps_its_record_and_loses_its_leftovers(
     world, control_items, load_event, lambda_context
 ):
-    # Its Catch path recorded the failure and unlocked; a leftover is the sweep's, not this rule's.
+    # Its Catch path recorded the failure and unlocked, but its own delete failed (the run's
+    # resources are still there): they are deleted by the run's tags; the record stays as it is.
     item = control_items.orders(
         lastRunId=RUN, lastRunStatus="FAILED", lastFailedState="Run Glue job", lastRunError="boom"
     )
@@ -139,19 +140,19 @@ def test_a_failed_run_whose_failure_is_recorded_is_left_to_its_own_cleanup(
 
     result = _clean_up(event, lambda_context)
 
+    assert set(result.pop("deleted")) == set(world["run"].all())
     assert result == {
         "targetTableName": TABLE,
         "runId": RUN,
         "status": "FAILED",
         "reason": "the run's failure path ran: its failure is recorded",
-        "deleted": [],
         "alreadyGone": [],
         "kept": [],
         "failureRecorded": False,
         "lockReleased": False,
     }
     assert control_items.get(TABLE) == item
-    assert existing_arns() == world["survivors"] | set(world["run"].all())
+    assert existing_arns() == world["survivors"]
 
 
 def test_another_runs_lock_and_state_are_left_alone(world, control_items, load_event, lambda_context):
@@ -252,3 +253,39 @@ def test_an_event_that_is_not_a_status_change_is_refused_naming_what(
         _clean_up(event, lambda_context)
 
     assert "detail-type" in str(raised.value) and "detail.name" in str(raised.value)
+
+
+def _cleanup_failures_published(capsys: pytest.CaptureFixture[str]) -> list[list[float]]:
+    """The CleanupFailures values of the embedded-metric lines Powertools printed (CleanupFailedAlarm)."""
+    documents = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    return [document["CleanupFailures"] for document in documents if "CleanupFailures" in document]
+
+
+def test_a_cleanup_that_fails_counts_a_failure_for_the_alarm(
+    control_items, load_event, lambda_context, capsys
+):
+    event = load_event("clean_up_execution")
+    event["detail"]["stateMachineArn"] = STATE_MACHINE_ARN.replace("icetide-table-run", "someone-elses")
+    capsys.readouterr()
+
+    with pytest.raises(InvalidHandlerInput):
+        _clean_up(event, lambda_context)
+
+    assert _cleanup_failures_published(capsys) == [[1.0]]
+
+
+def test_dms_still_stopping_a_task_is_retried_without_counting_a_failure(
+    world, control_items, load_event, lambda_context, monkeypatch, capsys
+):
+    _running_item(control_items)
+    monkeypatch.setattr(
+        DatabaseMigrationServiceBackend,
+        "delete_replication_task",
+        lambda self, replication_task_arn: (_ for _ in ()).throw(InvalidResourceStateFault("stopping")),
+    )
+    capsys.readouterr()
+
+    with pytest.raises(DmsResourceBusy):
+        _clean_up(load_event("clean_up_execution"), lambda_context)
+
+    assert _cleanup_failures_published(capsys) == []

@@ -98,6 +98,33 @@ def test_a_private_instance_is_created_for_the_run(aws, load_event, lambda_conte
     }
 
 
+def test_a_run_instances_task_log_group_is_created_first_with_the_stacks_retention(
+    aws, load_event, lambda_context, monkeypatch
+):
+    monkeypatch.setenv("DMS_LOG_RETENTION_DAYS", "30")
+    event = load_event("ensure_replication_instance")
+
+    handlers.ensure_replication_instance.handler(event, lambda_context)
+    handlers.ensure_replication_instance.handler(event, lambda_context)  # polled again: no error
+
+    groups = boto3.client("logs").describe_log_groups(logGroupNamePrefix="dms-tasks-")["logGroups"]
+    # DMS writes the instance's task logs to dms-tasks-<instance identifier>; it would create the
+    # group itself, never expiring.
+    assert [(group["logGroupName"], group.get("retentionInDays")) for group in groups] == [
+        (f"dms-tasks-{RUN_RESOURCE_ID}", 30)
+    ]
+
+
+def test_a_reused_instances_log_group_is_not_ours_to_touch(aws, load_event, lambda_context, monkeypatch):
+    monkeypatch.setenv("DMS_LOG_RETENTION_DAYS", "30")
+    event = load_event("ensure_replication_instance")
+    event["plan"]["replicationInstanceArn"] = _shared_instance()
+
+    handlers.ensure_replication_instance.handler(event, lambda_context)
+
+    assert boto3.client("logs").describe_log_groups(logGroupNamePrefix="dms-tasks-")["logGroups"] == []
+
+
 def test_the_items_instance_is_reused_never_created(aws, load_event, lambda_context):
     shared = _shared_instance()
     event = load_event("ensure_replication_instance")

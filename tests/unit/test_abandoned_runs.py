@@ -74,61 +74,61 @@ def test_the_recorded_error_names_the_status_and_what_stopped_it(error, cause, m
         pytest.param(
             "ABORTED",
             {"lockHolder": RUN, "lastRunId": RUN, "lastRunStatus": "RUNNING"},
-            CleanupPlan(True, True, True, "the run ended ABORTED outside its failure path"),
+            CleanupPlan(True, True, "the run ended ABORTED outside its failure path"),
             id="holds-the-lock",
         ),
         pytest.param(
             "TIMED_OUT",
             {"lastRunId": RUN, "lastRunStatus": "RUNNING"},
-            CleanupPlan(True, True, False, "the run ended TIMED_OUT outside its failure path"),
+            CleanupPlan(True, False, "the run ended TIMED_OUT outside its failure path"),
             id="unlocked-but-last",
         ),
         pytest.param(
             "ABORTED",
             {"lockHolder": OTHER, "lastRunId": OTHER, "lastRunStatus": "RUNNING"},
-            CleanupPlan(True, False, False, f"the control item belongs to run {OTHER}: left alone"),
+            CleanupPlan(False, False, f"the control item belongs to run {OTHER}: left alone"),
             id="another-run-holds-it",
         ),
         pytest.param(
             "ABORTED",
             {"lastRunId": OTHER, "lastRunStatus": "SUCCEEDED"},
-            CleanupPlan(True, False, False, f"the control item belongs to run {OTHER}: left alone"),
+            CleanupPlan(False, False, f"the control item belongs to run {OTHER}: left alone"),
             id="stopped-before-its-lock",
         ),
         pytest.param(
             "ABORTED",
             {"lastRunId": RUN, "lastRunStatus": "SUCCEEDED"},
-            CleanupPlan(True, False, False, "the run committed before it ended: its state stays"),
+            CleanupPlan(False, False, "the run committed before it ended: its state stays"),
             id="stopped-after-its-commit",
         ),
         pytest.param(
             "FAILED",
             {"lastRunId": RUN, "lastRunStatus": "FAILED"},
-            CleanupPlan(False, False, False, "the run's failure path ran: its failure is recorded"),
+            CleanupPlan(False, False, "the run's failure path ran: its failure is recorded"),
             id="failed-and-recorded",
         ),
         pytest.param(
             "FAILED",
             {"lockHolder": RUN, "lastRunId": RUN, "lastRunStatus": "FAILED"},
-            CleanupPlan(False, False, True, "the run's failure path ran: its failure is recorded"),
+            CleanupPlan(False, True, "the run's failure path ran: its failure is recorded"),
             id="failed-recorded-still-locked",
         ),
         pytest.param(
             "FAILED",
             {"lastRunId": RUN, "lastRunStatus": "RUNNING"},
-            CleanupPlan(True, True, False, "the run ended FAILED outside its failure path"),
+            CleanupPlan(True, False, "the run ended FAILED outside its failure path"),
             id="failed-unrecorded",
         ),
         pytest.param(
             "ABORTED",
             {"lastRunId": RUN, "lastRunStatus": "FAILED"},
-            CleanupPlan(True, False, False, "the run's failure is already recorded"),
+            CleanupPlan(False, False, "the run's failure is already recorded"),
             id="aborted-already-recorded",
         ),
         pytest.param(
             "ABORTED",
             None,
-            CleanupPlan(True, False, False, "no control item: nothing to record or unlock"),
+            CleanupPlan(False, False, "no control item: nothing to record or unlock"),
             id="no-item",
         ),
     ],
@@ -144,7 +144,7 @@ def test_a_stopped_verify_run_gives_back_its_lock_and_dms_resources_but_records_
 
     plan = cleanup_plan("ABORTED", verify_run, item)
 
-    assert plan == CleanupPlan(True, False, True, "verify run ended ABORTED: nothing to record")
+    assert plan == CleanupPlan(False, True, "verify run ended ABORTED: nothing to record")
 
 
 def _resource(**tags: str) -> TaggedResource:

@@ -59,7 +59,21 @@ def test_between_runs_a_succeeded_runs_time_counts() -> None:
 
 
 @pytest.mark.parametrize("status", ["FAILED", "RUNNING"])
-def test_after_a_failed_or_during_a_run_only_the_watermark_tells(status: str) -> None:
+def test_a_table_whose_runs_fail_falls_behind_from_its_last_success(status: str) -> None:
+    # The blog's number watermark: a failed run overwrote lastRunTime; lastSuccessTime (ten hours
+    # ago) is what keeps the table in the freshness alarm's sight.
+    item = _item(
+        watermark=Decimal("5000"),
+        lastRunStatus=status,
+        lastRunTime="2026-11-21T08:50:00Z",
+        lastSuccessTime="2026-11-20T23:00:00Z",
+    )
+
+    assert freshness.item_lag_seconds(item, NOW) == 36000.0
+
+
+@pytest.mark.parametrize("status", ["FAILED", "RUNNING"])
+def test_without_a_known_success_after_a_failed_or_during_a_run_only_the_watermark_tells(status: str) -> None:
     with_timestamp = _item(
         watermark="2026-11-21 05:00:00", lastRunStatus=status, lastRunTime="2026-11-21T08:50:00Z"
     )

@@ -166,7 +166,10 @@ class ControlTable:
             ":now": now,
             ":run": run_id,
         }
-        assignments = "lastRunStats = :stats, lastRunStatus = :succeeded, lastRunTime = :now"
+        # lastSuccessTime outlives later failed runs: the freshness alarm's lag needs it most then.
+        assignments = (
+            "lastRunStats = :stats, lastRunStatus = :succeeded, lastRunTime = :now, lastSuccessTime = :now"
+        )
         if watermark is not None:
             assignments += ", watermark = :watermark"
             values[":watermark"] = watermark

@@ -358,6 +358,7 @@ RUN_STATE_ATTRIBUTES = (
     "lastRunId",
     "lastRunStatus",
     "lastRunTime",
+    "lastSuccessTime",
     "lastRunError",
     "lastFailedState",
     "lastRunStats",
@@ -491,6 +492,8 @@ class ControlItem(BaseModel):
     last_run_id: OptionalText = Field(None, alias="lastRunId")
     last_run_status: RunStatus | None = Field(None, alias="lastRunStatus")
     last_run_time: OptionalText = Field(None, alias="lastRunTime")
+    # When the last successful run committed (kept through later failures: the lag counts from it).
+    last_success_time: OptionalText = Field(None, alias="lastSuccessTime")
     last_run_error: OptionalText = Field(None, alias="lastRunError")
     last_failed_state: OptionalText = Field(None, alias="lastFailedState")
     last_run_stats: RunStats | None = Field(None, alias="lastRunStats")

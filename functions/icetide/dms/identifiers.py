@@ -29,6 +29,8 @@ ENDPOINT_IDENTIFIER_MAX_LENGTH = 255
 INSTANCE_IDENTIFIER_MAX_LENGTH = 63
 IDENTIFIER_PREFIX = "icetide-"
 SLOT_FORMAT = "%Y%m%dT%H%MZ"
+# DMS names the log group of an instance's task logs after the instance.
+DMS_TASK_LOG_GROUP_PREFIX = "dms-tasks-"
 # Tags on every DMS resource a run creates; template.yaml's IAM conditions name the same keys.
 STACK_TAG = "icetide:stack"
 TABLE_TAG = "icetide:table"
@@ -218,6 +220,12 @@ class RunDmsResources:
     def instance_identifier(self) -> str:
         """The replication instance identifier (at most 63 characters)."""
         return self._identifier("replication instance", INSTANCE_IDENTIFIER_MAX_LENGTH)
+
+    @property
+    def task_log_group(self) -> str:
+        """The CloudWatch log group DMS writes the task logs of the run's instance to (DMS's naming:
+        ``dms-tasks-<instance identifier>``); template.yaml scopes the logs permissions to it."""
+        return f"{DMS_TASK_LOG_GROUP_PREFIX}{self.instance_identifier}"
 
     @property
     def tags(self) -> dict[str, str]:

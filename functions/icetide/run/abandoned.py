@@ -108,9 +108,10 @@ def abandoned_message(status: str, error: str | None, cause: str | None) -> str:
 
 @dataclass(frozen=True)
 class CleanupPlan:
-    """What the cleanup of one ended run does, and why, in a sentence for the log and the output."""
+    """What the cleanup of one ended run does besides deleting the DMS resources tagged with its run id
+    (always: that is idempotent and touches no other run's), and why, in a sentence for the log and
+    the output."""
 
-    delete_dms_resources: bool
     record_failure: bool
     release_lock: bool
     reason: str
@@ -120,8 +121,9 @@ def cleanup_plan(status: str, run_id: str, item: Mapping[str, Any] | None) -> Cl
     """What is left to do after run ``run_id`` ended ``status``, given its table's control item.
 
     - A FAILED run whose failure the item records (``lastRunId`` is the run, ``lastRunStatus``
-      FAILED) went through its Catch path: its DMS resources were deleted there. Only a lock it
-      still holds (its ReleaseLock failed) is released.
+      FAILED) went through its Catch path: nothing is recorded, a lock it still holds (its
+      ReleaseLock failed) is released, and its DMS resources are deleted again by its tags (none
+      are left unless the path's own delete failed).
     - Otherwise (ABORTED, TIMED_OUT, or a FAILED run with nothing recorded) its DMS resources are
       deleted, and its failure is recorded only where the item is still this run's: the run holds
       the lock, or nobody does and the item's last run is this one, not committed. Another run's
@@ -137,14 +139,15 @@ def cleanup_plan(status: str, run_id: str, item: Mapping[str, Any] | None) -> Cl
     holds_lock = holder == run_id
     last_status = item.get("lastRunStatus")
     if status == FAILED and this_runs_item and last_status == FAILED:
+        # Its failure path deleted the run's DMS resources, unless that very step failed (the run
+        # then records cleanupError): deleting again by the run's tags is idempotent, so always do.
         return CleanupPlan(
-            delete_dms_resources=False,
             record_failure=False,
             release_lock=holds_lock,
             reason="the run's failure path ran: its failure is recorded",
         )
     if not item:
-        return CleanupPlan(True, False, False, "no control item: nothing to record or unlock")
+        return CleanupPlan(False, False, "no control item: nothing to record or unlock")
     already_recorded = this_runs_item and last_status == FAILED
     committed = this_runs_item and last_status == _SUCCEEDED
     record = not already_recorded and not committed and (holds_lock or (holder is None and this_runs_item))
@@ -161,6 +164,4 @@ def cleanup_plan(status: str, run_id: str, item: Mapping[str, Any] | None) -> Cl
         reason = f"the run ended {status} outside its failure path"
     else:
         reason = f"the control item belongs to run {holder or item.get('lastRunId')}: left alone"
-    return CleanupPlan(
-        delete_dms_resources=True, record_failure=record, release_lock=holds_lock, reason=reason
-    )
+    return CleanupPlan(record_failure=record, release_lock=holds_lock, reason=reason)

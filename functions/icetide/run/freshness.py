@@ -56,12 +56,16 @@ def lag_seconds(
 def item_lag_seconds(item: ControlItem, now: datetime) -> float | None:
     """The lag of a table as its control item tells it between runs.
 
-    The item keeps the time of its last run, not of its last successful one: ``lastRunTime`` counts
-    only while ``lastRunStatus`` is SUCCEEDED (it is then the commit time, a little after the run
-    read the source). While a run is going, or after a failed one, only a timestamp watermark tells
-    the lag.
+    ``lastSuccessTime`` is when the last successful run committed (a little after it read the
+    source); a commit writes it and nothing else removes it, so a table whose runs keep failing
+    falls behind from there, and the freshness alarm sees it. An item last committed before that
+    attribute existed has ``lastRunTime`` instead, which counts only while ``lastRunStatus`` is
+    SUCCEEDED (a failed run overwrites it).
     """
     source_read_at = None
-    if item.last_run_status is RunStatus.SUCCEEDED and item.last_run_time and not item.is_continuous:
-        source_read_at = parse_time(item.last_run_time)
+    if not item.is_continuous:
+        if item.last_success_time:
+            source_read_at = parse_time(item.last_success_time)
+        elif item.last_run_status is RunStatus.SUCCEEDED and item.last_run_time:
+            source_read_at = parse_time(item.last_run_time)
     return lag_seconds(now, item.watermark, source_read_at)

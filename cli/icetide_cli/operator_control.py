@@ -20,10 +20,15 @@ import botocore.exceptions
 from icetide.adapters.control_table import ConditionalWrite
 from icetide.control.codec import encode_value, from_typed_json
 from icetide_cli.operator_output import Refused, UnknownTable, UsageProblem
-from icetide_cli.operator_target import StackTarget, Target, TargetError, WorkspaceTarget
+from icetide_cli.operator_target import (
+    CONTROL_TABLE_OUTPUT,
+    StackTarget,
+    Target,
+    TargetError,
+    WorkspaceTarget,
+)
 from icetide_local.workspace import Workspace, WorkspaceBusy, WorkspaceError, table_name
 
-CONTROL_TABLE_OUTPUT = "ControlTableName"
 KEY = "targetTableName"
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -34,12 +39,14 @@ class Expect:
 
     ``unlocked``: no ``lockHolder`` (or an empty one). ``lock_holder``: exactly this holder.
     ``watermark``: the stored watermark is one of these values (an empty tuple: it has none);
+    ``last_run_id``: the same for ``lastRunId`` (no run slipped in since the item was read);
     None: not checked. The item must exist in every case.
     """
 
     unlocked: bool = False
     lock_holder: str | None = None
     watermark: tuple[Any, ...] | None = None
+    last_run_id: tuple[str, ...] | None = None
 
     def holds(self, item: Mapping[str, Any]) -> bool:
         """Whether ``item`` (plain values, as DynamoDB returns them) meets the expectation."""
@@ -47,14 +54,11 @@ class Expect:
             return False
         if self.lock_holder is not None and item.get("lockHolder") != self.lock_holder:
             return False
-        if self.watermark is not None:
-            if not self.watermark:
-                return "watermark" not in item
-            # DynamoDB's = compares a number with numbers (Decimal == Decimal) and a string with
-            # strings: the same as Python's == on the values it returns, with the types kept apart.
-            stored = item.get("watermark")
-            return any(type(stored) is type(value) and stored == value for value in self.watermark)
-        return True
+        return all(
+            _one_of(item, name, expected)
+            for name, expected in (("watermark", self.watermark), ("lastRunId", self.last_run_id))
+            if expected is not None
+        )
 
     def condition(self) -> tuple[str, dict[str, Any]]:
         """The same expectation as a DynamoDB ``ConditionExpression`` and its plain values."""
@@ -66,14 +70,26 @@ class Expect:
         if self.lock_holder is not None:
             parts.append("lockHolder = :holder")
             values[":holder"] = self.lock_holder
-        if self.watermark is not None:
-            if not self.watermark:
-                parts.append("attribute_not_exists(watermark)")
+        for name, expected in (("watermark", self.watermark), ("lastRunId", self.last_run_id)):
+            if expected is None:
+                continue
+            if not expected:
+                parts.append(f"attribute_not_exists({name})")
             else:
-                names = [f":seen{index}" for index in range(len(self.watermark))]
-                values.update(zip(names, self.watermark, strict=True))
-                parts.append(f"watermark IN ({', '.join(names)})")
+                names = [f":{name}{index}" for index in range(len(expected))]
+                values.update(zip(names, expected, strict=True))
+                parts.append(f"{name} IN ({', '.join(names)})")
         return " AND ".join(parts), values
+
+
+def _one_of(item: Mapping[str, Any], name: str, expected: tuple[Any, ...]) -> bool:
+    """Whether ``item[name]`` is one of ``expected`` (an empty tuple: the item has no ``name``)."""
+    if not expected:
+        return name not in item
+    # DynamoDB's = compares a number with numbers (Decimal == Decimal) and a string with strings:
+    # the same as Python's == on the values it returns, with the types kept apart.
+    stored = item.get(name)
+    return any(type(stored) is type(value) and stored == value for value in expected)
 
 
 class ControlItems(Protocol):
@@ -177,12 +193,17 @@ class StackControlItems:
         return sorted(found, key=lambda item: str(item[KEY]))
 
     def item(self, target_table_name: str) -> dict[str, Any]:
+        found = self.find(target_table_name)
+        if found is None:
+            raise unknown_table(target_table_name, self.where, [str(item[KEY]) for item in self.items()])
+        return found
+
+    def find(self, target_table_name: str) -> dict[str, Any] | None:
+        """One table's item (plain values, read consistently), or None."""
         response = self.dynamodb.get_item(
             TableName=self.table_name, Key={KEY: {"S": target_table_name}}, ConsistentRead=True
         )
-        if "Item" not in response:
-            raise unknown_table(target_table_name, self.where, [str(item[KEY]) for item in self.items()])
-        return from_typed_json(response["Item"])
+        return from_typed_json(response["Item"]) if "Item" in response else None
 
     def update(
         self, target_table_name: str, expect: Expect, *, set_values: Mapping[str, Any], remove: Sequence[str]

@@ -38,6 +38,35 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+# The stack output naming the control table, which every stack verb reads.
+CONTROL_TABLE_OUTPUT = "ControlTableName"
+DEFAULT_WAIT_SECONDS = 3 * 3600.0
+DEFAULT_POLL_SECONDS = 15.0
+
+
+def add_wait_arguments(parser: argparse.ArgumentParser, run: str, *, timeout_locally: bool = False) -> None:
+    """Add --no-wait, --timeout and --poll-seconds to a verb that starts ``run`` and waits for its
+    end (``timeout_locally``: --timeout bounds a local run too)."""
+    parser.add_argument(
+        "--no-wait", action="store_true", help=f"with --stack: start the {run}, print its execution ARN"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_WAIT_SECONDS,
+        metavar="SECONDS",
+        help=f"{'' if timeout_locally else 'with --stack: '}stop waiting for the {run} after this long "
+        f"(default {DEFAULT_WAIT_SECONDS:.0f}); it goes on",
+    )
+    parser.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=DEFAULT_POLL_SECONDS,
+        metavar="SECONDS",
+        help=f"with --stack: how often to look at the {run} (default {DEFAULT_POLL_SECONDS:.0f})",
+    )
+
+
 @dataclass(frozen=True)
 class WorkspaceTarget:
     """A local workspace directory (see icetide_local.workspace.Workspace for its layout)."""

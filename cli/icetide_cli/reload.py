@@ -27,14 +27,13 @@ from icetide_cli.operator_target import (
     TargetError,
     WorkspaceTarget,
     add_target_arguments,
+    add_wait_arguments,
     target_from_args,
 )
 
 EXIT_RELOADED = 0
 EXIT_FAILED = 1
 EXIT_TROUBLE = 2
-DEFAULT_TIMEOUT_SECONDS = 3 * 3600.0
-DEFAULT_POLL_SECONDS = 15.0
 
 
 class ReloadUsageError(Exception):
@@ -80,28 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only request the reload: the table's next run (scheduled or by hand) is the reload",
     )
-    reload.add_argument(
-        "--no-wait", action="store_true", help="with --stack: start the reload run, print its execution ARN"
-    )
-    reload.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help="stop waiting for the run after this long (default 10800); it goes on",
-    )
-    reload.add_argument(
-        "--poll-seconds",
-        type=float,
-        default=DEFAULT_POLL_SECONDS,
-        metavar="SECONDS",
-        help=f"with --stack: how often to look at the run (default {DEFAULT_POLL_SECONDS:.0f})",
-    )
+    add_wait_arguments(reload, "reload run", timeout_locally=True)
     reload.set_defaults(handler=reload_command)
-
-
-def _progress(message: str) -> None:
-    print(f"... {message}", file=sys.stderr, flush=True)
 
 
 def reload_command(args: argparse.Namespace) -> int:
@@ -181,18 +160,10 @@ def _reload_stack(target: StackTarget, args: argparse.Namespace) -> dict[str, An
                 f"{option} applies to --workspace only: a stack's control item configures it"
             )
     from icetide.clock import stored_time, utc_now
-    from icetide.control.model import ControlItem
-    from icetide.errors import InvalidControlItem
     from icetide.run.reload import reload_refusal, reload_request, reload_run_id
     from icetide_cli import stack_executions
 
-    raw = stack_executions.control_item(target, args.table)
-    if raw is None:
-        raise TargetError(f"stack {target.stack_name} has no control item for table {args.table!r}")
-    try:
-        item = ControlItem.parse(raw)
-    except InvalidControlItem as invalid:
-        raise TargetError(f"{args.table}: the control item is invalid: {invalid}") from None
+    item = stack_executions.parsed_control_item(target, args.table)
     refusal = reload_refusal(item)
     if refusal is not None:
         raise TargetError(refusal)
@@ -209,17 +180,7 @@ def _reload_stack(target: StackTarget, args: argparse.Namespace) -> dict[str, An
     outcome |= {"runId": run_id, "executionArn": execution_arn}
     if args.no_wait:
         return outcome
-    _progress(f"reload run {run_id} started: {execution_arn}")
-    try:
-        finished = stack_executions.wait_for_execution(
-            target,
-            execution_arn,
-            timeout_seconds=args.timeout,
-            poll_seconds=args.poll_seconds,
-            progress=_progress,
-        )
-    except stack_executions.ExecutionNotFinished as still_running:
-        raise TargetError(str(still_running)) from None
+    finished = stack_executions.wait_for_run(target, f"reload run {run_id}", execution_arn, args)
     refusal = stack_executions.refusal_of(finished.output)
     if refusal is not None:
         raise ReloadRefusedNow(
@@ -237,48 +198,39 @@ def _request_in_stack(target: StackTarget, table: str, request: dict[str, str]) 
     its last run is still the one the request names (no run slipped in since it was read)."""
     import botocore.exceptions
 
-    from icetide.control.codec import encode_value, from_typed_json
-    from icetide_cli.stack_executions import CONTROL_TABLE_OUTPUT
+    from icetide_cli.operator_control import Expect, StackControlItems
 
     after_run = request.get("afterRun")
-    same_run = "lastRunId = :afterRun" if after_run else "attribute_not_exists(lastRunId)"
-    values = {":request": encode_value(request), **({":afterRun": {"S": after_run}} if after_run else {})}
     try:
-        target.client("dynamodb").update_item(
-            TableName=target.output(CONTROL_TABLE_OUTPUT),
-            Key={"targetTableName": {"S": table}},
-            UpdateExpression="SET reloadRequested = :request",
-            ConditionExpression="attribute_exists(targetTableName) AND attribute_not_exists(lockHolder) "
-            f"AND {same_run}",
-            ExpressionAttributeValues=values,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        write = StackControlItems(target).update(
+            table,
+            Expect(unlocked=True, last_run_id=(after_run,) if after_run else ()),
+            set_values={"reloadRequested": request},
+            remove=(),
         )
     except botocore.exceptions.ClientError as error:
-        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-            raise TargetError(f"cannot request the reload of {table}: {error}") from error
-        current = from_typed_json(error.response.get("Item") or {})  # type: ignore[arg-type]
-        if not current:
-            raise TargetError(f"stack {target.stack_name} has no control item for table {table!r}") from None
-        if current.get("lockHolder"):
-            raise ReloadRefusedNow(
-                f"{table} is locked by run {current['lockHolder']} since {current.get('lockTime')}: nothing "
-                "was requested; reload once it ends (or `icetide unlock` a lock whose run is gone)"
-            ) from None
+        raise TargetError(f"cannot request the reload of {table}: {error}") from error
+    if write.written:
+        return
+    current = write.item
+    if not current:
+        raise TargetError(f"stack {target.stack_name} has no control item for table {table!r}")
+    if current.get("lockHolder"):
         raise ReloadRefusedNow(
-            f"{table}: run {current.get('lastRunId')} ran since the item was read; nothing was requested, "
-            "try again"
-        ) from None
+            f"{table} is locked by run {current['lockHolder']} since {current.get('lockTime')}: nothing "
+            "was requested; reload once it ends (or `icetide unlock` a lock whose run is gone)"
+        )
+    raise ReloadRefusedNow(
+        f"{table}: run {current.get('lastRunId')} ran since the item was read; nothing was requested, "
+        "try again"
+    )
 
 
 def _plain(value: Any) -> Any:
-    # DynamoDB numbers arrive as Decimal; JSON wants plain numbers.
-    from decimal import Decimal
+    """DynamoDB's Decimals as plain JSON numbers."""
+    from icetide_cli.operator_output import json_ready
 
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {key: _plain(inner) for key, inner in value.items()}
-    return value
+    return json_ready(value)
 
 
 def _lines(outcome: dict[str, Any]) -> list[str]:

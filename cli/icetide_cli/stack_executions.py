@@ -9,16 +9,20 @@ running. The operator's credentials need ``states:StartExecution`` on the machin
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icetide_cli.operator_target import StackTarget, TargetError
 
+if TYPE_CHECKING:
+    from icetide.control.model import ControlItem
+
 STATE_MACHINE_OUTPUT = "TableRunStateMachineArn"
-CONTROL_TABLE_OUTPUT = "ControlTableName"
 RUNNING = "RUNNING"
 
 
@@ -115,18 +119,50 @@ def control_item(target: StackTarget, target_table_name: str) -> dict[str, Any] 
     """The table's control item in the stack's control table (plain values), or None."""
     import botocore.exceptions
 
-    from icetide.control.codec import from_typed_json
+    from icetide_cli.operator_control import StackControlItems
 
     try:
-        found = target.client("dynamodb").get_item(
-            TableName=target.output(CONTROL_TABLE_OUTPUT),
-            Key={"targetTableName": {"S": target_table_name}},
-            ConsistentRead=True,
-        )
+        return StackControlItems(target).find(target_table_name)
     except botocore.exceptions.ClientError as error:
         raise TargetError(f"cannot read the control item of {target_table_name}: {error}") from error
-    typed = found.get("Item")
-    return from_typed_json(typed) if typed else None
+
+
+def parsed_control_item(target: StackTarget, target_table_name: str) -> ControlItem:
+    """The table's control item, parsed: TargetError when there is none or it is invalid."""
+    from icetide.control.model import ControlItem
+    from icetide.errors import InvalidControlItem
+
+    raw = control_item(target, target_table_name)
+    if raw is None:
+        raise TargetError(f"stack {target.stack_name} has no control item for table {target_table_name!r}")
+    try:
+        return ControlItem.parse(raw)
+    except InvalidControlItem as invalid:
+        raise TargetError(f"{target_table_name}: the control item is invalid: {invalid}") from None
+
+
+def print_progress(message: str) -> None:
+    """A waiting verb's progress, on standard error (standard output keeps its result)."""
+    print(f"... {message}", file=sys.stderr, flush=True)
+
+
+def wait_for_run(
+    target: StackTarget, run: str, execution_arn: str, options: argparse.Namespace
+) -> FinishedExecution:
+    """Say that ``run`` started, then wait for its execution's end as the verb's wait options say
+    (``--timeout``, ``--poll-seconds``: operator_target.add_wait_arguments); TargetError when it
+    outlasts the timeout (it goes on in AWS)."""
+    print_progress(f"{run} started: {execution_arn}")
+    try:
+        return wait_for_execution(
+            target,
+            execution_arn,
+            timeout_seconds=options.timeout,
+            poll_seconds=options.poll_seconds,
+            progress=print_progress,
+        )
+    except ExecutionNotFinished as still_running:
+        raise TargetError(str(still_running)) from None
 
 
 def read_s3_text(target: StackTarget, uri: str) -> str:

@@ -18,8 +18,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from icetide_cli.operator_target import CONTROL_TABLE_OUTPUT
+
 EXIT_AWS_ERROR = 3
-CONTROL_TABLE_OUTPUT = "ControlTableName"
 KEY = "targetTableName"
 
 

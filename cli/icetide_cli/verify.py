@@ -23,6 +23,7 @@ from icetide_cli.operator_target import (
     TargetError,
     WorkspaceTarget,
     add_target_arguments,
+    add_wait_arguments,
     target_from_args,
 )
 from icetide_contracts.verify import DEFAULT_SHOWN, Difference, VerifyReport
@@ -30,8 +31,6 @@ from icetide_contracts.verify import DEFAULT_SHOWN, Difference, VerifyReport
 EXIT_MATCHES = 0
 EXIT_DIFFERS = 1
 EXIT_TROUBLE = 2
-DEFAULT_TIMEOUT_SECONDS = 3 * 3600.0
-DEFAULT_POLL_SECONDS = 15.0
 
 
 class VerifyUsageError(Exception):
@@ -81,25 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="list at most N keys (or rows) of each difference (default 20); the counts are complete",
     )
-    verify.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="with --stack: start the verify run, print its execution ARN and return",
-    )
-    verify.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help="with --stack: stop waiting after this long (default 10800); the run goes on",
-    )
-    verify.add_argument(
-        "--poll-seconds",
-        type=float,
-        default=DEFAULT_POLL_SECONDS,
-        metavar="SECONDS",
-        help=f"with --stack: how often to look at the run (default {DEFAULT_POLL_SECONDS:.0f})",
-    )
+    add_wait_arguments(verify, "verify run")
     verify.set_defaults(handler=verify_command)
 
 
@@ -107,10 +88,6 @@ def _count(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
     return int(text)
-
-
-def _progress(message: str) -> None:
-    print(f"... {message}", file=sys.stderr, flush=True)
 
 
 def verify_command(args: argparse.Namespace) -> int:
@@ -176,19 +153,11 @@ def _verify_stack(target: StackTarget, args: argparse.Namespace) -> VerifyReport
     if args.show is not None:
         raise VerifyUsageError("--show applies to --workspace only: a verify run lists the first 20 of each")
     from icetide.clock import utc_now
-    from icetide.control.model import ControlItem
-    from icetide.errors import InvalidControlItem
     from icetide.run.verify import verify_run_id
     from icetide_cli import stack_executions
     from icetide_contracts.json_fields import ContractViolation
 
-    raw = stack_executions.control_item(target, args.table)
-    if raw is None:
-        raise TargetError(f"stack {target.stack_name} has no control item for table {args.table!r}")
-    try:
-        item = ControlItem.parse(raw)
-    except InvalidControlItem as invalid:
-        raise TargetError(f"{args.table}: the control item is invalid: {invalid}") from None
+    item = stack_executions.parsed_control_item(target, args.table)
     if not item.primary_keys:
         raise TargetError(
             f"{args.table} has no primaryKeys: a verify run compares keys, and an append-only table has "
@@ -201,17 +170,7 @@ def _verify_stack(target: StackTarget, args: argparse.Namespace) -> VerifyReport
     if args.no_wait:
         print(json.dumps({"runId": run_id, "executionArn": execution_arn}) if args.json else execution_arn)
         return None
-    _progress(f"verify run {run_id} started: {execution_arn}")
-    try:
-        finished = stack_executions.wait_for_execution(
-            target,
-            execution_arn,
-            timeout_seconds=args.timeout,
-            poll_seconds=args.poll_seconds,
-            progress=_progress,
-        )
-    except stack_executions.ExecutionNotFinished as still_running:
-        raise TargetError(str(still_running)) from None
+    finished = stack_executions.wait_for_run(target, f"verify run {run_id}", execution_arn, args)
     if finished.status != "SUCCEEDED":
         raise TargetError(f"verify run {run_id} {finished.status}: {finished.error}: {finished.cause}")
     refusal = stack_executions.refusal_of(finished.output)

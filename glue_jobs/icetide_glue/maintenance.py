@@ -35,8 +35,8 @@ the one and read the other.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +56,7 @@ from icetide_glue.maintenance_sql import (
     snapshot_count_sql,
 )
 from icetide_glue.run_ledger import record_committed_runs, run_ledger
+from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable, table_exists, tombstone_table
 from icetide_glue.sql import newest_change_sql
 
@@ -118,21 +119,14 @@ def _size_property(properties: Mapping[str, str], name: str, default: int) -> in
     return int(value) if value.isdigit() and int(value) > 0 else default
 
 
-@contextmanager
-def even_range_bounds(spark: SparkSession, sample_per_file: int = RANGE_SAMPLE_PER_FILE) -> Iterator[None]:
+def even_range_bounds(
+    spark: SparkSession, sample_per_file: int = RANGE_SAMPLE_PER_FILE
+) -> ContextManager[None]:
     """While it is open, Spark samples ``sample_per_file`` rows per output partition to cut a
     sorted write into ranges, so the files come out even (see :data:`RANGE_SAMPLE_PER_FILE`).
     The session's own value is put back after; a merge running meanwhile in the same session
     (local runs) samples more rows too, which changes nothing but its bounds."""
-    previous = spark.conf.get(_RANGE_SAMPLE_CONF, None)
-    spark.conf.set(_RANGE_SAMPLE_CONF, str(sample_per_file))
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_RANGE_SAMPLE_CONF)
-        else:
-            spark.conf.set(_RANGE_SAMPLE_CONF, previous)
+    return session_settings(spark, {_RANGE_SAMPLE_CONF: str(sample_per_file)})
 
 
 def delete_rewrite_options(policy: MaintenancePolicy) -> dict[str, str]:
@@ -188,12 +182,13 @@ def maintain_table(
 def _maintain_one(
     spark: SparkSession, table: SilverTable, policy: MaintenancePolicy, now: datetime
 ) -> TableMaintenance:
-    before = measure_table(spark, table)
+    files = live_files(spark, table)
+    before = table_files(files, snapshot_count(spark, table))
     properties = table_properties(spark, table)
     # Iceberg's Spark table lists its sort order as this property when it has one.
     strategy = RewriteStrategy.SORT if properties.get("sort-order") else RewriteStrategy.BINPACK
     small_file_size = small_table_file_size(
-        before.total_bytes, spark.sparkContext.defaultParallelism, properties
+        live_data_bytes(files), spark.sparkContext.defaultParallelism, properties
     )
     with even_range_bounds(spark):
         rewrite = _one_row(
@@ -260,20 +255,52 @@ def prune_expired_tombstones(
     return int(before - spark.table(memory.sql_name).count())
 
 
-def measure_table(spark: SparkSession, table: SilverTable) -> TableFiles:
-    """Live files and bytes of the current snapshot, and the snapshots kept (metadata only)."""
-    counts: dict[int, tuple[int, int]] = {
-        int(row["content"]): (int(row["files"]), int(row["bytes"]))
+@dataclass(frozen=True)
+class LiveFiles:
+    """The current snapshot's files of one content (data, position deletes, equality deletes)."""
+
+    files: int = 0
+    bytes: int = 0
+    records: int = 0
+
+
+def live_files(spark: SparkSession, table: SilverTable) -> dict[int, LiveFiles]:
+    """The current snapshot's files by content (metadata only)."""
+    return {
+        int(row["content"]): LiveFiles(int(row["files"]), int(row["bytes"]), int(row["records"]))
         for row in spark.sql(file_counts_sql(table.sql_name)).collect()
     }
-    data, position, equality = (counts.get(c, (0, 0)) for c in (_DATA, _POSITION_DELETES, _EQUALITY_DELETES))
-    return TableFiles(
-        data_files=data[0],
-        delete_files=position[0] + equality[0],
-        position_delete_files=position[0],
-        total_bytes=data[1] + position[1] + equality[1],
-        snapshots=snapshot_count(spark, table),
+
+
+def measure_table(spark: SparkSession, table: SilverTable) -> TableFiles:
+    """Live files and bytes of the current snapshot, and the snapshots kept (metadata only)."""
+    return table_files(live_files(spark, table), snapshot_count(spark, table))
+
+
+def table_files(files: Mapping[int, LiveFiles], snapshots: int) -> TableFiles:
+    data, position, equality = (
+        files.get(c, LiveFiles()) for c in (_DATA, _POSITION_DELETES, _EQUALITY_DELETES)
     )
+    return TableFiles(
+        data_files=data.files,
+        delete_files=position.files + equality.files,
+        position_delete_files=position.files,
+        total_bytes=data.bytes + position.bytes + equality.bytes,
+        snapshots=snapshots,
+    )
+
+
+def live_data_bytes(files: Mapping[int, LiveFiles]) -> int:
+    """About what a rewrite of every data file writes: their bytes, less the share of their rows
+    that delete files remove (each position delete removes one row; Spark writes no equality
+    deletes, which are counted the same way)."""
+    data = files.get(_DATA, LiveFiles())
+    if data.records <= 0:
+        return 0
+    deleted = sum(
+        files.get(content, LiveFiles()).records for content in (_POSITION_DELETES, _EQUALITY_DELETES)
+    )
+    return data.bytes * max(0, data.records - deleted) // data.records
 
 
 def snapshot_count(spark: SparkSession, table: SilverTable) -> int:

@@ -107,10 +107,10 @@ def remove_orphan_files_sql(catalog: str, database: str, table: str, older_than:
 
 def file_counts_sql(table: str) -> str:
     """Live files of the current snapshot by content (0 data, 1 position deletes, 2 equality
-    deletes): count and bytes. ``table`` is an already qualified name (metadata only)."""
+    deletes): count, bytes and records. ``table`` is an already qualified name (metadata only)."""
     return (
-        "SELECT content, count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes "  # noqa: S608
-        f"FROM {table}.{quote_identifier('files')} GROUP BY content"
+        "SELECT content, count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes, "  # noqa: S608
+        f"coalesce(sum(record_count), 0) AS records FROM {table}.{quote_identifier('files')} GROUP BY content"
     )
 
 

@@ -3,6 +3,9 @@ job's ``--conf`` / ``--datalake-formats``, compared in UTC whatever zone the clu
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
 from pyspark.sql import SparkSession
 
 
@@ -12,3 +15,20 @@ def build_session() -> SparkSession:
     # Watermarks and change times are compared in UTC, whatever zone the cluster runs in.
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     return spark
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Spark SQL settings for what runs inside, the session's own values put back after (also
+    when it fails). Settings are per session: a run in another thread of it sees them too."""
+    previous: dict[str, str | None] = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, kept in previous.items():
+            if kept is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, kept)

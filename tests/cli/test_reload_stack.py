@@ -24,6 +24,7 @@ from icetide.control.model import ControlItem
 from icetide.observability import logger, metrics
 from icetide.run.reload import reload_due
 from icetide_cli import main as cli_main
+from icetide_cli.operator_control import StackControlItems
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import TableRunHarness
 from statemachine.orders import FAST_SUBSTITUTIONS, PREVIOUS_WATERMARK, TABLE, orders_item, orders_replication
@@ -157,6 +158,32 @@ def test_a_locked_table_is_not_marked(stack, reload) -> None:
     assert result.err.strip() == (
         "icetide reload: dbo_orders is locked by run dbo_orders-20261124T1000Z since 2026-11-24T10:00:05Z: "
         "nothing was requested; reload once it ends (or `icetide unlock` a lock whose run is gone)"
+    )
+    assert "reloadRequested" not in _item(stack)
+    assert (
+        stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
+        == []
+    )
+
+
+def test_a_run_that_ends_between_the_read_and_the_write_leaves_the_table_unmarked(
+    stack, reload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    find = StackControlItems.find
+
+    def read_then_a_run_ends(self: StackControlItems, table: str) -> dict | None:
+        item = find(self, table)
+        stack.put_control_item(orders_item(**{**LOADED, "lastRunId": "dbo_orders-20261124T1000Z"}))
+        return item
+
+    monkeypatch.setattr(StackControlItems, "find", read_then_a_run_ends)
+
+    result = reload(TABLE, "--stack", STACK)
+
+    assert (result.exit_code, result.err.strip()) == (
+        1,
+        "icetide reload: dbo_orders: run dbo_orders-20261124T1000Z ran since the item was read; nothing was "
+        "requested, try again",
     )
     assert "reloadRequested" not in _item(stack)
     assert (

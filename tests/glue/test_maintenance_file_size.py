@@ -15,7 +15,14 @@ from pyspark.sql import SparkSession
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table
 from icetide_contracts.maintenance import MaintenancePolicy
-from icetide_glue.maintenance import even_range_bounds, maintain_table, rewrite_options, small_table_file_size
+from icetide_glue.maintenance import (
+    LiveFiles,
+    even_range_bounds,
+    live_data_bytes,
+    maintain_table,
+    rewrite_options,
+    small_table_file_size,
+)
 from icetide_glue.silver import SilverTable
 
 MIB = 1024 * 1024
@@ -28,7 +35,7 @@ SILVER_PROPERTIES = {
 @pytest.mark.parametrize(
     ("live_bytes", "read_slots", "properties", "expected"),
     [
-        # The benchmark's maintained table: 20.3 MB on two slots -> two files of half each.
+        # A 20.3 MB table on two slots -> two files of half each.
         (20_318_707, 2, SILVER_PROPERTIES, 10_159_354),
         # Odd byte counts round up, so the rewrite never makes one file more than there are slots.
         (31 * MIB + 1, 2, SILVER_PROPERTIES, 16_252_929),
@@ -67,6 +74,25 @@ def test_small_table_file_size(
     live_bytes: int, read_slots: int, properties: dict[str, str], expected: int | None
 ) -> None:
     assert small_table_file_size(live_bytes, read_slots, properties) == expected
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # 1,000 rows in 20 MB, 100 of them deleted by position deletes: 18 MB left to rewrite.
+        ({0: LiveFiles(4, 20_000_000, 1_000), 1: LiveFiles(3, 9_000, 100)}, 18_000_000),
+        # Delete bytes are not data a rewrite writes.
+        ({0: LiveFiles(1, 10_000_000, 500), 1: LiveFiles(1, 6_000_000, 0)}, 10_000_000),
+        ({0: LiveFiles(1, 10_000_000, 500), 2: LiveFiles(1, 5_000, 250)}, 5_000_000),
+        # Every row deleted, more deletes than rows, or no data file at all.
+        ({0: LiveFiles(1, 10_000_000, 500), 1: LiveFiles(1, 5_000, 500)}, 0),
+        ({0: LiveFiles(1, 10_000_000, 500), 1: LiveFiles(2, 5_000, 700)}, 0),
+        ({}, 0),
+        ({0: LiveFiles(1, 1_000, 0)}, 0),
+    ],
+)
+def test_live_data_bytes(files: dict[int, LiveFiles], expected: int) -> None:
+    assert live_data_bytes(files) == expected
 
 
 def test_the_policys_target_wins_over_the_small_table_size() -> None:

@@ -306,7 +306,8 @@ def test_remove_orphan_files_sql() -> None:
 
 def test_maintenance_measures_from_metadata_tables() -> None:
     assert file_counts_sql(TABLE) == (
-        "SELECT content, count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes "
+        "SELECT content, count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes, "
+        "coalesce(sum(record_count), 0) AS records "
         "FROM `glue_catalog`.`silver`.`orders`.`files` GROUP BY content"
     )
     assert snapshot_count_sql(TABLE) == (

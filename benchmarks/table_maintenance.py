@@ -396,8 +396,9 @@ def round_ratio(scans: Sequence[float], reference: Sequence[float]) -> float:
     """The median over rounds of a table's scan time over the reference's in the same round.
 
     Paired by round, so a slow spell of the machine slows both sides of a ratio; the median, so
-    one lucky or unlucky sample moves nothing. The minimum of each side, used before, was not
-    robust here: two fresh tables of one layout came out 1.13 apart by it (0.97 by this)."""
+    one lucky or unlucky sample moves nothing. The ratio of each side's minimum, used before, was
+    not robust here: in one run it put the maintained table at 1.17 x the fresh table, 1.05 by
+    this, because one fresh round took 0.31 s where its others took 0.34-0.43 s."""
     return statistics.median(scan / base for scan, base in zip(scans, reference, strict=True))
 
 
@@ -683,8 +684,8 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
         "--rounds",
         type=int,
         default=DEFAULT_ROUNDS,
-        help=f"full scans per table and phase; the minimum is used (default {DEFAULT_ROUNDS}, at least 3 "
-        "for the scan target to mean something on a shared machine)",
+        help=f"rounds of scans per phase; a ratio is the median of the rounds' ratios (default "
+        f"{DEFAULT_ROUNDS}, at least 3 for the scan target to mean something on a shared machine)",
     )
     parser.add_argument(
         "--scan-repeats",

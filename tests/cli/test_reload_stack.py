@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from unittest import mock
 
+import botocore.exceptions
 import pytest
 
 import icetide.clock
@@ -89,6 +90,17 @@ def reload(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) 
     return run
 
 
+def assert_nothing_requested(stack: TableRunHarness) -> None:
+    """No reload request on the item, no execution started."""
+    assert "reloadRequested" not in _item(stack)
+    assert _executions(stack) == []
+
+
+def _executions(stack: TableRunHarness) -> list:
+    listed = stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn)
+    return list(listed["executions"])
+
+
 def _item(stack: TableRunHarness) -> dict:
     typed = stack.client("dynamodb").get_item(
         TableName=stack.names.control_table, Key={"targetTableName": {"S": TABLE}}
@@ -141,10 +153,7 @@ def test_no_start_only_requests_the_reload(stack, reload) -> None:
     item = _item(stack)
     assert item["reloadRequested"] == {"requestedAt": REQUESTED, "afterRun": LOADED["lastRunId"]}
     assert reload_due(ControlItem.parse(item)) is True
-    assert (
-        stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
-        == []
-    )
+    assert _executions(stack) == []
 
 
 def test_a_locked_table_is_not_marked(stack, reload) -> None:
@@ -159,11 +168,7 @@ def test_a_locked_table_is_not_marked(stack, reload) -> None:
         "icetide reload: dbo_orders is locked by run dbo_orders-20261124T1000Z since 2026-11-24T10:00:05Z: "
         "nothing was requested; reload once it ends (or `icetide unlock` a lock whose run is gone)"
     )
-    assert "reloadRequested" not in _item(stack)
-    assert (
-        stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
-        == []
-    )
+    assert_nothing_requested(stack)
 
 
 def test_a_run_that_ends_between_the_read_and_the_write_leaves_the_table_unmarked(
@@ -185,11 +190,28 @@ def test_a_run_that_ends_between_the_read_and_the_write_leaves_the_table_unmarke
         "icetide reload: dbo_orders: run dbo_orders-20261124T1000Z ran since the item was read; nothing was "
         "requested, try again",
     )
-    assert "reloadRequested" not in _item(stack)
-    assert (
-        stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
-        == []
+    assert_nothing_requested(stack)
+
+
+def test_an_aws_error_on_the_request_is_one_line_and_nothing_starts(
+    stack, reload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def access_denied(self: StackControlItems, *args: object, **kwargs: object) -> None:
+        raise botocore.exceptions.ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": "not allowed: dynamodb:UpdateItem"}},
+            "UpdateItem",
+        )
+
+    monkeypatch.setattr(StackControlItems, "update", access_denied)
+
+    result = reload(TABLE, "--stack", STACK)
+
+    assert (result.exit_code, result.err.strip()) == (
+        2,
+        "icetide reload: cannot request the reload of dbo_orders: An error occurred (AccessDeniedException) "
+        "when calling the UpdateItem operation: not allowed: dynamodb:UpdateItem",
     )
+    assert_nothing_requested(stack)
 
 
 @pytest.mark.parametrize(

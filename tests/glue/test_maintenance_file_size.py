@@ -33,24 +33,30 @@ SILVER_PROPERTIES = {
 
 
 @pytest.mark.parametrize(
-    ("live_bytes", "read_slots", "properties", "expected"),
+    ("live_bytes", "input_bytes", "read_slots", "properties", "expected"),
     [
         # A 20.3 MB table on two slots -> two files of half each.
-        (20_318_707, 2, SILVER_PROPERTIES, 10_159_354),
+        (20_318_707, 20_318_707, 2, SILVER_PROPERTIES, 10_159_354),
         # Odd byte counts round up, so the rewrite never makes one file more than there are slots.
-        (31 * MIB + 1, 2, SILVER_PROPERTIES, 16_252_929),
+        (31 * MIB + 1, 31 * MIB + 1, 2, SILVER_PROPERTIES, 16_252_929),
         # Many slots: no file smaller than one row group (it could not split finer).
-        (20_000_000, 40, SILVER_PROPERTIES, 8 * MIB),
+        (20_000_000, 20_000_000, 40, SILVER_PROPERTIES, 8 * MIB),
         # 16 MiB per slot or more: row groups give every slot a split; the table's target stays.
-        (32 * MIB, 2, SILVER_PROPERTIES, None),
-        (40 * MIB, 2, SILVER_PROPERTIES, None),
-        (640 * MIB - 1, 40, SILVER_PROPERTIES, 16_777_216),
+        (32 * MIB, 32 * MIB, 2, SILVER_PROPERTIES, None),
+        (40 * MIB, 40 * MIB, 2, SILVER_PROPERTIES, None),
+        (640 * MIB - 1, 640 * MIB - 1, 40, SILVER_PROPERTIES, 16_777_216),
+        # 30 MB of data files, a fifth of their rows deleted: small by its 24 MB of live rows, sized
+        # by the 30 MB Iceberg plans from, or the rewrite would plan 3 files (30 / 12 MB).
+        (24_000_000, 30_000_000, 2, SILVER_PROPERTIES, 15_000_000),
+        # Small by live rows, even when the data files alone would not be.
+        (30 * MIB, 40 * MIB, 2, SILVER_PROPERTIES, 20 * MIB),
         # Nothing to rewrite.
-        (0, 2, SILVER_PROPERTIES, None),
+        (0, 0, 2, SILVER_PROPERTIES, None),
         # A table without the properties (a tombstone table): Iceberg's 128 MiB row groups.
-        (100_000, 2, {}, 128 * MIB),
+        (100_000, 100_000, 2, {}, 128 * MIB),
         # A row group as large as the target: the target is as small as it gets.
         (
+            10 * MIB,
             10 * MIB,
             2,
             {
@@ -62,18 +68,19 @@ SILVER_PROPERTIES = {
         # Unreadable properties count as absent.
         (
             10 * MIB,
+            10 * MIB,
             2,
             {"write.target-file-size-bytes": "big", "write.parquet.row-group-size-bytes": "-1"},
             128 * MIB,
         ),
         # No slot count: one slot.
-        (10 * MIB, 0, SILVER_PROPERTIES, 10 * MIB),
+        (10 * MIB, 10 * MIB, 0, SILVER_PROPERTIES, 10 * MIB),
     ],
 )
 def test_small_table_file_size(
-    live_bytes: int, read_slots: int, properties: dict[str, str], expected: int | None
+    live_bytes: int, input_bytes: int, read_slots: int, properties: dict[str, str], expected: int | None
 ) -> None:
-    assert small_table_file_size(live_bytes, read_slots, properties) == expected
+    assert small_table_file_size(live_bytes, input_bytes, read_slots, properties) == expected
 
 
 @pytest.mark.parametrize(
@@ -114,9 +121,10 @@ BRONZE = pa.schema(
 def test_a_small_table_is_rewritten_into_one_even_file_per_read_slot(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Six runs of 2,000 rows, then maintenance: as many files as the session's slots (2), rows
-    split evenly, and the session's range sampling left as it was. The table is far under 16 MiB
-    per slot; row groups of 4 KiB make it hold many row groups, as a 20 MB table holds 8 MB ones."""
+    """Six runs of 2,000 rows and one deleting a fifth of them, then maintenance: as many files
+    as the session's slots (2), rows split evenly, the session's range sampling left as it was.
+    The table is far under 16 MiB per slot; row groups of 4 KiB make it hold many row groups, as
+    a 20 MB table holds 8 MB ones."""
     name = "small_layout"
     for run in range(6):
         rows = [
@@ -129,18 +137,23 @@ def test_a_small_table_is_rewritten_into_one_even_file_per_read_slot(
         if run == 0:
             row_groups = "('write.parquet.row-group-size-bytes'='4096')"
             spark.sql(f"ALTER TABLE {silver_table(name)} SET TBLPROPERTIES {row_groups}")
+    # A fifth of the rows deleted, spread over every file: the rewrite's input still holds them.
+    deletes = [("D", "2026-11-27 06:00:00", key, "") for key in range(0, 12_000, 5)]
+    write_dms_file(tmp_path / "deletes", "20261127-000000000.parquet", BRONZE, deletes)
+    load_into_silver(spark, name, "layout-deletes", tmp_path / "deletes")
     assert spark.sparkContext.defaultParallelism == 2
-    assert spark.sql(f"SELECT * FROM {silver_table(name)}.files").count() == 6  # noqa: S608
+    assert spark.sql(f"SELECT * FROM {silver_table(name)}.data_files").count() == 6  # noqa: S608
+    assert spark.sql(f"SELECT * FROM {silver_table(name)}.delete_files").count() >= 1  # noqa: S608
 
     maintain_table(spark, SilverTable(CATALOG, SILVER_DATABASE, name), MaintenancePolicy(min_snapshots=1))
 
     files = spark.sql(f"SELECT record_count FROM {silver_table(name)}.files").collect()  # noqa: S608
     counts = sorted(int(row["record_count"]) for row in files)
-    assert len(counts) == 2
-    assert sum(counts) == 12_000
+    assert len(counts) == 2, f"files: {counts}"
+    assert sum(counts) == 9_600
     # Range bounds from a sample of every row (even_range_bounds): one key in 100 either side.
-    assert counts[0] >= 12_000 * 0.49, f"uneven files: {counts}"
-    assert spark.table(silver_table(name)).count() == 12_000
+    assert counts[0] >= 9_600 * 0.49, f"uneven files: {counts}"
+    assert spark.table(silver_table(name)).count() == 9_600
     assert spark.conf.get("spark.sql.execution.rangeExchange.sampleSizePerPartition") == "100"
 
 

@@ -1,4 +1,10 @@
-"""Landing a run's changes in silver: classify them, then one MERGE (or one append) in one commit."""
+"""Landing a run's changes in silver: classify them, then commit them, visible to readers at once.
+
+The changes of keys silver holds go through a MERGE, the others are appended (:func:`commit_changes`):
+a MERGE that also inserts is an outer join Spark must shuffle, one that only matches is an inner
+join it can broadcast. A run with both commits them on a staging branch and publishes the branch in
+one fast-forward of main (icetide_glue.staging), so readers still see the run whole or not at all.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.columns import ACTION, CHANGE_TS, REMEMBER
+from icetide_glue.columns import ACTION, CHANGE_TS, MATCHED, REMEMBER
 from icetide_glue.commit import commit_with_properties
+from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
     MEMORY_COLUMNS,
@@ -20,11 +27,16 @@ from icetide_glue.sql import (
     merge_sql,
     prune_memory_sql,
 )
+from icetide_glue.staging import staged_commit
 
 CHANGES_VIEW = "icetide_changes"
-CHANGES_TO_APPLY_VIEW = "icetide_changes_to_apply"
+CHANGES_TO_MERGE_VIEW = "icetide_changes_to_merge"
 CHANGES_TO_REMEMBER_VIEW = "icetide_changes_to_remember"
 _MICROS_PER_DAY = 86_400_000_000
+# Changes up to this size (as Spark measures the cached rows) are broadcast into the MERGE's scan
+# of silver, which is then never shuffled. Each task holds one copy; the driver builds it.
+MERGE_BROADCAST_BYTES = 256 * 1024 * 1024
+BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 
 
 @dataclass(frozen=True)
@@ -42,12 +54,22 @@ class ChangeCounts:
 
 
 @dataclass(frozen=True)
+class CommitPlan:
+    """How many changing changes meet a silver row (MERGE) and how many do not (append); their
+    sum is :attr:`ChangeCounts.changing` (a soft delete of a key silver lacks is appended)."""
+
+    to_merge: int = 0
+    to_append: int = 0
+
+
+@dataclass(frozen=True)
 class ClassifiedChanges:
     """Changes labelled with their action, computed once and kept (they are counted, remembered,
     then merged), with the key ranges silver was read in (:mod:`icetide_glue.key_ranges`)."""
 
     frame: DataFrame
     counts: ChangeCounts
+    plan: CommitPlan = CommitPlan()
     key_ranges: Sequence[tuple[int, int]] = ()
     # How many changes the tombstone table must remember, and the batch's newest change time in
     # epoch microseconds (None: no change), found in the same pass as the counts.
@@ -57,10 +79,18 @@ class ClassifiedChanges:
     def to_apply(self) -> DataFrame:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
 
+    def to_merge(self) -> DataFrame:
+        """The changing changes of keys silver holds."""
+        return self.to_apply().where(F.col(MATCHED))
+
+    def to_append(self) -> DataFrame:
+        """The changing changes of keys silver lacks: inserts (and soft deletes with values)."""
+        return self.to_apply().where(~F.col(MATCHED))
+
     def release(self) -> None:
         """Drop the run's temporary views (a session may run many jobs). The checkpointed labels
         cannot be unpersisted: Spark frees their blocks once the frame is garbage-collected."""
-        for view in (CHANGES_VIEW, CHANGES_TO_APPLY_VIEW, CHANGES_TO_REMEMBER_VIEW):
+        for view in (CHANGES_VIEW, CHANGES_TO_MERGE_VIEW, CHANGES_TO_REMEMBER_VIEW):
             self.frame.sparkSession.catalog.dropTempView(view)
 
 
@@ -98,17 +128,27 @@ def classify_changes(
         broadcast_changes=broadcast_changes,
     )
     frame = spark.sql(statement).localCheckpoint(eager=True)
-    rows = frame.groupBy(ACTION).agg(
-        F.count(F.lit(1)).alias("count"),
-        F.count_if(F.col(REMEMBER)).alias("remember"),
-        F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest"),
+    rows = (
+        frame.groupBy(ACTION, MATCHED)
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.count_if(F.col(REMEMBER)).alias("remember"),
+            F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest"),
+        )
+        .collect()
     )
-    by_action = {row[ACTION]: row for row in rows.collect()}
 
     def count(action: ChangeAction) -> int:
-        return int(by_action[action.value]["count"]) if action.value in by_action else 0
+        return sum(int(row["count"]) for row in rows if row[ACTION] == action.value)
 
-    newest = [int(row["newest"]) for row in by_action.values() if row["newest"] is not None]
+    def changing(matched: bool) -> int:
+        return sum(
+            int(row["count"])
+            for row in rows
+            if row[MATCHED] == matched and row[ACTION] != ChangeAction.UNCHANGED.value
+        )
+
+    newest = [int(row["newest"]) for row in rows if row["newest"] is not None]
     return ClassifiedChanges(
         frame=frame,
         counts=ChangeCounts(
@@ -117,8 +157,9 @@ def classify_changes(
             deleted=count(ChangeAction.DELETE),
             unchanged=count(ChangeAction.UNCHANGED),
         ),
+        plan=CommitPlan(to_merge=changing(True), to_append=changing(False)),
         key_ranges=key_ranges,
-        to_remember=sum(int(row["remember"]) for row in by_action.values()),
+        to_remember=sum(int(row["remember"]) for row in rows),
         newest_change_micros=max(newest) if newest else None,
     )
 
@@ -156,7 +197,7 @@ def forget_expired_changes(
         spark.sql(prune_memory_sql(memory.sql_name, prune_before))
 
 
-def merge_changes(
+def commit_changes(
     spark: SparkSession,
     table: SilverTable,
     classified: ClassifiedChanges,
@@ -165,26 +206,64 @@ def merge_changes(
     snapshot_properties: Mapping[str, str],
     soft_delete: bool = False,
 ) -> None:
-    """One MERGE of the changes that change something, committed with ``snapshot_properties``.
+    """Commit the changes that change something, as ONE new state of main that carries
+    ``snapshot_properties``: a MERGE of the changes of keys silver holds, an append of the
+    others, or both staged on a branch and published together (icetide_glue.staging)."""
+    plan = classified.plan
+    inserts = classified.to_append().select(*columns)
+    if plan.to_merge and plan.to_append:
+        staged_commit(
+            spark,
+            table,
+            lambda target: merge_changes(spark, target, classified, keys, columns, {}, soft_delete),
+            lambda target: append_changes(target, inserts, snapshot_properties),
+        )
+    elif plan.to_merge:
+        merge_changes(spark, table.sql_name, classified, keys, columns, snapshot_properties, soft_delete)
+    elif plan.to_append:
+        append_changes(table.sql_name, inserts, snapshot_properties)
 
+
+def merge_changes(
+    spark: SparkSession,
+    target: str,
+    classified: ClassifiedChanges,
+    keys: Sequence[str],
+    columns: Sequence[str],
+    snapshot_properties: Mapping[str, str],
+    soft_delete: bool = False,
+) -> None:
+    """One MERGE of the changing changes of keys silver holds into ``target`` (a table's or a
+    branch's SQL name), committed with ``snapshot_properties``.
+
+    The changes are cached and counted first: Spark then plans the MERGE knowing their true size
+    and broadcasts them into silver's scan when they are under ``MERGE_BROADCAST_BYTES`` (a
+    checkpoint has no size Spark can plan with, and a hint does not reach a MERGE's join).
     Unchanged changes are left out of the MERGE's source; the order guard in its conditions
     still protects newer silver rows on its own.
     """
-    classified.to_apply().createOrReplaceTempView(CHANGES_TO_APPLY_VIEW)
-    statement = merge_sql(
-        table.sql_name,
-        CHANGES_TO_APPLY_VIEW,
-        keys,
-        columns,
-        soft_delete=soft_delete,
-        key_ranges=classified.key_ranges,
-    )
-    commit_with_properties(spark, snapshot_properties, lambda: spark.sql(statement))
+    changes = classified.to_merge().cache()
+    try:
+        changes.count()
+        changes.createOrReplaceTempView(CHANGES_TO_MERGE_VIEW)
+        statement = merge_sql(
+            target,
+            CHANGES_TO_MERGE_VIEW,
+            keys,
+            columns,
+            soft_delete=soft_delete,
+            key_ranges=classified.key_ranges,
+        )
+        with session_settings(spark, {BROADCAST_THRESHOLD: str(MERGE_BROADCAST_BYTES)}):
+            commit_with_properties(spark, snapshot_properties, lambda: spark.sql(statement))
+    finally:
+        changes.unpersist()
 
 
-def append_changes(table: SilverTable, aligned: DataFrame, snapshot_properties: Mapping[str, str]) -> None:
-    """Append every row of the batch (key-less tables), committed with ``snapshot_properties``."""
-    writer = aligned.writeTo(table.sql_name)
+def append_changes(target: str, aligned: DataFrame, snapshot_properties: Mapping[str, str]) -> None:
+    """Append rows already aligned to silver's columns into ``target`` (a table's or a branch's
+    SQL name), committed with ``snapshot_properties``."""
+    writer = aligned.writeTo(target)
     for key, value in snapshot_properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     writer.append()

@@ -34,6 +34,8 @@ ROW_INDEX = "_icetide_row_index"
 ACTION = "_icetide_action"
 IN_SILVER = "_icetide_in_silver"
 IN_MEMORY = "_icetide_in_memory"
+# True when silver holds the change's key: the MERGE applies it; the run appends the others.
+MATCHED = "_icetide_matched"
 # True for a change the key's order memory (the tombstone table) must keep: a delete, or an update
 # skipped as unchanged, newer than everything silver and the memory know of its key.
 REMEMBER = "_icetide_remember"

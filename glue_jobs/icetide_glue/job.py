@@ -12,10 +12,11 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    DDL;
 4. create or evolve the table; turn the keys a reconcile removes into deletes of the batch;
    remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
-   before silver: harmless if the silver commit fails); then ONE commit (MERGE; an append into a
-   merge table without data files, which the MERGE could only insert into; for key-less tables an
-   append without the rows silver already holds) that carries the run id and the run's
-   statistics in its snapshot summary; then, if the run remembered something, forget tombstones
+   before silver: harmless if the silver commit fails); then ONE new state of main that carries
+   the run id and the run's statistics in its snapshot summary (a MERGE of the changes of keys
+   silver holds, an append of the others, or both staged on a branch and published by one
+   fast-forward: icetide_glue.apply; for key-less tables an append without the rows silver
+   already holds); then, if the run remembered something, forget tombstones
    older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.
 
@@ -38,8 +39,8 @@ from icetide_glue.append_once import rows_not_in_silver
 from icetide_glue.apply import (
     append_changes,
     classify_changes,
+    commit_changes,
     forget_expired_changes,
-    merge_changes,
     remember_changes,
 )
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
@@ -72,7 +73,6 @@ from icetide_glue.silver import (
     ensure_tombstone_table,
     evolve_silver_table,
     find_committed_run,
-    has_data_files,
     silver_schema,
     table_exists,
 )
@@ -233,12 +233,7 @@ def _merge(
         remembered = remember_changes(spark, tombstones, classified, keys)
         if counts.changing > 0:
             properties = _snapshot_properties(manifest)
-            if has_data_files(spark, table):
-                merge_changes(spark, table, classified, keys, silver.fieldNames(), properties, soft)
-            else:
-                # Nothing to match: the MERGE would insert exactly these rows. An append writes them
-                # in the table's key order (range-distributed), so the files start out key-banded.
-                append_changes(table, classified.to_apply().select(*silver.fieldNames()), properties)
+            commit_changes(spark, table, classified, keys, silver.fieldNames(), properties, soft)
             manifest = replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
         # else nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
     finally:
@@ -272,7 +267,7 @@ def _append(
         manifest = replace(manifest, rows_inserted=inserted, rows_unchanged=manifest.rows_read - inserted)
         if inserted == 0:
             return manifest
-        append_changes(table, new_rows, _snapshot_properties(manifest))
+        append_changes(table.sql_name, new_rows, _snapshot_properties(manifest))
     finally:
         new_rows.unpersist()
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))

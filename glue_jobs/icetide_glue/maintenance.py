@@ -2,7 +2,8 @@
 
 Hourly merge-on-read merges leave many small data files, position-delete files and snapshots;
 reads slow down with each. One maintenance pass, in this order:
-0. copy the table's committed runs into its run ledger (see below);
+0. drop the staging branch a failed run may have left (icetide_glue.staging: its snapshots would
+   keep their files), then copy the table's committed runs into its run ledger (see below);
 1. measure (live data and delete files, their bytes, snapshots kept);
 2. ``rewrite_data_files``: sort when the table has a sort order (silver's key order), else
    bin-pack; a data file with at least ``delete_file_threshold`` delete files is rewritten
@@ -59,6 +60,7 @@ from icetide_glue.run_ledger import record_committed_runs, run_ledger
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable, table_exists, tombstone_table
 from icetide_glue.sql import newest_change_sql
+from icetide_glue.staging import drop_staging_branch
 
 logger = logging.getLogger(__name__)
 
@@ -174,6 +176,7 @@ def maintain_table(
     module text. ``now`` (aware) is when retention and orphan ages are counted from."""
     policy = policy or MaintenancePolicy()
     now = now or datetime.now(UTC)
+    drop_staging_branch(spark, table)
     runs_recorded = record_committed_runs(spark, table)
     silver = replace(_maintain_one(spark, table, policy, now), runs_recorded=runs_recorded)
     memory = tombstone_table(table)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from icetide_glue.sql import qualified_name, quote_identifier, string_literal
-
-# The namespace Iceberg registers its procedures in, in every Iceberg catalog.
-PROCEDURE_NAMESPACE = "system"
+from icetide_glue.sql import (
+    call_procedure_sql,
+    quote_identifier,
+    string_literal,
+    table_argument,
+)
 
 
 class RewriteStrategy:
@@ -23,16 +25,6 @@ class RewriteStrategy:
 
     BINPACK = "binpack"
     SORT = "sort"
-
-
-def procedure_name(catalog: str, procedure: str) -> str:
-    """``catalog.system.<procedure>``, each part quoted."""
-    return qualified_name(catalog, PROCEDURE_NAMESPACE, procedure)
-
-
-def table_argument(database: str, table: str) -> str:
-    """The ``table =>`` argument: ``'`db`.`table`'`` (Iceberg parses the quoted parts back)."""
-    return string_literal(qualified_name(database, table))
 
 
 def timestamp_literal(moment: datetime) -> str:
@@ -49,11 +41,6 @@ def options_map(options: Mapping[str, str]) -> str:
     return f"map({pairs})"
 
 
-def _call(catalog: str, procedure: str, arguments: list[tuple[str, str]]) -> str:
-    named = ", ".join(f"{name} => {value}" for name, value in arguments)
-    return f"CALL {procedure_name(catalog, procedure)}({named})"
-
-
 def rewrite_data_files_sql(
     catalog: str, database: str, table: str, strategy: str, options: Mapping[str, str]
 ) -> str:
@@ -64,7 +51,7 @@ def rewrite_data_files_sql(
     arguments = [("table", table_argument(database, table)), ("strategy", string_literal(strategy))]
     if options:
         arguments.append(("options", options_map(options)))
-    return _call(catalog, "rewrite_data_files", arguments)
+    return call_procedure_sql(catalog, "rewrite_data_files", arguments)
 
 
 def rewrite_position_delete_files_sql(
@@ -74,7 +61,7 @@ def rewrite_position_delete_files_sql(
     arguments = [("table", table_argument(database, table))]
     if options:
         arguments.append(("options", options_map(options)))
-    return _call(catalog, "rewrite_position_delete_files", arguments)
+    return call_procedure_sql(catalog, "rewrite_position_delete_files", arguments)
 
 
 def expire_snapshots_sql(
@@ -84,7 +71,7 @@ def expire_snapshots_sql(
     and delete the files only they referenced."""
     if retain_last < 1:
         raise ValueError(f"expiring snapshots must keep at least one, got retain_last={retain_last}")
-    return _call(
+    return call_procedure_sql(
         catalog,
         "expire_snapshots",
         [
@@ -98,7 +85,7 @@ def expire_snapshots_sql(
 def remove_orphan_files_sql(catalog: str, database: str, table: str, older_than: datetime) -> str:
     """Delete files under the table's location that no snapshot references and that were written
     before ``older_than`` (a younger file may belong to a commit still in flight)."""
-    return _call(
+    return call_procedure_sql(
         catalog,
         "remove_orphan_files",
         [("table", table_argument(database, table)), ("older_than", timestamp_literal(older_than))],

@@ -29,7 +29,6 @@ from icetide_glue.sql import (
     committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
-    first_data_file_sql,
     qualified_name,
     write_ordered_by_sql,
 )
@@ -147,11 +146,6 @@ def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPla
             add_columns_sql(table.sql_name, [(a.name, a.data_type.simpleString()) for a in plan.additions])
         )
     return plan.describe()
-
-
-def has_data_files(spark: SparkSession, table: SilverTable) -> bool:
-    """False for a table without a data file: a first load can append instead of merging."""
-    return spark.sql(first_data_file_sql(table.sql_name)).first() is not None
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

@@ -20,6 +20,7 @@ from icetide_glue.columns import (
     IMAGE_TS,
     IN_MEMORY,
     IN_SILVER,
+    MATCHED,
     OP,
     REMEMBER,
     RUN_ID,
@@ -97,9 +98,58 @@ def write_ordered_by_sql(table: str, columns: Sequence[str]) -> str:
     return f"ALTER TABLE {table} WRITE ORDERED BY {', '.join(quote_identifier(c) for c in columns)}"
 
 
-def first_data_file_sql(table: str) -> str:
-    """One data file of the table's current state, if it has any (metadata only: no data read)."""
-    return f"SELECT file_path FROM {table}.{quote_identifier('data_files')} LIMIT 1"  # noqa: S608
+# The namespace Iceberg registers its procedures in, in every Iceberg catalog.
+PROCEDURE_NAMESPACE = "system"
+
+
+def procedure_name(catalog: str, procedure: str) -> str:
+    """``catalog.system.<procedure>``, each part quoted."""
+    return qualified_name(catalog, PROCEDURE_NAMESPACE, procedure)
+
+
+def table_argument(database: str, table: str) -> str:
+    """A procedure's ``table =>`` argument: ``'`db`.`table`'`` (Iceberg parses the quoted parts
+    back, so a name with a dot, a quote or a backtick still means exactly that table)."""
+    return string_literal(qualified_name(database, table))
+
+
+def call_procedure_sql(catalog: str, procedure: str, arguments: Sequence[tuple[str, str]]) -> str:
+    """``CALL catalog.system.<procedure>(name => value, ...)``; values are already SQL literals."""
+    named = ", ".join(f"{name} => {value}" for name, value in arguments)
+    return f"CALL {procedure_name(catalog, procedure)}({named})"
+
+
+# The branch a run stages its MERGE and its append on when it needs both (icetide_glue.staging).
+STAGING_BRANCH = "icetide_staging"
+MAIN_BRANCH = "main"
+
+
+def branch_name(table: str, branch: str) -> str:
+    """The name that reads and writes ``branch`` of ``table`` (Iceberg's ``branch_<name>`` part)."""
+    return f"{table}.{quote_identifier('branch_' + branch)}"
+
+
+def replace_branch_sql(table: str, branch: str) -> str:
+    """Point ``branch`` at the table's current snapshot, creating it or dropping what it held."""
+    return f"ALTER TABLE {table} CREATE OR REPLACE BRANCH {quote_identifier(branch)}"
+
+
+def drop_branch_sql(table: str, branch: str) -> str:
+    return f"ALTER TABLE {table} DROP BRANCH IF EXISTS {quote_identifier(branch)}"
+
+
+def fast_forward_sql(catalog: str, database: str, table: str, branch: str) -> str:
+    """Move ``main`` to ``branch``'s head in one metadata commit. Iceberg refuses unless main's
+    head is an ancestor of it: a commit to main since the branch was made fails the call."""
+    return call_procedure_sql(
+        catalog,
+        "fast_forward",
+        [
+            ("table", table_argument(database, table)),
+            ("branch", string_literal(MAIN_BRANCH)),
+            ("to", string_literal(branch)),
+        ],
+    )
 
 
 def add_columns_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
@@ -209,10 +259,11 @@ def classify_changes_sql(
     whether the key's order memory must keep it (``_icetide_remember``).
 
     It uses the same key join and order guard as :func:`merge_sql`, which is what makes the
-    manifest's counts the MERGE's counts. An update whose ``value_columns`` (the source's columns,
-    not icetide's) all equal silver's is ``unchanged``: a ``gte`` watermark re-reads its boundary
-    rows every run, and DMS stamps them with a new transfer time, so without this check every
-    re-read would rewrite an identical row. Only those columns of silver are read.
+    manifest's counts the commit's counts; ``_icetide_matched`` says whether silver holds the key
+    (the MERGE applies the change) or not (the run appends it). An update whose ``value_columns``
+    (the source's columns, not icetide's) all equal silver's is ``unchanged``: a ``gte`` watermark
+    re-reads its boundary rows every run, and DMS stamps them with a new transfer time, so without
+    this check every re-read would rewrite an identical row. Only those columns of silver are read.
 
     ``memory_table`` (the tombstone table) holds, per key, the newest delete and the newest update
     skipped as unchanged: a change it does not pass (:func:`passes_memory`) is ``unchanged``. The
@@ -274,6 +325,7 @@ def classify_changes_sql(
             f"  ELSE '{ChangeAction.UPDATE}'",
             f"END AS {quote_identifier(ACTION)},",
             *([f"{keeps_image} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
+            f"{in_silver} IS NOT NULL AS {quote_identifier(MATCHED)},",
             f"{remember} AS {quote_identifier(REMEMBER)}",
             f"FROM {quote_identifier(source_view)} s",
             f"LEFT JOIN ({silver_rows}) t",
@@ -321,7 +373,13 @@ def merge_sql(
     soft_delete: bool = False,
     key_ranges: Sequence[tuple[int, int]] = (),
 ) -> str:
-    """The one MERGE that inserts, updates and deletes a run's changes in a single commit.
+    """The MERGE that updates and deletes the rows silver holds for a run's changes.
+
+    It has no NOT MATCHED clause on purpose: the run appends the changes of keys silver lacks
+    (the classification knows them), and a MERGE without one is an inner join, in which Spark
+    may broadcast the changes into silver's scan. With a NOT MATCHED clause Spark plans the
+    target RIGHT OUTER JOIN the changes, which can only be shuffled: every scanned silver key
+    crosses the network and is sorted, whatever the change's size.
 
     ``columns`` are every silver column (source and metadata): the source view carries all of
     them, with nulls for columns the source no longer has. The order guard sits in the matched
@@ -330,8 +388,7 @@ def merge_sql(
     With ``soft_delete`` a delete keeps the row: it takes the values the change carries when the
     classification says they are the latest known (``_icetide_take_image``), otherwise only the
     change time, sequence, run id and ``_icetide_deleted_at`` change (a keys-only before-image
-    never overwrites values with nulls); a delete with values of a key silver lacks is inserted
-    as deleted.
+    never overwrites values with nulls).
 
     ``key_ranges`` (of the first key, covering every key of the source) join the ON condition as a
     filter on silver alone, so the MERGE scans only the files that can hold the batch's keys.
@@ -342,18 +399,14 @@ def merge_sql(
     takes_image = f"s.{quote_identifier(TAKE_IMAGE)}"
     guard = order_guard()
     assignments = _assignments(columns)
-    names = ", ".join(quote_identifier(c) for c in columns)
-    values = ", ".join(f"s.{quote_identifier(c)}" for c in columns)
     if soft_delete:
         metadata_only = _assignments([CHANGE_TS, CHANGE_SEQ, RUN_ID, DELETED_AT])
         deletes = [
             f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} AND {takes_image} THEN UPDATE SET {assignments}",
             f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN UPDATE SET {metadata_only}",
         ]
-        insert_when = f"({op} <> '{DELETE}' OR {takes_image})"
     else:
         deletes = [f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN DELETE"]
-        insert_when = f"{op} <> '{DELETE}'"
     return "\n".join(
         [
             f"MERGE INTO {table} t",
@@ -362,7 +415,6 @@ def merge_sql(
             + (f" AND {key_ranges_condition(keys[0], key_ranges)}" if key_ranges else ""),
             *deletes,
             f"WHEN MATCHED AND {op} <> '{DELETE}' AND {guard} THEN UPDATE SET {assignments}",
-            f"WHEN NOT MATCHED AND {insert_when} THEN INSERT ({names}) VALUES ({values})",  # noqa: S608
         ]
     )
 

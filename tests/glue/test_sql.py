@@ -17,17 +17,20 @@ from icetide_glue.maintenance_sql import (
 from icetide_glue.sql import (
     add_columns_sql,
     alter_column_type_sql,
+    branch_name,
     classify_changes_sql,
     committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
-    first_data_file_sql,
+    drop_branch_sql,
+    fast_forward_sql,
     key_ranges_condition,
     merge_sql,
     order_guard,
     qualified_name,
     quote_identifier,
     reconcile_candidates_sql,
+    replace_branch_sql,
     string_literal,
     take_image,
     write_ordered_by_sql,
@@ -110,19 +113,32 @@ def test_order_guard_compares_change_time_then_sequence() -> None:
     assert order_guard() == GUARD
 
 
-def test_merge_inserts_updates_and_deletes_behind_the_order_guard() -> None:
+def test_merge_updates_and_deletes_behind_the_order_guard_and_never_inserts() -> None:
     statement = merge_sql(TABLE, "icetide_changes", ["tenant", "order_id"], ["tenant", "order_id", "note"])
     # Expected text, compared and never executed.
     assert statement == (
-        "MERGE INTO `glue_catalog`.`silver`.`orders` t\n"  # noqa: S608
+        "MERGE INTO `glue_catalog`.`silver`.`orders` t\n"
         "USING `icetide_changes` s\n"
         "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
         f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} THEN DELETE\n"
         f"WHEN MATCHED AND s.`_icetide_op` <> 'D' AND {GUARD} THEN UPDATE SET "
-        "t.`tenant` = s.`tenant`, t.`order_id` = s.`order_id`, t.`note` = s.`note`\n"
-        "WHEN NOT MATCHED AND s.`_icetide_op` <> 'D' THEN INSERT (`tenant`, `order_id`, `note`) "
-        "VALUES (s.`tenant`, s.`order_id`, s.`note`)"
+        "t.`tenant` = s.`tenant`, t.`order_id` = s.`order_id`, t.`note` = s.`note`"
     )
+
+
+def test_a_soft_delete_merge_keeps_the_row_and_takes_the_image_only_when_told() -> None:
+    statement = merge_sql(TABLE, "v", ["order_id"], ["order_id", "note"], soft_delete=True)
+    metadata = (
+        "t.`_icetide_change_ts` = s.`_icetide_change_ts`, t.`_icetide_change_seq` = s.`_icetide_change_seq`, "
+        "t.`_icetide_run_id` = s.`_icetide_run_id`, t.`_icetide_deleted_at` = s.`_icetide_deleted_at`"
+    )
+    assert statement.splitlines()[3:] == [
+        f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} AND s.`_icetide_take_image` THEN UPDATE SET "
+        "t.`order_id` = s.`order_id`, t.`note` = s.`note`",
+        f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} THEN UPDATE SET {metadata}",
+        f"WHEN MATCHED AND s.`_icetide_op` <> 'D' AND {GUARD} THEN UPDATE SET "
+        "t.`order_id` = s.`order_id`, t.`note` = s.`note`",
+    ]
 
 
 def test_merge_needs_keys_and_columns() -> None:
@@ -143,6 +159,7 @@ def test_classification_labels_each_change_with_the_merge_action() -> None:
         "  WHEN s.`_icetide_op` = 'D' THEN 'delete'\n"
         "  ELSE 'update'\n"
         "END AS `_icetide_action`,\n"
+        "t.`_icetide_in_silver` IS NOT NULL AS `_icetide_matched`,\n"
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
         "AS `_icetide_remember`\n"
         "FROM `icetide_changes` s\n"
@@ -248,14 +265,27 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
     )
 
 
-def test_sort_order_and_first_data_file_statements() -> None:
+def test_sort_order_statement() -> None:
     assert write_ordered_by_sql(TABLE, ["tenant", "order`id"]) == (
         "ALTER TABLE `glue_catalog`.`silver`.`orders` WRITE ORDERED BY `tenant`, `order``id`"
     )
     with pytest.raises(ValueError, match="needs at least one column"):
         write_ordered_by_sql(TABLE, [])
-    assert first_data_file_sql(TABLE) == (
-        "SELECT file_path FROM `glue_catalog`.`silver`.`orders`.`data_files` LIMIT 1"
+
+
+def test_staging_branch_statements_name_the_quoted_branch() -> None:
+    assert branch_name(TABLE, "icetide_staging") == (
+        "`glue_catalog`.`silver`.`orders`.`branch_icetide_staging`"
+    )
+    assert replace_branch_sql(TABLE, "st`age") == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` CREATE OR REPLACE BRANCH `st``age`"
+    )
+    assert drop_branch_sql(TABLE, "icetide_staging") == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `icetide_staging`"
+    )
+    assert fast_forward_sql("glue_catalog", "sil.ver", "or'ders", "icetide_staging") == (
+        "CALL `glue_catalog`.`system`.`fast_forward`(table => '`sil.ver`.`or\\'ders`', "
+        "branch => 'main', to => 'icetide_staging')"
     )
 
 

@@ -1,0 +1,227 @@
+"""A run that both merges and appends is published whole: staged on a branch, then one fast-forward.
+
+The MERGE only updates and deletes (an inner join Spark can broadcast); the keys silver lacks are
+appended. Readers of main must never see one without the other, a failure in between must leave
+main as it was, and the rerun must land the run exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import icetide_glue.apply as apply_module
+from glue.conftest import LoadRun
+from glue.dms_files import write_dms_file
+from glue.silver_tables import silver_table
+from icetide_glue.maintenance import maintain_table
+from icetide_glue.session import session_settings
+from icetide_glue.silver import SilverTable
+from icetide_glue.sql import STAGING_BRANCH
+
+pytestmark = pytest.mark.spark
+
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
+)
+FIRST = [("I", "2026-11-21 06:00:00", key, key * 10) for key in range(1, 7)]
+# Updates 1 and 2, deletes 3, inserts 7 and 8: both a MERGE and an append.
+SECOND = [
+    ("U", "2026-11-21 07:00:00", 1, 11),
+    ("U", "2026-11-21 07:00:00", 2, 21),
+    ("D", "2026-11-21 07:00:00", 3, 30),
+    ("I", "2026-11-21 07:00:00", 7, 70),
+    ("I", "2026-11-21 07:00:00", 8, 80),
+]
+AFTER_FIRST = {1: 10, 2: 20, 3: 30, 4: 40, 5: 50, 6: 60}
+AFTER_SECOND = {1: 11, 2: 21, 4: 40, 5: 50, 6: 60, 7: 70, 8: 80}
+
+
+class InjectedFailure(RuntimeError):
+    pass
+
+
+def _rows(spark: SparkSession, table: str) -> dict[int, int]:
+    return {row["id"]: row["v"] for row in spark.table(silver_table(table)).select("id", "v").collect()}
+
+
+def _current_snapshot(spark: SparkSession, table: str) -> int:
+    row = spark.sql(f"SELECT snapshot_id FROM {silver_table(table)}.refs WHERE name = 'main'").first()  # noqa: S608
+    assert row is not None
+    return int(row[0])
+
+
+def _branches(spark: SparkSession, table: str) -> list[str]:
+    return sorted(row[0] for row in spark.table(f"{silver_table(table)}.refs").select("name").collect())
+
+
+def _executions(spark: SparkSession) -> list[Any]:
+    """The SQL executions Spark's UI store keeps (its newest ``spark.sql.ui.retainedExecutions``)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    iterator = store.executionsList().iterator()
+    executions = []
+    while iterator.hasNext():
+        executions.append(iterator.next())
+    return executions
+
+
+def _two_batches(tmp_path: Path) -> tuple[Path, Path]:
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_dms_file(first, "LOAD00000001.parquet", BRONZE, FIRST)
+    write_dms_file(second, "20261121-070000000.parquet", BRONZE, SECOND)
+    return first, second
+
+
+@pytest.fixture
+def append_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[str], None]], None]]:
+    """``append_hook(before)``: call ``before(target)`` ahead of every append the job makes (a
+    later call replaces the earlier hook)."""
+    real = apply_module.append_changes
+
+    def install(before: Callable[[str], None]) -> None:
+        def append(target: str, *args: Any, **kwargs: Any) -> None:
+            before(target)
+            real(target, *args, **kwargs)
+
+        monkeypatch.setattr(apply_module, "append_changes", append)
+
+    yield install
+
+
+def test_merge_and_append_reach_main_in_one_step_with_the_run_id_on_its_head(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+) -> None:
+    first, second = _two_batches(tmp_path)
+    load_run("staged_ok", "staged-1", first)
+    before = _current_snapshot(spark, "staged_ok")
+    manifest = load_run("staged_ok", "staged-2", second)
+
+    assert _rows(spark, "staged_ok") == AFTER_SECOND
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
+    head = _current_snapshot(spark, "staged_ok")
+    assert manifest["snapshotId"] == head
+    # Main moved from the first run's snapshot to the append on top of the MERGE: no state of main
+    # ever held the MERGE without the append.
+    history = [
+        row["snapshot_id"]
+        for row in spark.table(f"{silver_table('staged_ok')}.history").orderBy("made_current_at").collect()
+    ]
+    assert history[-2:] == [before, head]
+    operations = {
+        row["snapshot_id"]: (row["operation"], row["run_id"])
+        for row in spark.table(f"{silver_table('staged_ok')}.snapshots")
+        .select("snapshot_id", "operation", F.col("summary")["icetide.run-id"].alias("run_id"))
+        .collect()
+    }
+    assert operations[head] == ("append", "staged-2")
+    staged_merge = [snapshot for snapshot, (operation, _) in operations.items() if operation == "overwrite"]
+    assert len(staged_merge) == 1 and operations[staged_merge[0]] == ("overwrite", None)
+    assert _branches(spark, "staged_ok") == ["main"]
+
+
+def test_a_failure_between_merge_and_append_leaves_main_and_the_rerun_lands_once(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[[Callable[[str], None]], None],
+) -> None:
+    first, second = _two_batches(tmp_path)
+    load_run("staged_fail", "fail-1", first)
+    before = _current_snapshot(spark, "staged_fail")
+
+    def fail(target: str) -> None:
+        raise InjectedFailure(f"append into {target} failed")
+
+    append_hook(fail)
+    with pytest.raises(InjectedFailure, match=f"branch_{STAGING_BRANCH}"):
+        load_run("staged_fail", "fail-2", second)
+    # The MERGE committed on the branch only: main and its readers saw nothing.
+    assert _current_snapshot(spark, "staged_fail") == before
+    assert _rows(spark, "staged_fail") == AFTER_FIRST
+    assert _branches(spark, "staged_fail") == [STAGING_BRANCH, "main"]
+
+    append_hook(lambda target: None)
+    manifest = load_run("staged_fail", "fail-2", second)
+    assert not manifest.get("alreadyCommitted")
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
+    assert _rows(spark, "staged_fail") == AFTER_SECOND
+    assert _branches(spark, "staged_fail") == ["main"]
+    again = load_run("staged_fail", "fail-2", second)
+    assert again["alreadyCommitted"] is True and again["snapshotId"] == manifest["snapshotId"]
+
+
+def test_a_commit_to_main_while_the_run_stages_fails_the_run_and_keeps_that_commit(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[[Callable[[str], None]], None],
+) -> None:
+    first, second = _two_batches(tmp_path)
+    load_run("staged_race", "race-1", first)
+    table = silver_table("staged_race")
+
+    def someone_else_commits(target: str) -> None:
+        spark.sql(f"DELETE FROM {table} WHERE id = 6")  # noqa: S608
+
+    append_hook(someone_else_commits)
+    with pytest.raises(Exception, match=r"(?i)fast.?forward|ancestor"):
+        load_run("staged_race", "race-2", second)
+    expected = dict(AFTER_FIRST)
+    del expected[6]
+    assert _rows(spark, "staged_race") == expected
+
+
+def test_maintenance_drops_a_staging_branch_a_failed_run_left(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[[Callable[[str], None]], None],
+) -> None:
+    first, second = _two_batches(tmp_path)
+    load_run("staged_left", "left-1", first)
+
+    def fail(target: str) -> None:
+        raise InjectedFailure("append failed")
+
+    append_hook(fail)
+    with pytest.raises(InjectedFailure):
+        load_run("staged_left", "left-2", second)
+    assert _branches(spark, "staged_left") == [STAGING_BRANCH, "main"]
+    maintain_table(spark, SilverTable("local", "silver", "staged_left"))
+    assert _branches(spark, "staged_left") == ["main"]
+    assert _rows(spark, "staged_left") == AFTER_FIRST
+
+
+def test_the_merge_broadcasts_the_changes_into_silver_s_scan(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+) -> None:
+    """Broadcast whatever the session's own threshold (here one that refuses every table): the
+    changes are cached and counted, so Spark plans with their measured size. (At 20M rows the
+    checkpointed changes' estimated size kept the static plan a sort-merge join that shuffled all
+    of silver; this small table cannot show that, docs/glue-job.md has the numbers.)"""
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    write_dms_file(first, "LOAD00000001.parquet", BRONZE, FIRST)
+    write_dms_file(second, "20261121-070000000.parquet", BRONZE, [("D", "2026-11-21 07:00:00", 3, 30)])
+    write_dms_file(third, "20261121-080000000.parquet", BRONZE, [("U", "2026-11-21 08:00:00", 2, 22)])
+    load_run("staged_plan", "plan-1", first)
+    load_run("staged_plan", "plan-2", second)  # the tombstone table now holds a row
+    newest_before = max(execution.executionId() for execution in _executions(spark))
+    with session_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "1"}):
+        load_run("staged_plan", "plan-3", third)
+    plans = [
+        execution.physicalPlanDescription()
+        for execution in _executions(spark)
+        if execution.executionId() > newest_before
+    ]
+    merge_plans = [plan for plan in plans if "WriteDelta" in plan]
+    assert len(merge_plans) == 1, f"expected one MERGE, got {len(merge_plans)}"
+    # Planned so from the start, not turned into a broadcast once silver was already shuffled.
+    initial_plan = merge_plans[0].split("== Initial Plan ==")[-1]
+    assert "BroadcastHashJoin" in initial_plan and "SortMergeJoin" not in initial_plan, initial_plan
+    assert _rows(spark, "staged_plan") == {1: 10, 2: 22, 4: 40, 5: 50, 6: 60}

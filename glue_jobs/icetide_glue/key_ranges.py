@@ -17,23 +17,21 @@ filter and silver is read as before.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+import heapq
+from itertools import pairwise
+
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DecimalType
 
 from icetide_glue.changes import column, is_whole_number_type
 
 # More ranges skip more files, but every scanned row is tested against each: a few dozen is cheap.
 MAX_KEY_RANGES = 32
-# Past this many distinct keys the batch is a large share of any table it can skip files in:
-# finding its gaps (one sorted pass on one task) would cost more than it saves.
+# Past this many keys the batch is a large share of any table it can skip files in, and its
+# sorted keys (a list on the driver) would cost more than the skipped files save.
 MAX_KEYS_FOR_RANGES = 2_000_000
 
-_PREVIOUS = "_icetide_previous_key"
-_GAP = "_icetide_key_gap"
-_KEY = "_icetide_key"
-_NEXT = "_icetide_next_key"
-_IS_CUT = "_icetide_gap_is_cut"
+_KEYS = "_icetide_keys"
 
 
 def batch_key_ranges(
@@ -43,26 +41,24 @@ def batch_key_ranges(
 
     ``key_count`` bounds the number of distinct keys without counting them (the job passes the
     bronze rows it read): an empty batch needs no filter, and a huge one is not worth sorting.
+    The distinct keys come to the driver as one sorted array (one small Spark job; a sorted
+    window over them ran on a single task and took seconds for 200,000 keys), and the gaps are
+    measured there.
     """
     if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
         return []
-    # Differences as decimals: a bigint difference could overflow.
-    keys = changes.select(column(key).cast(DecimalType(38, 0)).alias(_KEY)).distinct()
-    in_order = Window.orderBy(_KEY)
-    with_gaps = keys.select(
-        F.col(_KEY),
-        F.lag(_KEY).over(in_order).alias(_PREVIOUS),
-        F.lead(_KEY).over(in_order).alias(_NEXT),
-    ).withColumn(_GAP, F.col(_KEY) - F.col(_PREVIOUS))
-    widest_first = Window.orderBy(F.col(_GAP).desc_nulls_last(), F.col(_KEY))
-    is_cut = (F.row_number().over(widest_first) < max_ranges) & (F.col(_GAP) > 1)
-    ranked = with_gaps.withColumn(_IS_CUT, F.coalesce(is_cut, F.lit(False)))
-    # One pass: the lowest key, the highest, and the keys after the widest gaps.
-    rows = ranked.where(F.col(_PREVIOUS).isNull() | F.col(_NEXT).isNull() | F.col(_IS_CUT)).collect()
-    low = next(int(row[_KEY]) for row in rows if row[_PREVIOUS] is None)
-    high = next(int(row[_KEY]) for row in rows if row[_NEXT] is None)
-    cuts = [(int(row[_PREVIOUS]), int(row[_KEY])) for row in rows if row[_IS_CUT]]
-    return _ranges(low, high, cuts)
+    row = changes.agg(F.sort_array(F.collect_set(column(key))).alias(_KEYS)).first()
+    ordered = [int(value) for value in row[_KEYS]] if row is not None else []
+    if not ordered:
+        return []
+    # The widest gaps first; of equal ones, the one ending at the lower key.
+    widest = heapq.nlargest(
+        max_ranges - 1,
+        ((after - before, before, after) for before, after in pairwise(ordered)),
+        key=lambda gap: (gap[0], -gap[2]),
+    )
+    cuts = [(before, after) for width, before, after in widest if width > 1]
+    return _ranges(ordered[0], ordered[-1], cuts)
 
 
 def _ranges(low: int, high: int, cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -182,17 +182,26 @@ def test_manifest_counts_and_watermark(cdc_runs: dict[str, dict[str, Any]]) -> N
     }
 
 
-def test_one_merge_is_one_commit(spark: SparkSession, cdc_runs: dict[str, dict[str, Any]]) -> None:
-    committed = [cdc_runs["full_load"]["snapshotId"], cdc_runs["cdc"]["snapshotId"]]
-    rows = (
-        spark.table(f"{silver_table('cdc')}.snapshots")
-        .where(F.col("snapshot_id").isin(committed))
-        .orderBy("committed_at")
-        .select("operation", F.col("summary")["icetide.run-id"].alias("run_id"))
+def test_each_run_is_one_new_state_of_main(spark: SparkSession, cdc_runs: dict[str, dict[str, Any]]) -> None:
+    snapshots = {
+        row["snapshot_id"]: (row["parent_id"], row["operation"], row["run_id"])
+        for row in spark.table(f"{silver_table('cdc')}.snapshots")
+        .select("snapshot_id", "parent_id", "operation", F.col("summary")["icetide.run-id"].alias("run_id"))
         .collect()
-    )
-    # The first load into the empty table appends (in key order); the later run merges.
-    assert [(r["operation"], r["run_id"]) for r in rows] == [("append", "cdc-1"), ("overwrite", "cdc-2")]
+    }
+    first, second = cdc_runs["full_load"]["snapshotId"], cdc_runs["cdc"]["snapshotId"]
+    # The first load into the empty table appends (in key order). The CDC run both updates or
+    # deletes rows silver holds and inserts new keys: a MERGE, then an append on top of it, both
+    # staged on a branch; main went from the first run's snapshot straight to the second's.
+    assert snapshots[first][1:] == ("append", "cdc-1")
+    assert snapshots[second][1:] == ("append", "cdc-2")
+    staged_merge = snapshots[second][0]
+    assert snapshots[staged_merge] == (first, "overwrite", None)
+    made_current = [
+        row["snapshot_id"]
+        for row in spark.table(f"{silver_table('cdc')}.history").orderBy("made_current_at").collect()
+    ]
+    assert made_current == [first, second]
 
 
 def test_changes_older_than_silver_change_nothing(

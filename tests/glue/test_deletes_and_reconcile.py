@@ -170,9 +170,9 @@ def run_history(spark: SparkSession, folder: Path, table: str, mode: DeleteMode,
         "reconcile_started_at": utc("2026-11-24 10:00:00"),
     }
     if fail_once:
-        # The tombstones are written, then the silver MERGE fails; the retry must give the same.
+        # The tombstones are written, then the silver commit fails; the retry must give the same.
         with (
-            mock.patch("icetide_glue.job.merge_changes", side_effect=SilverCommitFailed),
+            mock.patch("icetide_glue.job.commit_changes", side_effect=SilverCommitFailed),
             pytest.raises(SilverCommitFailed),
         ):
             load_into_silver(spark, table, "r3", paths["r3"], delete_mode=mode, **reconcile3)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.columns import ACTION, CHANGE_TS, MATCHED, REMEMBER
+from icetide_glue.columns import ACTION, CHANGE_TS, MATCHED, REMEMBER, REMEMBERED
 from icetide_glue.commit import commit_with_properties
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
@@ -75,6 +75,8 @@ class ClassifiedChanges:
     # epoch microseconds (None: no change), found in the same pass as the counts.
     to_remember: int = 0
     newest_change_micros: int | None = None
+    # Of ``to_remember``, the changes of keys the tombstone table already holds (merged there).
+    remembered_before: int = 0
 
     def to_apply(self) -> DataFrame:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
@@ -133,6 +135,7 @@ def classify_changes(
         .agg(
             F.count(F.lit(1)).alias("count"),
             F.count_if(F.col(REMEMBER)).alias("remember"),
+            F.count_if(F.col(REMEMBER) & F.col(REMEMBERED)).alias("remembered_before"),
             F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest"),
         )
         .collect()
@@ -160,6 +163,7 @@ def classify_changes(
         plan=CommitPlan(to_merge=changing(True), to_append=changing(False)),
         key_ranges=key_ranges,
         to_remember=sum(int(row["remember"]) for row in rows),
+        remembered_before=sum(int(row["remembered_before"]) for row in rows),
         newest_change_micros=max(newest) if newest else None,
     )
 
@@ -167,18 +171,26 @@ def classify_changes(
 def remember_changes(
     spark: SparkSession, memory: SilverTable, classified: ClassifiedChanges, keys: Sequence[str]
 ) -> bool:
-    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver MERGE;
+    """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver commit;
     False when there was nothing to remember (and so no commit).
 
-    If the silver commit then fails, the entries are harmless: a delete equal to its tombstone
-    still removes the row on the retry, and a skipped update only recorded what silver already
-    holds.
+    Entries of keys the table already holds are moved forward by a MERGE that only matches; the
+    others (most runs: every one) are appended. If the silver commit then fails, the entries are
+    harmless: a delete equal to its tombstone still removes the row on the retry, and a skipped
+    update only recorded what silver already holds.
     """
     if classified.to_remember == 0:
         return False
-    remembered = classified.frame.where(F.col(REMEMBER)).select(*keys, *MEMORY_COLUMNS)
-    remembered.createOrReplaceTempView(CHANGES_TO_REMEMBER_VIEW)
-    spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
+    remembered = classified.frame.where(F.col(REMEMBER))
+    if classified.remembered_before:
+        remembered.where(F.col(REMEMBERED)).select(*keys, *MEMORY_COLUMNS).createOrReplaceTempView(
+            CHANGES_TO_REMEMBER_VIEW
+        )
+        spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
+    if classified.remembered_before < classified.to_remember:
+        # One file per run: the labels keep the classification's partitions, one file each.
+        new_entries = remembered.where(~F.col(REMEMBERED)).select(*keys, *MEMORY_COLUMNS).coalesce(1)
+        new_entries.writeTo(memory.sql_name).append()
     return True
 
 

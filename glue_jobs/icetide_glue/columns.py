@@ -36,6 +36,9 @@ IN_SILVER = "_icetide_in_silver"
 IN_MEMORY = "_icetide_in_memory"
 # True when silver holds the change's key: the MERGE applies it; the run appends the others.
 MATCHED = "_icetide_matched"
+# True when the key's order memory (the tombstone table) already has an entry: a change to
+# remember moves that entry forward; the others are appended to the tombstone table.
+REMEMBERED = "_icetide_remembered"
 # True for a change the key's order memory (the tombstone table) must keep: a delete, or an update
 # skipped as unchanged, newer than everything silver and the memory know of its key.
 REMEMBER = "_icetide_remember"

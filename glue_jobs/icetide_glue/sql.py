@@ -23,6 +23,7 @@ from icetide_glue.columns import (
     MATCHED,
     OP,
     REMEMBER,
+    REMEMBERED,
     RUN_ID,
     TAKE_IMAGE,
 )
@@ -290,6 +291,7 @@ def classify_changes_sql(
         alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
         same_row = f"{op} <> '{DELETE}' AND {alive}{same_values(compared)}"
     memory_ok = passes_memory() if memory_table is not None else "TRUE"
+    remembered = f"m.{quote_identifier(IN_MEMORY)} IS NOT NULL" if memory_table is not None else "FALSE"
     keeps_image = take_image(memory_table is not None)
     soft_insert = (
         [f"  WHEN {in_silver} IS NULL AND {keeps_image} THEN '{ChangeAction.DELETE}'"] if soft_delete else []
@@ -326,6 +328,7 @@ def classify_changes_sql(
             f"END AS {quote_identifier(ACTION)},",
             *([f"{keeps_image} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
             f"{in_silver} IS NOT NULL AS {quote_identifier(MATCHED)},",
+            f"{remembered} AS {quote_identifier(REMEMBERED)},",
             f"{remember} AS {quote_identifier(REMEMBER)}",
             f"FROM {quote_identifier(source_view)} s",
             f"LEFT JOIN ({silver_rows}) t",
@@ -491,15 +494,15 @@ MEMORY_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID)
 
 
 def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -> str:
-    """Remember the run's deletes and skipped updates, newest change per key winning.
+    """Move the entries of keys the order memory already holds forward, newest change winning.
 
-    Idempotent: the same changes merged again change nothing, so a retry after a failed silver
-    commit re-applies them harmlessly. Only adds or moves entries forward: what the run's
-    classification saw stays true (a retry classifies again after this commit).
+    Only keys with an entry (the classification's ``_icetide_remembered``) are in the view: the
+    run appends the others, so the MERGE is an inner join and never rewrites or shuffles the whole
+    tombstone table to find keys it does not hold. Idempotent: the same changes merged again
+    change nothing, so a retry after a failed silver commit re-applies them harmlessly. Only moves
+    entries forward: what the run's classification saw stays true (a retry classifies again
+    after this commit, and then finds the entries it appended: it merges them, changing nothing).
     """
-    columns = [*keys, *MEMORY_COLUMNS]
-    names = ", ".join(quote_identifier(c) for c in columns)
-    values = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
     updates = ", ".join(f"m.{quote_identifier(c)} = r.{quote_identifier(c)}" for c in MEMORY_COLUMNS)
     return "\n".join(
         [
@@ -507,7 +510,6 @@ def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -
             f"USING {quote_identifier(source_view)} r",
             f"ON {key_condition(keys, 'r', 'm')}",
             f"WHEN MATCHED AND {order_guard('r', 'm')} THEN UPDATE SET {updates}",
-            f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})",  # noqa: S608
         ]
     )
 

@@ -25,6 +25,7 @@ from icetide_glue.sql import (
     drop_branch_sql,
     fast_forward_sql,
     key_ranges_condition,
+    memory_merge_sql,
     merge_sql,
     order_guard,
     qualified_name,
@@ -160,6 +161,7 @@ def test_classification_labels_each_change_with_the_merge_action() -> None:
         "  ELSE 'update'\n"
         "END AS `_icetide_action`,\n"
         "t.`_icetide_in_silver` IS NOT NULL AS `_icetide_matched`,\n"
+        "FALSE AS `_icetide_remembered`,\n"
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
         "AS `_icetide_remember`\n"
         "FROM `icetide_changes` s\n"
@@ -262,6 +264,19 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
         "m.`_icetide_change_ts` > s.`_icetide_image_ts` OR "
         "(m.`_icetide_change_ts` = s.`_icetide_image_ts` AND "
         "coalesce(m.`_icetide_change_seq`, '') > coalesce(s.`_icetide_image_seq`, '')))))"
+    )
+
+
+def test_the_order_memory_merge_only_moves_entries_it_holds_forward() -> None:
+    statement = memory_merge_sql("`m`.`t`", "remembered", ["order_id"])
+    guard = GUARD.replace("s.", "r.").replace("t.", "m.")
+    assert statement == (
+        "MERGE INTO `m`.`t` m\n"
+        "USING `remembered` r\n"
+        "ON m.`order_id` = r.`order_id`\n"
+        f"WHEN MATCHED AND {guard} THEN UPDATE SET m.`_icetide_change_ts` = r.`_icetide_change_ts`, "
+        "m.`_icetide_change_seq` = r.`_icetide_change_seq`, m.`_icetide_op` = r.`_icetide_op`, "
+        "m.`_icetide_run_id` = r.`_icetide_run_id`"
     )
 
 

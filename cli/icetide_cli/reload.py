@@ -1,9 +1,9 @@
-"""`icetide reload TABLE`: reload a table in full, into one new snapshot of its silver table.
+"""`icetide reload TABLE`: reload a table in full, into one new state of its silver table.
 
 The request is written on the control item (``reloadRequested``, icetide.run.reload), refused
 while a run holds the table; the table's next run is then the reload: it reads every row its
 filter selects from the ``startvalue`` (not the watermark), extracts the source's keys, and
-replaces silver's rows in its one commit, so rows deleted at the source leave silver even for a
+replaces silver's rows in one new state of the table, so rows deleted at the source leave silver even for a
 delta table. Unless ``--no-start``, that run starts at once: locally (``--workspace``, with
 ``--source`` and ``--tables``) one cycle of the table alone; in AWS (``--stack``) an execution of
 the stack's state machine, waited for unless ``--no-wait``.
@@ -54,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "on the control item (reloadRequested), refused while a run holds the table's lock. The "
             "table's next run reads every row its filter selects from the startvalue, not from the "
             "watermark (a windowed cdc table's task starts over with a full load), extracts the "
-            "source's keys as a reconcile does, and replaces silver's rows in its one commit: a new "
-            "snapshot in which rows the source no longer has are deleted (soft-deleted for deleteMode "
+            "source's keys as a reconcile does, and replaces silver's rows in one new state of the "
+            "table, in which rows the source no longer has are deleted (soft-deleted for deleteMode "
             "soft) and unchanged rows are not rewritten. The watermark and checkpoint are committed as "
             "by any run. A failed reload leaves the request open: the next run reloads. Tables without "
             "primaryKeys (append-only) and continuous cdc tables cannot be reloaded. Locally "

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from icetide_contracts.bronze_files import BronzeFiles
 from icetide_contracts.json_fields import ContractViolation
 from icetide_glue.bronze import hadoop_path, read_bronze_files
-from icetide_glue.errors import BronzeFileSelectionMismatch, InvalidBronzeFileSelection
+from icetide_glue.errors import BronzeFileSelectionMismatch, InvalidBronzeFileSelection, one_line
 
 
 def read_selected_bronze(
@@ -52,7 +52,7 @@ def read_selection(spark: SparkSession, uri: str) -> BronzeFiles:
         finally:
             stream.close()
     except Py4JJavaError as error:
-        reason = " ".join(str(error.java_exception).split())
+        reason = one_line(error.java_exception)
         raise InvalidBronzeFileSelection(f"cannot read the bronze file selection {uri}: {reason}") from None
     return selection_from_text(content, uri)
 

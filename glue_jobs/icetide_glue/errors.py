@@ -7,6 +7,11 @@ message, so every message names what was wrong (the argument, the column, the ty
 from __future__ import annotations
 
 
+def one_line(error: object) -> str:
+    """An error's text on one line (whitespace runs, newlines included, become one space)."""
+    return " ".join(str(error).split())
+
+
 class IcetideJobError(Exception):
     """Base class: the job refused or failed to load a run, and silver was left as it was.
 
@@ -16,7 +21,7 @@ class IcetideJobError(Exception):
     """
 
     def __init__(self, message: str = "") -> None:
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(one_line(message))
 
     def summary(self) -> str:
         """``<ErrorName>: <message>``: the one line an operator reads, name first so the failure

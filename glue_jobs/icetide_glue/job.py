@@ -59,7 +59,7 @@ from icetide_glue.changes import (
     source_schema,
 )
 from icetide_glue.columns import is_metadata_column
-from icetide_glue.errors import IcetideJobError
+from icetide_glue.errors import IcetideJobError, one_line
 from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
@@ -73,6 +73,7 @@ from icetide_glue.silver import (
     ensure_tombstone_table,
     evolve_silver_table,
     find_committed_run,
+    main_snapshot_id,
     silver_schema,
     table_exists,
 )
@@ -216,6 +217,9 @@ def _merge(
         first_key = find_column(latest.columns, keys[0]) or keys[0]
         key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)
     broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
+    # Before the classification reads silver: a run that stages its commit builds on this state of
+    # main, so a commit by anything else after it fails the run instead of meeting stale labels.
+    base_snapshot_id = main_snapshot_id(spark, table)
     classified = classify_changes(
         spark, table, latest, keys, value_columns, tombstones, soft, key_ranges, broadcast
     )
@@ -233,7 +237,9 @@ def _merge(
         remembered = remember_changes(spark, tombstones, classified, keys)
         if counts.changing > 0:
             properties = _snapshot_properties(manifest)
-            commit_changes(spark, table, classified, keys, silver.fieldNames(), properties, soft)
+            commit_changes(
+                spark, table, classified, keys, silver.fieldNames(), properties, soft, base_snapshot_id
+            )
             manifest = replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
         # else nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
     finally:
@@ -248,7 +254,7 @@ def _forget_expired_changes(spark: SparkSession, tombstones: SilverTable, newest
     try:
         forget_expired_changes(spark, tombstones, newest, days)
     except Exception as error:  # the run's commit stands; failing the run now would only mislead
-        logger.warning("%s: old tombstones not pruned this run: %s", tombstones, " ".join(str(error).split()))
+        logger.warning("%s: old tombstones not pruned this run: %s", tombstones, one_line(error))
 
 
 def _append(

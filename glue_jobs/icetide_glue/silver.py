@@ -29,6 +29,7 @@ from icetide_glue.sql import (
     committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
+    main_snapshot_sql,
     qualified_name,
     write_ordered_by_sql,
 )
@@ -146,6 +147,12 @@ def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPla
             add_columns_sql(table.sql_name, [(a.name, a.data_type.simpleString()) for a in plan.additions])
         )
     return plan.describe()
+
+
+def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
+    """Main's current snapshot id (None: no snapshot yet)."""
+    row = spark.sql(main_snapshot_sql(table.sql_name)).first()
+    return None if row is None else int(row["snapshot_id"])
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

@@ -130,9 +130,17 @@ def branch_name(table: str, branch: str) -> str:
     return f"{table}.{quote_identifier('branch_' + branch)}"
 
 
-def replace_branch_sql(table: str, branch: str) -> str:
-    """Point ``branch`` at the table's current snapshot, creating it or dropping what it held."""
-    return f"ALTER TABLE {table} CREATE OR REPLACE BRANCH {quote_identifier(branch)}"
+def replace_branch_sql(table: str, branch: str, snapshot_id: int) -> str:
+    """Point ``branch`` at snapshot ``snapshot_id`` of main, creating it or dropping what it held."""
+    return (
+        f"ALTER TABLE {table} CREATE OR REPLACE BRANCH {quote_identifier(branch)} "
+        f"AS OF VERSION {int(snapshot_id)}"
+    )
+
+
+def main_snapshot_sql(table: str) -> str:
+    """Main's current snapshot id (no row: the table has no snapshot yet). Metadata only."""
+    return f"SELECT snapshot_id FROM {table}.{quote_identifier('refs')} WHERE name = '{MAIN_BRANCH}'"  # noqa: S608
 
 
 def drop_branch_sql(table: str, branch: str) -> str:
@@ -256,7 +264,7 @@ def classify_changes_sql(
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
 ) -> str:
-    """Label each deduplicated change with the :class:`ChangeAction` the MERGE will take, and
+    """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
     whether the key's order memory must keep it (``_icetide_remember``).
 
     It uses the same key join and order guard as :func:`merge_sql`, which is what makes the
@@ -576,8 +584,9 @@ def record_committed_runs_sql(ledger: str, table: str) -> str:
 
 
 def rolled_back_snapshots_sql(table: str) -> str:
-    """``table``'s snapshots that are not ancestors of its current state (rolled back, or never
-    made current): the runs they carry must load again, so the ledger must not hold them."""
+    """``table``'s snapshots that main never made current (rolled back, staged on a branch, or
+    under a staged run's published head): the runs they carry, if any, must load again, so the
+    ledger must not hold them. A staged MERGE's snapshot carries no run id: nothing to forget."""
     snapshots, history = f"{table}.{quote_identifier('snapshots')}", f"{table}.{quote_identifier('history')}"
     return "\n".join(
         [

@@ -1,4 +1,4 @@
-"""Later runs: one change per key (the latest), applied by ONE MERGE; older changes never win."""
+"""Later runs: one change per key (the latest), applied as ONE new state of silver; older ones never win."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from icetide_glue.sql import (
     drop_branch_sql,
     fast_forward_sql,
     key_ranges_condition,
+    main_snapshot_sql,
     memory_merge_sql,
     merge_sql,
     order_guard,
@@ -292,8 +293,12 @@ def test_staging_branch_statements_name_the_quoted_branch() -> None:
     assert branch_name(TABLE, "icetide_staging") == (
         "`glue_catalog`.`silver`.`orders`.`branch_icetide_staging`"
     )
-    assert replace_branch_sql(TABLE, "st`age") == (
-        "ALTER TABLE `glue_catalog`.`silver`.`orders` CREATE OR REPLACE BRANCH `st``age`"
+    assert replace_branch_sql(TABLE, "st`age", 8_123_456_789) == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` CREATE OR REPLACE BRANCH `st``age` "
+        "AS OF VERSION 8123456789"
+    )
+    assert main_snapshot_sql(TABLE) == (
+        "SELECT snapshot_id FROM `glue_catalog`.`silver`.`orders`.`refs` WHERE name = 'main'"
     )
     assert drop_branch_sql(TABLE, "icetide_staging") == (
         "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `icetide_staging`"

@@ -152,29 +152,49 @@ def test_a_failure_between_merge_and_append_leaves_main_and_the_rerun_lands_once
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
     assert _rows(spark, "staged_fail") == AFTER_SECOND
     assert _branches(spark, "staged_fail") == ["main"]
+    # The first attempt remembered the delete of 3 before it failed; the rerun found that entry.
+    tombstones = spark.table(f"{silver_table('staged_fail')}__icetide_tombstones").collect()
+    assert [(row["id"], row["_icetide_op"]) for row in tombstones] == [(3, "D")]
     again = load_run("staged_fail", "fail-2", second)
     assert again["alreadyCommitted"] is True and again["snapshotId"] == manifest["snapshotId"]
 
 
-def test_a_commit_to_main_while_the_run_stages_fails_the_run_and_keeps_that_commit(
+@pytest.mark.parametrize("when", ["before the branch is made", "while the run stages"])
+def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_builds_on_it(
     spark: SparkSession,
     load_run: LoadRun,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     append_hook: Callable[[Callable[[str], None]], None],
+    when: str,
 ) -> None:
+    name = "staged_race_" + when.split()[0]
     first, second = _two_batches(tmp_path)
-    load_run("staged_race", "race-1", first)
-    table = silver_table("staged_race")
+    load_run(name, "race-1", first)
 
-    def someone_else_commits(target: str) -> None:
-        spark.sql(f"DELETE FROM {table} WHERE id = 6")  # noqa: S608
+    def someone_else_commits(*_: Any) -> None:
+        spark.sql(f"DELETE FROM {silver_table(name)} WHERE id = 6")  # noqa: S608
 
-    append_hook(someone_else_commits)
+    if when == "while the run stages":
+        append_hook(someone_else_commits)
+    else:
+        real = apply_module.staged_commit
+
+        def commit_first(*args: Any) -> None:
+            someone_else_commits()
+            real(*args)
+
+        monkeypatch.setattr(apply_module, "staged_commit", commit_first)
     with pytest.raises(Exception, match=r"(?i)fast.?forward|ancestor"):
-        load_run("staged_race", "race-2", second)
-    expected = dict(AFTER_FIRST)
-    del expected[6]
-    assert _rows(spark, "staged_race") == expected
+        load_run(name, "race-2", second)
+    # The other commit stays; the run's labels were made before it, so none of the run landed.
+    assert _rows(spark, name) == {key: value for key, value in AFTER_FIRST.items() if key != 6}
+
+    monkeypatch.undo()
+    manifest = load_run(name, "race-2", second)
+    assert not manifest.get("alreadyCommitted")
+    assert _rows(spark, name) == {key: value for key, value in AFTER_SECOND.items() if key != 6}
+    assert _branches(spark, name) == ["main"]
 
 
 def test_maintenance_drops_a_staging_branch_a_failed_run_left(

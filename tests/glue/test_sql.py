@@ -213,6 +213,8 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
         "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) t\n"
         "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
     ) in statement
+    # With a tombstone table, a change to remember says whether its key already has an entry.
+    assert "m.`_icetide_in_memory` IS NOT NULL AS `_icetide_remembered`,\n" in statement
     # The tombstone table is read the same way.
     assert statement.endswith(
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "

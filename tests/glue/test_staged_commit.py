@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import icetide_glue.apply as apply_module
+import icetide_glue.staging as staging_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import silver_table
@@ -195,6 +196,31 @@ def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_buil
     assert not manifest.get("alreadyCommitted")
     assert _rows(spark, name) == {key: value for key, value in AFTER_SECOND.items() if key != 6}
     assert _branches(spark, name) == ["main"]
+
+
+def test_a_branch_that_cannot_be_dropped_leaves_the_run_committed_and_the_next_run_replaces_it(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _two_batches(tmp_path)
+    third = tmp_path / "third"
+    write_dms_file(
+        third,
+        "20261121-080000000.parquet",
+        BRONZE,
+        [("U", "2026-11-21 08:00:00", 4, 41), ("I", "2026-11-21 08:00:00", 9, 90)],
+    )
+    load_run("staged_drop", "drop-1", first)
+    monkeypatch.setattr(staging_module, "drop_branch_sql", lambda table, branch: "NOT SQL AT ALL")
+    manifest = load_run("staged_drop", "drop-2", second)
+    # Housekeeping after the fast-forward: logged, and the run stands.
+    assert manifest["snapshotId"] == _current_snapshot(spark, "staged_drop")
+    assert _rows(spark, "staged_drop") == AFTER_SECOND
+    assert _branches(spark, "staged_drop") == [STAGING_BRANCH, "main"]
+
+    monkeypatch.undo()
+    load_run("staged_drop", "drop-3", third)
+    assert _rows(spark, "staged_drop") == {**AFTER_SECOND, 4: 41, 9: 90}
+    assert _branches(spark, "staged_drop") == ["main"]
 
 
 def test_maintenance_drops_a_staging_branch_a_failed_run_left(

@@ -610,15 +610,16 @@ def run_benchmark(
     run_icetide(spark, args.catalog, fresh.name, "fresh-load", fresh_load, final_rows.num_rows)
     results.fresh_seconds = time.perf_counter() - started
     results.target_file_size_bytes = target_file_size(spark, fresh)
+    fresh_files = measure_table(spark, fresh)
     progress("writing the fresh copy of the merged table's rows")
     started = time.perf_counter()
-    write_fresh_copy(spark, merged, copy, measure_table(spark, fresh).data_files)
+    write_fresh_copy(spark, merged, copy, fresh_files.data_files)
     results.fresh_copy_seconds = time.perf_counter() - started
 
     progress("measuring before maintenance; reading it back with pyiceberg")
     results.files["merged before"] = asdict(measure_table(spark, merged))
     results.files["tombstones before"] = asdict(measure_table(spark, tombstone_table(merged)))
-    results.files["fresh"] = asdict(measure_table(spark, fresh))
+    results.files["fresh"] = asdict(fresh_files)
     results.files["fresh copy"] = asdict(measure_table(spark, copy))
     before_scans = time_scans(
         spark,

@@ -95,6 +95,28 @@ def append_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[
     yield install
 
 
+def _fail_between_merge_and_append(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[[Callable[[str], None]], None],
+    table: str,
+) -> tuple[int, Path]:
+    """Load the first batch into ``table``, then run ``<table>-2`` on the second with its append
+    into the staging branch failing; returns main's snapshot before it and the second batch."""
+    first, second = _two_batches(tmp_path)
+    load_run(table, f"{table}-1", first)
+    before = _current_snapshot(spark, table)
+
+    def fail(target: str) -> None:
+        raise InjectedFailure(f"append into {target} failed")
+
+    append_hook(fail)
+    with pytest.raises(InjectedFailure, match=f"branch_{STAGING_BRANCH}"):
+        load_run(table, f"{table}-2", second)
+    return before, second
+
+
 def test_merge_and_append_reach_main_in_one_step_with_the_run_id_on_its_head(
     spark: SparkSession, load_run: LoadRun, tmp_path: Path
 ) -> None:
@@ -132,23 +154,14 @@ def test_a_failure_between_merge_and_append_leaves_main_and_the_rerun_lands_once
     tmp_path: Path,
     append_hook: Callable[[Callable[[str], None]], None],
 ) -> None:
-    first, second = _two_batches(tmp_path)
-    load_run("staged_fail", "fail-1", first)
-    before = _current_snapshot(spark, "staged_fail")
-
-    def fail(target: str) -> None:
-        raise InjectedFailure(f"append into {target} failed")
-
-    append_hook(fail)
-    with pytest.raises(InjectedFailure, match=f"branch_{STAGING_BRANCH}"):
-        load_run("staged_fail", "fail-2", second)
+    before, second = _fail_between_merge_and_append(spark, load_run, tmp_path, append_hook, "staged_fail")
     # The MERGE committed on the branch only: main and its readers saw nothing.
     assert _current_snapshot(spark, "staged_fail") == before
     assert _rows(spark, "staged_fail") == AFTER_FIRST
     assert _branches(spark, "staged_fail") == [STAGING_BRANCH, "main"]
 
     append_hook(lambda target: None)
-    manifest = load_run("staged_fail", "fail-2", second)
+    manifest = load_run("staged_fail", "staged_fail-2", second)
     assert not manifest.get("alreadyCommitted")
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
     assert _rows(spark, "staged_fail") == AFTER_SECOND
@@ -156,7 +169,7 @@ def test_a_failure_between_merge_and_append_leaves_main_and_the_rerun_lands_once
     # The first attempt remembered the delete of 3 before it failed; the rerun found that entry.
     tombstones = spark.table(f"{silver_table('staged_fail')}__icetide_tombstones").collect()
     assert [(row["id"], row["_icetide_op"]) for row in tombstones] == [(3, "D")]
-    again = load_run("staged_fail", "fail-2", second)
+    again = load_run("staged_fail", "staged_fail-2", second)
     assert again["alreadyCommitted"] is True and again["snapshotId"] == manifest["snapshotId"]
 
 
@@ -229,15 +242,7 @@ def test_maintenance_drops_a_staging_branch_a_failed_run_left(
     tmp_path: Path,
     append_hook: Callable[[Callable[[str], None]], None],
 ) -> None:
-    first, second = _two_batches(tmp_path)
-    load_run("staged_left", "left-1", first)
-
-    def fail(target: str) -> None:
-        raise InjectedFailure("append failed")
-
-    append_hook(fail)
-    with pytest.raises(InjectedFailure):
-        load_run("staged_left", "left-2", second)
+    _fail_between_merge_and_append(spark, load_run, tmp_path, append_hook, "staged_left")
     assert _branches(spark, "staged_left") == [STAGING_BRANCH, "main"]
     maintain_table(spark, SilverTable("local", "silver", "staged_left"))
     assert _branches(spark, "staged_left") == ["main"]

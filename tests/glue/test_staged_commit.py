@@ -79,6 +79,13 @@ def _two_batches(tmp_path: Path) -> tuple[Path, Path]:
     return first, second
 
 
+def _three_batches(tmp_path: Path, third_rows: list[tuple[str, str, int, int]]) -> tuple[Path, Path, Path]:
+    """The two batches, then a third of ``third_rows`` (changes at 08:00)."""
+    third = tmp_path / "third"
+    write_dms_file(third, "20261121-080000000.parquet", BRONZE, third_rows)
+    return (*_two_batches(tmp_path), third)
+
+
 @pytest.fixture
 def append_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[str], None]], None]]:
     """``append_hook(before)``: call ``before(target)`` ahead of every append the job makes (a
@@ -214,13 +221,8 @@ def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_buil
 def test_a_branch_that_cannot_be_dropped_leaves_the_run_committed_and_the_next_run_replaces_it(
     spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first, second = _two_batches(tmp_path)
-    third = tmp_path / "third"
-    write_dms_file(
-        third,
-        "20261121-080000000.parquet",
-        BRONZE,
-        [("U", "2026-11-21 08:00:00", 4, 41), ("I", "2026-11-21 08:00:00", 9, 90)],
+    first, second, third = _three_batches(
+        tmp_path, [("U", "2026-11-21 08:00:00", 4, 41), ("I", "2026-11-21 08:00:00", 9, 90)]
     )
     load_run("staged_drop", "drop-1", first)
     monkeypatch.setattr(staging_module, "drop_branch_sql", lambda table, branch: "NOT SQL AT ALL")
@@ -276,3 +278,81 @@ def test_the_merge_broadcasts_the_changes_into_silver_s_scan(
     initial_plan = merge_plans[0].split("== Initial Plan ==")[-1]
     assert "BroadcastHashJoin" in initial_plan and "SortMergeJoin" not in initial_plan, initial_plan
     assert _rows(spark, "staged_plan") == {1: 10, 2: 22, 4: 40, 5: 50, 6: 60}
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["before main moved", "after main moved"])
+def test_a_fast_forward_that_fails_leaves_main_whole_and_the_rerun_knows_whether_it_landed(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moved: bool
+) -> None:
+    """The branch's head carries the run id either way; only main's ancestors count as committed."""
+    name = "staged_ff_" + ("after" if moved else "before")
+    first, second = _two_batches(tmp_path)
+    load_run(name, "ff-1", first)
+    before = _current_snapshot(spark, name)
+    real = staging_module.fast_forward_sql
+
+    def fast_forward_fails(*args: str) -> str:
+        if moved:  # the procedure committed, then the call failed (a lost response)
+            spark.sql(real(*args))
+        raise InjectedFailure("fast-forward failed")
+
+    monkeypatch.setattr(staging_module, "fast_forward_sql", fast_forward_fails)
+    with pytest.raises(InjectedFailure):
+        load_run(name, "ff-2", second)
+    assert _branches(spark, name) == [STAGING_BRANCH, "main"]
+    assert _rows(spark, name) == (AFTER_SECOND if moved else AFTER_FIRST)
+    assert (_current_snapshot(spark, name) == before) is not moved
+
+    monkeypatch.undo()
+    manifest = load_run(name, "ff-2", second)
+    assert bool(manifest.get("alreadyCommitted")) is moved
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
+    assert manifest["snapshotId"] == _current_snapshot(spark, name)
+    assert _rows(spark, name) == AFTER_SECOND
+    main_runs = [
+        row[0]
+        for row in spark.sql(
+            f"SELECT s.summary['icetide.run-id'] FROM {silver_table(name)}.snapshots s "  # noqa: S608
+            f"JOIN {silver_table(name)}.history h ON s.snapshot_id = h.snapshot_id "
+            "WHERE h.is_current_ancestor"
+        ).collect()
+    ]
+    assert sorted(run for run in main_runs if run is not None) == ["ff-1", "ff-2"]
+
+
+def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that both moves an existing tombstone entry (a MERGE) and adds new ones (an append)
+    fails in between: silver is untouched, and the rerun leaves exactly one entry per key."""
+    first, second, third = _three_batches(
+        tmp_path,
+        [
+            ("D", "2026-11-21 08:00:00", 3, 30),  # deleted again: its entry moves forward
+            ("D", "2026-11-21 08:00:00", 4, 40),  # a new entry
+            ("U", "2026-11-21 08:00:00", 1, 12),
+        ],
+    )
+    load_run("staged_memory", "memory-1", first)
+    load_run("staged_memory", "memory-2", second)  # remembers the delete of 3
+    real = apply_module.memory_merge_sql
+
+    def merge_then_fail(*args: Any) -> str:
+        spark.sql(real(*args))
+        raise InjectedFailure("the tombstone append never ran")
+
+    monkeypatch.setattr(apply_module, "memory_merge_sql", merge_then_fail)
+    with pytest.raises(InjectedFailure):
+        load_run("staged_memory", "memory-3", third)
+    assert _rows(spark, "staged_memory") == AFTER_SECOND
+
+    monkeypatch.undo()
+    manifest = load_run("staged_memory", "memory-3", third)
+    counts = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
+    assert tuple(manifest[name] for name in counts) == (0, 1, 1, 1)
+    assert _rows(spark, "staged_memory") == {1: 12, 2: 21, 5: 50, 6: 60, 7: 70, 8: 80}
+    tombstones = spark.table(f"{silver_table('staged_memory')}__icetide_tombstones").collect()
+    assert sorted((row["id"], row["_icetide_op"], str(row["_icetide_change_ts"])) for row in tombstones) == [
+        (3, "D", "2026-11-21 08:00:00"),
+        (4, "D", "2026-11-21 08:00:00"),
+    ]

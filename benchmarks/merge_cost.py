@@ -12,8 +12,15 @@ rows; ``--scale F`` multiplies every size and change count for a quick run):
            of silver's source columns
   reload   a full reload: CREATE OR REPLACE the table from a full export of the source as it is
            after the batch (the export is written untimed, before the round)
+  bare     one plain Spark MERGE of the batch, as a careful engineer would write it with silver's
+           layout: the naive merge's SQL into a merge-on-read table (a copy of silver's source
+           columns, sorted by key, silver's file and row-group sizes) with a filter on the batch's
+           lowest and highest key, so Iceberg skips the files outside them. No classification or
+           counts, no order guard, no tombstones, no run bookkeeping. Not a candidate: it shows
+           what one Spark MERGE of the batch costs here, so a target it misses by far needs more
+           than a leaner icetide (its ratios are printed beside the targets, never judged)
 
-Every round applies the SAME batch to all four, in an order rotated each round (so no approach
+Every round applies the SAME batch to all five, in an order rotated each round (so no approach
 always runs first, on a cold cache), after an untimed warm-up pass of everything at 1,000 rows.
 Batches are DMS CDC folders (``Op``, the ``dms_timestamp`` string, the source columns ``id``,
 ``name``, ``amount``, ``updated_at``), one change per key, every change later than everything
@@ -70,6 +77,7 @@ from pyspark.sql import functions as F
 
 from icetide_glue.arguments import JobArguments
 from icetide_glue.job import run_job
+from icetide_glue.silver import MERGE_TABLE_PROPERTIES
 from icetide_local.spark import local_spark_session, runtime_versions
 
 CATALOG = "bench"
@@ -93,7 +101,9 @@ CHANGE_SHARE_OF_TABLE = 0.01
 UPDATE_SHARE, DELETE_SHARE = 0.7, 0.1  # the rest (20 %) are inserts
 # Rows per full-load file (DMS splits a full load into LOADnnnnnnnn files).
 ROWS_PER_LOAD_FILE = 1_000_000
-APPROACHES = ("icetide", "append", "naive", "reload")
+APPROACHES = ("icetide", "append", "naive", "reload", "bare")
+# The approaches whose tables hold the source's state after each round, compared with the naive one.
+CHECKED_APPROACHES = {"icetide": "silver", "reload": "reload", "bare": "bare"}
 COPY_ON_WRITE_V2 = {
     "format-version": "2",
     "write.delete.mode": "copy-on-write",
@@ -162,6 +172,15 @@ class RatioTarget:
     def label(self) -> str:
         return f"{self.numerator}/{self.denominator}"
 
+    def about(self, subject: str) -> RatioTarget:
+        """The same target with ``subject`` in icetide's place."""
+        swap = {"icetide": subject}
+        return replace(
+            self,
+            numerator=swap.get(self.numerator, self.numerator),
+            denominator=swap.get(self.denominator, self.denominator),
+        )
+
     def passes(self, value: float) -> bool:
         return value >= self.bound if self.at_least else value <= self.bound
 
@@ -192,7 +211,7 @@ class Config:
 
 @dataclass(frozen=True)
 class Tables:
-    """The tables of one size, named by their role: silver (icetide's), append, naive, reload."""
+    """The tables of one size, named by their role: silver (icetide's), append, naive, reload, bare."""
 
     catalog: str
     database: str
@@ -652,6 +671,23 @@ def run_naive(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     spark.catalog.dropTempView(view)
 
 
+BARE_MERGE = NAIVE_MERGE.replace("ON t.id = s.id", "ON t.id = s.id AND t.id BETWEEN {low} AND {high}")
+
+
+def run_bare(spark: SparkSession, tables: Tables, batch: Batch) -> None:
+    """The naive merge into the merge-on-read copy, its target scan limited to the batch's keys."""
+    view = f"bare_changes_{tables.size}"
+    changes = spark.read.parquet(str(batch.files))
+    bounds = changes.agg(F.min(KEY), F.max(KEY)).first()
+    assert bounds is not None  # an aggregate without grouping has one row
+    low, high = bounds
+    if low is None:
+        return
+    changes.createOrReplaceTempView(view)
+    spark.sql(BARE_MERGE.format(target=tables.name("bare"), changes=view, low=int(low), high=int(high)))
+    spark.catalog.dropTempView(view)
+
+
 def run_reload(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     export = spark.read.parquet(str(batch.export)).select(*SOURCE_NAMES)
     export.writeTo(tables.name("reload")).using("iceberg").tableProperty(
@@ -665,6 +701,7 @@ def approach_action(name: str, spark: SparkSession, tables: Tables, batch: Batch
         "append": lambda: run_append(spark, tables, batch),
         "naive": lambda: run_naive(spark, tables, batch),
         "reload": lambda: run_reload(spark, tables, batch),
+        "bare": lambda: run_bare(spark, tables, batch),
     }
     return actions[name]
 
@@ -691,17 +728,27 @@ def written_tables(spark: SparkSession, tables: Tables, approach: str) -> list[s
 
 
 def create_tables(spark: SparkSession, tables: Tables, full_load: Path) -> None:
-    """The naive and append tables, as untimed copies of the build (silver's source columns; the
-    full load's rows with an empty Op)."""
-    properties = ", ".join(f"'{key}' = '{value}'" for key, value in COPY_ON_WRITE_V2.items())
-    spark.sql(
-        f"CREATE TABLE {tables.name('naive')} USING iceberg TBLPROPERTIES ({properties}) "  # noqa: S608
-        f"AS SELECT {', '.join(SOURCE_NAMES)} FROM {tables.name('silver')}"
-    )
+    """The naive, bare and append tables, as untimed copies of the build (silver's source columns;
+    the full load's rows with an empty Op)."""
+    copy_of_silver(spark, tables, "naive", COPY_ON_WRITE_V2)
+    # Silver's layout: its properties, and rows written (and rewritten) in key order.
+    copy_of_silver(spark, tables, "bare", MERGE_TABLE_PROPERTIES, f"ORDER BY {KEY}")
+    spark.sql(f"ALTER TABLE {tables.name('bare')} WRITE ORDERED BY {KEY}")
     bronze = spark.read.parquet(str(full_load / "bench" / "source_table"))
     bronze.select(F.lit(None).cast("string").alias("Op"), TIMESTAMP_COLUMN, *SOURCE_NAMES).writeTo(
         tables.name("append")
     ).using("iceberg").tableProperty("format-version", "2").create()
+
+
+def copy_of_silver(
+    spark: SparkSession, tables: Tables, role: str, table_properties: dict[str, str], order: str = ""
+) -> None:
+    """``role``'s table: silver's source columns, with ``table_properties``."""
+    properties = ", ".join(f"'{key}' = '{value}'" for key, value in table_properties.items())
+    spark.sql(
+        f"CREATE TABLE {tables.name(role)} USING iceberg TBLPROPERTIES ({properties}) "  # noqa: S608
+        f"AS SELECT {', '.join(SOURCE_NAMES)} FROM {tables.name('silver')} {order}"
+    )
 
 
 def source_rows(frame: DataFrame) -> DataFrame:
@@ -784,7 +831,9 @@ def run_round(
     reference = fingerprint(source_rows(naive))
     checks = [
         compare(f"{approach} vs naive ({tables.size:,} {batch.run_id})", spark.table(table), naive, reference)
-        for approach, table in (("icetide", tables.name("silver")), ("reload", tables.name("reload")))
+        for approach, table in (
+            (approach, tables.name(role)) for approach, role in CHECKED_APPROACHES.items()
+        )
     ]
     record = {
         "size": tables.size,
@@ -898,14 +947,21 @@ def approach_summary(costs: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def evaluate_targets(summary: Summary, sizes: Sequence[int]) -> list[dict[str, Any]]:
-    """Every speed target at every size (they are set for 20M rows), from minimum times."""
+def evaluate_targets(
+    summary: Summary, sizes: Sequence[int], subject: str = "icetide"
+) -> list[dict[str, Any]]:
+    """Every speed target at every size (they are set for 20M rows), from minimum times.
+
+    ``subject`` "bare" gives the same ratios with the bare MERGE in icetide's place: what one
+    plain Spark MERGE of the batch achieves on this machine, without icetide's guarantees.
+    """
     verdicts = []
     for size in sizes:
         for target in RATIO_TARGETS:
             figures = summary.get(size, {}).get(target.pattern)
             if figures is None:
                 continue
+            target = target.about(subject)
             value = figures[target.numerator]["min_seconds"] / figures[target.denominator]["min_seconds"]
             verdicts.append(
                 {
@@ -919,7 +975,7 @@ def evaluate_targets(summary: Summary, sizes: Sequence[int]) -> list[dict[str, A
                 }
             )
     fixed = [
-        summary[size]["fixed"]["icetide"]["min_seconds"] for size in sizes if "fixed" in summary.get(size, {})
+        summary[size]["fixed"][subject]["min_seconds"] for size in sizes if "fixed" in summary.get(size, {})
     ]
     if len(fixed) >= 2:
         value = fixed[-1] / fixed[0]
@@ -927,7 +983,7 @@ def evaluate_targets(summary: Summary, sizes: Sequence[int]) -> list[dict[str, A
             {
                 "pattern": "fixed",
                 "size": max(sizes),
-                "ratio": f"icetide({max(sizes):,})/icetide({min(sizes):,})",
+                "ratio": f"{subject}({max(sizes):,})/{subject}({min(sizes):,})",
                 "across": True,
                 "value": value,
                 "target": f"<= {FIXED_GROWTH_TARGET:g}",
@@ -949,7 +1005,11 @@ REPORT_COLUMNS = (
 )
 
 
-def print_report(results: Results, summary: Summary, verdicts: list[dict[str, Any]]) -> None:
+def print_report(
+    results: Results, summary: Summary, verdicts: list[dict[str, Any]], floors: list[dict[str, Any]]
+) -> None:
+    """Per size and pattern the figures, icetide's ratios against the targets, and the same ratios
+    for the bare MERGE (``floors``)."""
     print()
     for built in results.builds:
         print(
@@ -966,14 +1026,22 @@ def print_report(results: Results, summary: Summary, verdicts: list[dict[str, An
                 f"{mix['inserts']:,} I per round, {results.config.rounds} round(s)"
             )
             print_table(figures)
-            mine = [
-                v for v in verdicts if (v["size"], v["pattern"]) == (size, pattern_name) and not v["across"]
-            ]
-            print_verdicts(f"ratios (minimum over rounds; targets are for {TARGET_ROWS:,} rows)", mine)
-    across = [verdict for verdict in verdicts if verdict["across"]]
-    print_verdicts(
-        f"\nfixed: icetide from the smallest to the largest table (target for {TARGET_ROWS:,})", across
-    )
+            for title, judged in (
+                (f"ratios (minimum over rounds; targets are for {TARGET_ROWS:,} rows)", verdicts),
+                (
+                    "the same ratios for the bare MERGE (one plain Spark MERGE, no guarantees; not judged)",
+                    floors,
+                ),
+            ):
+                mine = [
+                    v for v in judged if (v["size"], v["pattern"]) == (size, pattern_name) and not v["across"]
+                ]
+                print_verdicts(title, mine)
+    for subject, judged in (("icetide", verdicts), ("the bare MERGE", floors)):
+        across = [verdict for verdict in judged if verdict["across"]]
+        print_verdicts(
+            f"\nfixed: {subject} from the smallest to the largest table (target for {TARGET_ROWS:,})", across
+        )
     print_correctness(results.checks)
 
 
@@ -1009,6 +1077,7 @@ def write_json(
     results: Results,
     summary: dict[int, Any],
     verdicts: list[dict[str, Any]],
+    floors: list[dict[str, Any]],
     argv: Sequence[str],
 ) -> None:
     config = results.config
@@ -1025,6 +1094,7 @@ def write_json(
         "results": results.rounds,
         "summary": {str(size): figures for size, figures in summary.items()},
         "targets": verdicts,
+        "bare_ratios": floors,
         "checks": [{**asdict(check), "ok": check.ok} for check in results.checks],
         "correct": results.correct,
     }
@@ -1149,10 +1219,11 @@ def main(argv: Sequence[str] | None = None, before_compare: BeforeCompare | None
             results.checks[:0] = warm_up_checks
             summary = summarize(results)
             verdicts = evaluate_targets(summary, config.sizes)
-            print_report(results, summary, verdicts)
+            floors = evaluate_targets(summary, config.sizes, "bare")
+            print_report(results, summary, verdicts, floors)
             args.out.mkdir(parents=True, exist_ok=True)
             command = ["benchmarks/merge_cost.py", *arguments]
-            write_json(args.out / "merge_cost.json", spark, results, summary, verdicts, command)
+            write_json(args.out / "merge_cost.json", spark, results, summary, verdicts, floors, command)
             if not args.no_plot:
                 write_plot(args.out / "merge_cost.png", summary, config.patterns)
         finally:

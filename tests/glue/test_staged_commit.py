@@ -52,6 +52,20 @@ def _rows(spark: SparkSession, table: str) -> dict[int, int]:
     return {row["id"]: row["v"] for row in spark.table(silver_table(table)).select("id", "v").collect()}
 
 
+def _tombstones(spark: SparkSession, table: str) -> list[tuple[int, str, str]]:
+    """The tombstone entries as (key, op, change time as UTC text: PySpark hands timestamps back in
+    the machine's local time)."""
+    at_utc = F.date_format(
+        F.to_utc_timestamp("_icetide_change_ts", F.current_timezone()), "yyyy-MM-dd HH:mm:ss"
+    )
+    rows = (
+        spark.table(f"{silver_table(table)}__icetide_tombstones")
+        .select("id", "_icetide_op", at_utc)
+        .collect()
+    )
+    return sorted((row[0], row[1], row[2]) for row in rows)
+
+
 def _current_snapshot(spark: SparkSession, table: str) -> int:
     row = spark.sql(f"SELECT snapshot_id FROM {silver_table(table)}.refs WHERE name = 'main'").first()  # noqa: S608
     assert row is not None
@@ -345,22 +359,16 @@ def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun
     with pytest.raises(InjectedFailure):
         load_run("staged_memory", "memory-3", third)
     assert _rows(spark, "staged_memory") == AFTER_SECOND
+    # The MERGE moved 3's entry forward; the new entry of 4 never arrived.
+    assert _tombstones(spark, "staged_memory") == [(3, "D", "2026-11-21 08:00:00")]
 
     monkeypatch.undo()
     manifest = load_run("staged_memory", "memory-3", third)
     counts = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
+    # Unchanged: the delete of 3, a key silver no longer holds (still remembered).
     assert tuple(manifest[name] for name in counts) == (0, 1, 1, 1)
     assert _rows(spark, "staged_memory") == {1: 12, 2: 21, 5: 50, 6: 60, 7: 70, 8: 80}
-    at_utc = F.date_format(
-        F.to_utc_timestamp("_icetide_change_ts", F.current_timezone()), "yyyy-MM-dd HH:mm:ss"
-    )
-    tombstones = (
-        spark.table(f"{silver_table('staged_memory')}__icetide_tombstones")
-        .select("id", "_icetide_op", at_utc.alias("at"))
-        .collect()
-    )
-    # Compared as UTC text (PySpark hands timestamps back in the machine's local time).
-    assert sorted((row["id"], row["_icetide_op"], row["at"]) for row in tombstones) == [
+    assert _tombstones(spark, "staged_memory") == [
         (3, "D", "2026-11-21 08:00:00"),
         (4, "D", "2026-11-21 08:00:00"),
     ]

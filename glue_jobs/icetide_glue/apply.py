@@ -1,9 +1,11 @@
 """Landing a run's changes in silver: classify them, then commit them, visible to readers at once.
 
-The changes of keys silver holds go through a MERGE, the others are appended (:func:`commit_changes`):
-a MERGE that also inserts is an outer join Spark must shuffle, one that only matches is an inner
-join it can broadcast. A run with both commits them on a staging branch and publishes the branch in
-one fast-forward of main (icetide_glue.staging), so readers still see the run whole or not at all.
+The classification reads silver once, where the batch's keys can be, and finds for each change of
+a key silver holds the row it replaces (its data file and position). The commit
+(:func:`commit_changes`) removes those rows by position (icetide_glue.position_deletes) and appends
+the rows the changes leave (updates, inserts, soft deletes): no MERGE, so no second read of silver.
+A run with both commits them on a staging branch and publishes the branch in one fast-forward of
+main (icetide_glue.staging), so readers still see the run whole or not at all.
 """
 
 from __future__ import annotations
@@ -14,32 +16,35 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.columns import ACTION, CHANGE_TS, MATCHED, REMEMBER, REMEMBERED
-from icetide_glue.commit import commit_with_properties
+from icetide_glue.columns import (
+    ACTION,
+    CHANGE_TS,
+    MATCHED,
+    REMEMBER,
+    REMEMBERED,
+    TAKE_IMAGE,
+    silver_value_column,
+)
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.session import session_settings
+from icetide_glue.position_deletes import remove_rows
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
+    MAIN_BRANCH,
     MEMORY_COLUMNS,
     ChangeAction,
+    branch_name,
     classify_changes_sql,
+    compared_columns,
     expired_memory_condition,
     memory_merge_sql,
-    merge_sql,
     prune_memory_sql,
+    quote_identifier,
 )
 from icetide_glue.staging import staged_commit
 
 CHANGES_VIEW = "icetide_changes"
-CHANGES_TO_MERGE_VIEW = "icetide_changes_to_merge"
 CHANGES_TO_REMEMBER_VIEW = "icetide_changes_to_remember"
 _MICROS_PER_DAY = 86_400_000_000
-# Changes up to this size (as Spark measures the cached, compressed rows) are broadcast into the
-# MERGE's scan of silver, which is then never shuffled. The driver collects them and every
-# executor holds them as a hash table (several times this size); 160,000 changes of a narrow table
-# measured 10 MB. Larger changes are joined by shuffle.
-MERGE_BROADCAST_BYTES = 64 * 1024 * 1024
-BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 
 
 @dataclass(frozen=True)
@@ -58,11 +63,11 @@ class ChangeCounts:
 
 @dataclass(frozen=True)
 class CommitPlan:
-    """How many changing changes meet a silver row (MERGE) and how many do not (append); their
-    sum is :attr:`ChangeCounts.changing` (a soft delete of a key silver lacks is appended)."""
+    """How many silver rows the commit removes (the changing changes of keys silver holds) and how
+    many rows it appends (every changing change but a hard delete)."""
 
-    to_merge: int = 0
-    to_append: int = 0
+    to_remove: int = 0
+    to_write: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,22 +85,27 @@ class ClassifiedChanges:
     newest_change_micros: int | None = None
     # Of ``to_remember``, the changes of keys the tombstone table already holds (merged there).
     remembered_before: int = 0
+    # The columns compared with silver's, in order: with soft deletes the frame also carries
+    # silver's value of each (``silver_value_column(i)``).
+    compared: Sequence[str] = ()
 
     def to_apply(self) -> DataFrame:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
 
-    def to_merge(self) -> DataFrame:
-        """The changing changes of keys silver holds."""
+    def to_remove(self) -> DataFrame:
+        """The changing changes of keys silver holds: their silver rows go."""
         return self.to_apply().where(F.col(MATCHED))
 
-    def to_append(self) -> DataFrame:
-        """The changing changes of keys silver lacks: inserts (and soft deletes with values)."""
-        return self.to_apply().where(~F.col(MATCHED))
+    def to_write(self, soft_delete: bool) -> DataFrame:
+        """The changing changes that leave a row: all but hard deletes."""
+        if soft_delete:
+            return self.to_apply()
+        return self.to_apply().where(F.col(ACTION) != ChangeAction.DELETE.value)
 
     def release(self) -> None:
         """Drop the run's temporary views (a session may run many jobs). The checkpointed labels
         cannot be unpersisted: Spark frees their blocks once the frame is garbage-collected."""
-        for view in (CHANGES_VIEW, CHANGES_TO_MERGE_VIEW, CHANGES_TO_REMEMBER_VIEW):
+        for view in (CHANGES_VIEW, CHANGES_TO_REMEMBER_VIEW):
             self.frame.sparkSession.catalog.dropTempView(view)
 
 
@@ -119,7 +129,8 @@ def classify_changes(
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table
-    before the MERGE reads these labels, which would repeat the classification's read of silver.
+    (and, staged, removes silver rows) before the commit reads these labels, which would repeat
+    the classification's read of silver with other results.
     """
     latest.createOrReplaceTempView(CHANGES_VIEW)
     statement = classify_changes_sql(
@@ -154,6 +165,8 @@ def classify_changes(
             if row[MATCHED] == matched and row[ACTION] != ChangeAction.UNCHANGED.value
         )
 
+    leaving_rows = [ChangeAction.INSERT, ChangeAction.UPDATE, *([ChangeAction.DELETE] if soft_delete else [])]
+
     newest = [int(row["newest"]) for row in rows if row["newest"] is not None]
     return ClassifiedChanges(
         frame=frame,
@@ -163,11 +176,12 @@ def classify_changes(
             deleted=count(ChangeAction.DELETE),
             unchanged=count(ChangeAction.UNCHANGED),
         ),
-        plan=CommitPlan(to_merge=changing(True), to_append=changing(False)),
+        plan=CommitPlan(to_remove=changing(True), to_write=sum(count(action) for action in leaving_rows)),
         key_ranges=key_ranges,
         to_remember=sum(int(row["remember"]) for row in rows),
         remembered_before=sum(int(row["remembered_before"]) for row in rows),
         newest_change_micros=max(newest) if newest else None,
+        compared=compared_columns(value_columns, keys),
     )
 
 
@@ -214,76 +228,64 @@ def commit_changes(
     spark: SparkSession,
     table: SilverTable,
     classified: ClassifiedChanges,
-    keys: Sequence[str],
     columns: Sequence[str],
     snapshot_properties: Mapping[str, str],
     soft_delete: bool = False,
     base_snapshot_id: int | None = None,
 ) -> None:
     """Commit the changes that change something, as ONE new state of main that carries
-    ``snapshot_properties``: a MERGE of the changes of keys silver holds, an append of the
-    others, or both staged on a branch made at ``base_snapshot_id`` (main's snapshot read before
-    the classification) and published together (icetide_glue.staging)."""
+    ``snapshot_properties``: a removal of the silver rows they replace (by position, validated
+    against ``base_snapshot_id``, main's snapshot read before the classification), an append of
+    the rows they leave, or both staged on a branch made at ``base_snapshot_id`` and published
+    together (icetide_glue.staging)."""
     plan = classified.plan
-    if plan.to_merge + plan.to_append != classified.counts.changing:
+    counts = classified.counts
+    if (
+        plan.to_remove > counts.changing
+        or plan.to_write > counts.changing
+        or (plan.to_remove + plan.to_write < counts.changing)
+    ):
         raise IcetideJobError(
-            f"{table}: {classified.counts.changing} changing change(s), but {plan.to_merge} to merge "
-            f"and {plan.to_append} to append"
+            f"{table}: {counts.changing} changing change(s), but {plan.to_remove} silver row(s) to "
+            f"remove and {plan.to_write} to write"
         )
-    inserts = classified.to_append().select(*columns)
-    if plan.to_merge and plan.to_append:
-        if base_snapshot_id is None:
-            raise IcetideJobError(
-                f"{table}: rows appeared in a table that had no snapshot when the run read it"
-            )
+    rows = rows_to_write(classified, columns, soft_delete)
+    if plan.to_remove and base_snapshot_id is None:
+        raise IcetideJobError(f"{table}: rows appeared in a table that had no snapshot when the run read it")
+    removed = classified.to_remove()
+    if plan.to_remove and plan.to_write:
+        assert base_snapshot_id is not None  # checked above
+        base = base_snapshot_id
         staged_commit(
             spark,
             table,
-            base_snapshot_id,
-            lambda target: merge_changes(spark, target, classified, keys, columns, {}, soft_delete),
-            lambda target: append_changes(target, inserts, snapshot_properties),
+            base,
+            lambda branch: remove_rows(spark, table, branch, removed, base, {}),
+            lambda branch: append_changes(branch_name(table.sql_name, branch), rows, snapshot_properties),
         )
-    elif plan.to_merge:
-        merge_changes(spark, table.sql_name, classified, keys, columns, snapshot_properties, soft_delete)
-    elif plan.to_append:
-        append_changes(table.sql_name, inserts, snapshot_properties)
+    elif plan.to_remove:
+        assert base_snapshot_id is not None  # checked above
+        remove_rows(spark, table, MAIN_BRANCH, removed, base_snapshot_id, snapshot_properties)
+    elif plan.to_write:
+        append_changes(table.sql_name, rows, snapshot_properties)
 
 
-def merge_changes(
-    spark: SparkSession,
-    target: str,
-    classified: ClassifiedChanges,
-    keys: Sequence[str],
-    columns: Sequence[str],
-    snapshot_properties: Mapping[str, str],
-    soft_delete: bool = False,
-) -> None:
-    """One MERGE of the changing changes of keys silver holds into ``target`` (a table's or a
-    branch's SQL name), committed with ``snapshot_properties``.
-
-    The changes are cached and counted first: Spark then plans the MERGE knowing their true size
-    and broadcasts them into silver's scan when they are under ``MERGE_BROADCAST_BYTES`` (a
-    checkpoint carries the classification's estimated size, a product of its inputs' sizes, far
-    above any threshold; and a hint does not reach a MERGE's join).
-    Unchanged changes are left out of the MERGE's source; the order guard in its conditions
-    still protects newer silver rows on its own.
-    """
-    changes = classified.to_merge().cache()
-    try:
-        changes.count()
-        changes.createOrReplaceTempView(CHANGES_TO_MERGE_VIEW)
-        statement = merge_sql(
-            target,
-            CHANGES_TO_MERGE_VIEW,
-            keys,
-            columns,
-            soft_delete=soft_delete,
-            key_ranges=classified.key_ranges,
+def rows_to_write(classified: ClassifiedChanges, columns: Sequence[str], soft_delete: bool) -> DataFrame:
+    """The rows the run's changing changes leave in silver, as silver's ``columns``: each change's
+    own, except a soft delete that keeps silver's values (``_icetide_take_image`` false), which
+    writes silver's values with the delete's change time, sequence, run id and deletion time."""
+    rows = classified.to_write(soft_delete)
+    if soft_delete and classified.compared:
+        keeps_silver = (F.col(ACTION) == ChangeAction.DELETE.value) & F.col(MATCHED) & ~F.col(TAKE_IMAGE)
+        rows = rows.withColumns(
+            {
+                column: F.when(keeps_silver, F.col(silver_value_column(i))).otherwise(
+                    F.col(quote_identifier(column))
+                )
+                for i, column in enumerate(classified.compared)
+            }
         )
-        with session_settings(spark, {BROADCAST_THRESHOLD: str(MERGE_BROADCAST_BYTES)}):
-            commit_with_properties(spark, snapshot_properties, lambda: spark.sql(statement))
-    finally:
-        changes.unpersist()
+    return rows.select(*columns)
 
 
 def append_changes(target: str, aligned: DataFrame, snapshot_properties: Mapping[str, str]) -> None:

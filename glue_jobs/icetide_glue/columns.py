@@ -36,6 +36,13 @@ IN_SILVER = "_icetide_in_silver"
 IN_MEMORY = "_icetide_in_memory"
 # True when silver holds the change's key: the MERGE applies it; the run appends the others.
 MATCHED = "_icetide_matched"
+# Where silver holds a matched key's row (Iceberg's _file and _pos of the row the classification
+# read): the run removes that row by position (icetide_glue.position_deletes).
+SILVER_FILE = "_icetide_silver_file"
+SILVER_POS = "_icetide_silver_pos"
+# With soft deletes: silver's value of each compared column (by position), which a soft delete
+# that keeps silver's values writes back (silver_value_column).
+SILVER_VALUE_PREFIX = "_icetide_silver_value_"
 # True when the key's order memory (the tombstone table) already has an entry: a change to
 # remember moves that entry forward; the others are appended to the tombstone table.
 REMEMBERED = "_icetide_remembered"
@@ -66,6 +73,11 @@ APPEND_METADATA = StructType(
 
 # Operations as DMS spells them.
 INSERT, UPDATE, DELETE = "I", "U", "D"
+
+
+def silver_value_column(index: int) -> str:
+    """The working column holding silver's value of the ``index``-th compared column."""
+    return f"{SILVER_VALUE_PREFIX}{index}"
 
 
 def is_metadata_column(name: str) -> bool:

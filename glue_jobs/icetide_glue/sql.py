@@ -25,7 +25,10 @@ from icetide_glue.columns import (
     REMEMBER,
     REMEMBERED,
     RUN_ID,
+    SILVER_FILE,
+    SILVER_POS,
     TAKE_IMAGE,
+    silver_value_column,
 )
 
 # Snapshot summary keys written with every icetide commit (see commit.py).
@@ -34,7 +37,7 @@ RUN_STATS_PROPERTY = "icetide.run-stats"
 
 
 class ChangeAction(StrEnum):
-    """What one deduplicated change does to silver; the MERGE applies the first three."""
+    """What one deduplicated change does to silver; the run's commit applies the first three."""
 
     INSERT = "insert"
     UPDATE = "update"
@@ -120,7 +123,7 @@ def call_procedure_sql(catalog: str, procedure: str, arguments: Sequence[tuple[s
     return f"CALL {procedure_name(catalog, procedure)}({named})"
 
 
-# The branch a run stages its MERGE and its append on when it needs both (icetide_glue.staging).
+# The branch a run stages its row removal and its append on when it needs both (icetide_glue.staging).
 STAGING_BRANCH = "icetide_staging"
 MAIN_BRANCH = "main"
 
@@ -245,13 +248,18 @@ def passes_memory(source: str = "s", memory: str = "m") -> str:
 
     An insert or update must be newer than the remembered change. A delete must not be older: the
     same delete read again must still remove a silver row that a failed silver commit left behind
-    (the memory is written before the silver MERGE). No memory row: nothing stops it.
+    (the memory is written before the silver commit). No memory row: nothing stops it.
     """
     op, in_memory = f"{source}.{quote_identifier(OP)}", f"{memory}.{quote_identifier(IN_MEMORY)}"
     return (
         f"({in_memory} IS NULL OR ({op} = '{DELETE}' AND NOT {order_guard(memory, source)})"
         f" OR ({op} <> '{DELETE}' AND {order_guard(source, memory)}))"
     )
+
+
+def compared_columns(value_columns: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """The source columns the classification compares with silver's: all but the keys."""
+    return [c for c in value_columns if c not in keys]
 
 
 def classify_changes_sql(
@@ -267,12 +275,14 @@ def classify_changes_sql(
     """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
     whether the key's order memory must keep it (``_icetide_remember``).
 
-    It uses the same key join and order guard as :func:`merge_sql`, which is what makes the
-    manifest's counts the commit's counts; ``_icetide_matched`` says whether silver holds the key
-    (the MERGE applies the change) or not (the run appends it). An update whose ``value_columns``
-    (the source's columns, not icetide's) all equal silver's is ``unchanged``: a ``gte`` watermark
-    re-reads its boundary rows every run, and DMS stamps them with a new transfer time, so without
-    this check every re-read would rewrite an identical row. Only those columns of silver are read.
+    Its labels are the commit: ``_icetide_matched`` says whether silver holds the key, and then
+    ``_icetide_silver_file`` / ``_icetide_silver_pos`` say where (Iceberg's ``_file`` and ``_pos``):
+    the run removes that row by position and appends the change's row
+    (icetide_glue.position_deletes), so the manifest's counts are the commit's counts. An update
+    whose ``value_columns`` (the source's columns, not icetide's) all equal silver's is
+    ``unchanged``: a ``gte`` watermark re-reads its boundary rows every run, and DMS stamps them
+    with a new transfer time, so without this check every re-read would rewrite an identical row.
+    Only those columns of silver are read (and, with soft deletes, kept for the commit).
 
     ``memory_table`` (the tombstone table) holds, per key, the newest delete and the newest update
     skipped as unchanged: a change it does not pass (:func:`passes_memory`) is ``unchanged``. The
@@ -280,7 +290,7 @@ def classify_changes_sql(
     memory. With ``soft_delete`` a delete keeps the row (so a delete of a key silver lacks, when
     it carries values, inserts it as deleted), a revived row is never unchanged, and
     ``_icetide_take_image`` (:func:`take_image`) says whether a delete keeps the values it carries
-    or silver's.
+    or silver's (``_icetide_silver_value_<i>``: silver's value of the i-th compared column).
 
     Silver and the tombstone table are read only where the batch can match
     (:func:`rows_of_batch`): files outside ``key_ranges`` (of the first key, from the batch's own
@@ -289,10 +299,18 @@ def classify_changes_sql(
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
-    compared = [c for c in value_columns if c not in keys]
+    compared = compared_columns(value_columns, keys)
     silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
     silver_rows = rows_of_batch(
-        table, source_view, keys, silver_side, IN_SILVER, key_ranges, broadcast_changes
+        table, source_view, keys, silver_side, IN_SILVER, key_ranges, broadcast_changes, row_positions=True
+    )
+    kept_values = (
+        [
+            f"t.{quote_identifier(c)} AS {quote_identifier(silver_value_column(i))},"
+            for i, c in enumerate(compared)
+        ]
+        if soft_delete
+        else []
     )
     same_row = "FALSE"
     if compared:
@@ -336,6 +354,8 @@ def classify_changes_sql(
             f"END AS {quote_identifier(ACTION)},",
             *([f"{keeps_image} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
             f"{in_silver} IS NOT NULL AS {quote_identifier(MATCHED)},",
+            f"t.{quote_identifier(SILVER_FILE)}, t.{quote_identifier(SILVER_POS)},",
+            *kept_values,
             f"{remembered} AS {quote_identifier(REMEMBERED)},",
             f"{remember} AS {quote_identifier(REMEMBER)}",
             f"FROM {quote_identifier(source_view)} s",
@@ -354,9 +374,11 @@ def rows_of_batch(
     marker: str,
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
+    row_positions: bool = False,
 ) -> str:
     """``columns`` of a keyed table (silver, or its tombstone table) plus a ``marker`` column that
-    is true, for the rows a batch can match.
+    is true, for the rows a batch can match; with ``row_positions`` also each row's data file and
+    position in it (Iceberg's ``_file`` and ``_pos``) as ``_icetide_silver_file`` / ``_pos``.
 
     ``key_ranges`` become a static filter Iceberg prunes files with; ``broadcast_changes`` adds a
     semi join with the batch's keys, broadcast into the scan, so the classification's join sees
@@ -365,6 +387,8 @@ def rows_of_batch(
     """
     hint = "/*+ BROADCAST(k) */ " if broadcast_changes else ""
     selected = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
+    if row_positions:
+        selected += f", r._file AS {quote_identifier(SILVER_FILE)}, r._pos AS {quote_identifier(SILVER_POS)}"
     lines = [
         # Every name is quoted by quote_identifier: nothing in this text comes unquoted from input.
         f"SELECT {hint}{selected}, TRUE AS {quote_identifier(marker)} FROM {table} r",  # noqa: S608
@@ -374,64 +398,6 @@ def rows_of_batch(
     if key_ranges:
         lines.append(f"WHERE {key_ranges_condition(keys[0], key_ranges, 'r')}")
     return " ".join(lines)
-
-
-def merge_sql(
-    table: str,
-    source_view: str,
-    keys: Sequence[str],
-    columns: Sequence[str],
-    soft_delete: bool = False,
-    key_ranges: Sequence[tuple[int, int]] = (),
-) -> str:
-    """The MERGE that updates and deletes the rows silver holds for a run's changes.
-
-    It has no NOT MATCHED clause on purpose: the run appends the changes of keys silver lacks
-    (the classification knows them), and a MERGE without one is an inner join, in which Spark
-    may broadcast the changes into silver's scan. With a NOT MATCHED clause Spark plans the
-    target RIGHT OUTER JOIN the changes, which can only be shuffled: every scanned silver key
-    crosses the network and is sorted, whatever the change's size.
-
-    ``columns`` are every silver column (source and metadata): the source view carries all of
-    them, with nulls for columns the source no longer has. The order guard sits in the matched
-    clauses, so an older change never overwrites a newer row even if the view holds one.
-
-    With ``soft_delete`` a delete keeps the row: it takes the values the change carries when the
-    classification says they are the latest known (``_icetide_take_image``), otherwise only the
-    change time, sequence, run id and ``_icetide_deleted_at`` change (a keys-only before-image
-    never overwrites values with nulls).
-
-    ``key_ranges`` (of the first key, covering every key of the source) join the ON condition as a
-    filter on silver alone, so the MERGE scans only the files that can hold the batch's keys.
-    """
-    if not columns:
-        raise ValueError(f"MERGE INTO {table} needs the silver column list")
-    op = f"s.{quote_identifier(OP)}"
-    takes_image = f"s.{quote_identifier(TAKE_IMAGE)}"
-    guard = order_guard()
-    assignments = _assignments(columns)
-    if soft_delete:
-        metadata_only = _assignments([CHANGE_TS, CHANGE_SEQ, RUN_ID, DELETED_AT])
-        deletes = [
-            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} AND {takes_image} THEN UPDATE SET {assignments}",
-            f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN UPDATE SET {metadata_only}",
-        ]
-    else:
-        deletes = [f"WHEN MATCHED AND {op} = '{DELETE}' AND {guard} THEN DELETE"]
-    return "\n".join(
-        [
-            f"MERGE INTO {table} t",
-            f"USING {quote_identifier(source_view)} s",
-            f"ON {key_condition(keys)}"
-            + (f" AND {key_ranges_condition(keys[0], key_ranges)}" if key_ranges else ""),
-            *deletes,
-            f"WHEN MATCHED AND {op} <> '{DELETE}' AND {guard} THEN UPDATE SET {assignments}",
-        ]
-    )
-
-
-def _assignments(columns: Sequence[str]) -> str:
-    return ", ".join(f"t.{quote_identifier(c)} = s.{quote_identifier(c)}" for c in columns)
 
 
 def reconcile_candidates_sql(
@@ -586,7 +552,7 @@ def record_committed_runs_sql(ledger: str, table: str) -> str:
 def rolled_back_snapshots_sql(table: str) -> str:
     """``table``'s snapshots that main never made current (rolled back, staged on a branch, or
     under a staged run's published head): the runs they carry, if any, must load again, so the
-    ledger must not hold them. A staged MERGE's snapshot carries no run id: nothing to forget."""
+    ledger must not hold them. A staged removal's snapshot carries no run id: nothing to forget."""
     snapshots, history = f"{table}.{quote_identifier('snapshots')}", f"{table}.{quote_identifier('history')}"
     return "\n".join(
         [

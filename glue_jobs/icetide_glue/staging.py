@@ -1,13 +1,13 @@
 """Two writes published as one: stage them on a branch, then fast-forward main to it.
 
-A run that both updates rows silver holds (a MERGE) and adds rows it lacks (an append) makes two
-commits. Readers must still see the run whole or not at all, and a rerun must know whether it
-landed. So both go to the table's staging branch, made from the snapshot of main the run read
-before it classified its changes; then one metadata commit moves main to the branch's head
-(Iceberg's ``fast_forward``). Until then main is
-untouched: a run that fails in between leaves only the branch, which its rerun (or the next run,
-or maintenance) replaces or drops. The run id sits on the last staged snapshot, so the rerun's
-committed check (main's ancestors only) finds it exactly when main carries the whole run.
+A run that both removes rows silver holds (the rows its changes replace or delete) and adds rows (an
+append) makes two commits. Readers must still see the run whole or not at all, and a rerun must know
+whether it landed. So both go to the table's staging branch, made from the snapshot of main the run
+read before it classified its changes; then one metadata commit moves main to the branch's head
+(Iceberg's ``fast_forward``). Until then main is untouched: a run that fails in between leaves only
+the branch, which its rerun (or the next run, or maintenance) replaces or drops. The run id sits on
+the last staged snapshot, so the rerun's committed check (main's ancestors only) finds it exactly
+when main carries the whole run.
 
 Runs of one table never overlap (the control item's lock), so one branch name serves them all.
 A commit to main by anything else after that read makes the fast-forward fail (main's head is
@@ -25,7 +25,6 @@ from icetide_glue.errors import one_line
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
     STAGING_BRANCH,
-    branch_name,
     drop_branch_sql,
     fast_forward_sql,
     replace_branch_sql,
@@ -38,11 +37,11 @@ def staged_commit(
     spark: SparkSession, table: SilverTable, base_snapshot_id: int, *writes: Callable[[str], object]
 ) -> None:
     """Run each write against the staging branch (made at ``base_snapshot_id``, the snapshot of
-    main the writes were planned from) by its SQL name, in order, then publish them at once."""
+    main the writes were planned from), given the branch's name, in order, then publish them at
+    once."""
     spark.sql(replace_branch_sql(table.sql_name, STAGING_BRANCH, base_snapshot_id))
-    target = branch_name(table.sql_name, STAGING_BRANCH)
     for write in writes:
-        write(target)
+        write(STAGING_BRANCH)
     spark.sql(fast_forward_sql(table.catalog, table.database, table.name, STAGING_BRANCH))
     drop_staging_branch(spark, table)
 

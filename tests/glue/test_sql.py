@@ -27,7 +27,6 @@ from icetide_glue.sql import (
     key_ranges_condition,
     main_snapshot_sql,
     memory_merge_sql,
-    merge_sql,
     order_guard,
     qualified_name,
     quote_identifier,
@@ -115,42 +114,7 @@ def test_order_guard_compares_change_time_then_sequence() -> None:
     assert order_guard() == GUARD
 
 
-def test_merge_updates_and_deletes_behind_the_order_guard_and_never_inserts() -> None:
-    statement = merge_sql(TABLE, "icetide_changes", ["tenant", "order_id"], ["tenant", "order_id", "note"])
-    # Expected text, compared and never executed.
-    assert statement == (
-        "MERGE INTO `glue_catalog`.`silver`.`orders` t\n"
-        "USING `icetide_changes` s\n"
-        "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
-        f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} THEN DELETE\n"
-        f"WHEN MATCHED AND s.`_icetide_op` <> 'D' AND {GUARD} THEN UPDATE SET "
-        "t.`tenant` = s.`tenant`, t.`order_id` = s.`order_id`, t.`note` = s.`note`"
-    )
-
-
-def test_a_soft_delete_merge_keeps_the_row_and_takes_the_image_only_when_told() -> None:
-    statement = merge_sql(TABLE, "v", ["order_id"], ["order_id", "note"], soft_delete=True)
-    metadata = (
-        "t.`_icetide_change_ts` = s.`_icetide_change_ts`, t.`_icetide_change_seq` = s.`_icetide_change_seq`, "
-        "t.`_icetide_run_id` = s.`_icetide_run_id`, t.`_icetide_deleted_at` = s.`_icetide_deleted_at`"
-    )
-    assert statement.splitlines()[3:] == [
-        f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} AND s.`_icetide_take_image` THEN UPDATE SET "
-        "t.`order_id` = s.`order_id`, t.`note` = s.`note`",
-        f"WHEN MATCHED AND s.`_icetide_op` = 'D' AND {GUARD} THEN UPDATE SET {metadata}",
-        f"WHEN MATCHED AND s.`_icetide_op` <> 'D' AND {GUARD} THEN UPDATE SET "
-        "t.`order_id` = s.`order_id`, t.`note` = s.`note`",
-    ]
-
-
-def test_merge_needs_keys_and_columns() -> None:
-    with pytest.raises(ValueError, match="at least one key column"):
-        merge_sql(TABLE, "v", [], ["note"])
-    with pytest.raises(ValueError, match="needs the silver column list"):
-        merge_sql(TABLE, "v", ["order_id"], [])
-
-
-def test_classification_labels_each_change_with_the_merge_action() -> None:
+def test_classification_labels_each_change_with_the_commit_s_action_and_silver_s_row_position() -> None:
     statement = classify_changes_sql(TABLE, "icetide_changes", ["order_id"])
     # Expected text, compared and never executed.
     assert statement == (
@@ -162,14 +126,27 @@ def test_classification_labels_each_change_with_the_merge_action() -> None:
         "  ELSE 'update'\n"
         "END AS `_icetide_action`,\n"
         "t.`_icetide_in_silver` IS NOT NULL AS `_icetide_matched`,\n"
+        "t.`_icetide_silver_file`, t.`_icetide_silver_pos`,\n"
         "FALSE AS `_icetide_remembered`,\n"
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
         "AS `_icetide_remember`\n"
         "FROM `icetide_changes` s\n"
         "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
         "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
         "ON t.`order_id` = s.`order_id`"
     )
+
+
+def test_a_soft_delete_classification_keeps_silver_s_values_by_position() -> None:
+    statement = classify_changes_sql(
+        TABLE, "v", ["order_id"], ["order_id", "note", "amount"], soft_delete=True
+    )
+    assert (
+        "t.`_icetide_silver_file`, t.`_icetide_silver_pos`,\n"
+        "t.`note` AS `_icetide_silver_value_0`,\n"
+        "t.`amount` AS `_icetide_silver_value_1`,\n"
+    ) in statement
 
 
 def test_committed_snapshot_lookup_only_sees_current_ancestors() -> None:
@@ -193,7 +170,8 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
     ) in statement
     assert (
         "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, r.`note`, "
-        "r.`amount`, TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
+        "r.`amount`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
     ) in statement
 
 
@@ -208,7 +186,8 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
     )
     assert (
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
-        "r.`_icetide_change_seq`, TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
+        "r.`_icetide_change_seq`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
         "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id` "
         "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) t\n"
         "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
@@ -232,11 +211,6 @@ def test_key_ranges_condition_is_closed_ranges_of_whole_numbers() -> None:
         key_ranges_condition("id", [])
     with pytest.raises(ValueError, match=r"key range 9\.\.1 is empty"):
         key_ranges_condition("id", [(9, 1)])
-
-
-def test_merge_scans_silver_only_within_the_batch_s_key_ranges() -> None:
-    statement = merge_sql(TABLE, "v", ["order_id"], ["order_id", "note"], key_ranges=[(100, 250)])
-    assert "ON t.`order_id` = s.`order_id` AND (t.`order_id` BETWEEN 100 AND 250)\n" in statement
 
 
 def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extracted() -> None:

@@ -1,8 +1,9 @@
-"""A run that both merges and appends is published whole: staged on a branch, then one fast-forward.
+"""A run that both removes silver rows and appends is published whole: staged on a branch, then
+one fast-forward.
 
-The MERGE only updates and deletes (an inner join Spark can broadcast); the keys silver lacks are
-appended. Readers of main must never see one without the other, a failure in between must leave
-main as it was, and the rerun must land the run exactly once.
+The rows the changes replace or delete are removed by position (found by the classification);
+the rows the changes leave are appended. Readers of main must never see one without the other, a
+failure in between must leave main as it was, and the rerun must land the run exactly once.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import silver_table
 from icetide_glue.maintenance import maintain_table
-from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import STAGING_BRANCH
 
@@ -32,7 +32,7 @@ BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
 )
 FIRST = [("I", "2026-11-21 06:00:00", key, key * 10) for key in range(1, 7)]
-# Updates 1 and 2, deletes 3, inserts 7 and 8: both a MERGE and an append.
+# Updates 1 and 2, deletes 3, inserts 7 and 8: both a removal (1, 2, 3) and an append (1, 2, 7, 8).
 SECOND = [
     ("U", "2026-11-21 07:00:00", 1, 11),
     ("U", "2026-11-21 07:00:00", 2, 21),
@@ -116,7 +116,7 @@ def append_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[
     yield install
 
 
-def _fail_between_merge_and_append(
+def _fail_between_removal_and_append(
     spark: SparkSession,
     load_run: LoadRun,
     tmp_path: Path,
@@ -138,7 +138,7 @@ def _fail_between_merge_and_append(
     return before, second
 
 
-def test_merge_and_append_reach_main_in_one_step_with_the_run_id_on_its_head(
+def test_removal_and_append_reach_main_in_one_step_with_the_run_id_on_its_head(
     spark: SparkSession, load_run: LoadRun, tmp_path: Path
 ) -> None:
     first, second = _two_batches(tmp_path)
@@ -150,8 +150,8 @@ def test_merge_and_append_reach_main_in_one_step_with_the_run_id_on_its_head(
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
     head = _current_snapshot(spark, "staged_ok")
     assert manifest["snapshotId"] == head
-    # Main moved from the first run's snapshot to the append on top of the MERGE: no state of main
-    # ever held the MERGE without the append.
+    # Main moved from the first run's snapshot to the append on top of the removal: no state of
+    # main ever held the removal without the append.
     history = [
         row["snapshot_id"]
         for row in spark.table(f"{silver_table('staged_ok')}.history").orderBy("made_current_at").collect()
@@ -164,19 +164,19 @@ def test_merge_and_append_reach_main_in_one_step_with_the_run_id_on_its_head(
         .collect()
     }
     assert operations[head] == ("append", "staged-2")
-    staged_merge = [snapshot for snapshot, (operation, _) in operations.items() if operation == "overwrite"]
-    assert len(staged_merge) == 1 and operations[staged_merge[0]] == ("overwrite", None)
+    staged_removal = [snapshot for snapshot, (operation, _) in operations.items() if operation == "delete"]
+    assert len(staged_removal) == 1 and operations[staged_removal[0]] == ("delete", None)
     assert _branches(spark, "staged_ok") == ["main"]
 
 
-def test_a_failure_between_merge_and_append_leaves_main_and_the_rerun_lands_once(
+def test_a_failure_between_removal_and_append_leaves_main_and_the_rerun_lands_once(
     spark: SparkSession,
     load_run: LoadRun,
     tmp_path: Path,
     append_hook: Callable[[Callable[[str], None]], None],
 ) -> None:
-    before, second = _fail_between_merge_and_append(spark, load_run, tmp_path, append_hook, "staged_fail")
-    # The MERGE committed on the branch only: main and its readers saw nothing.
+    before, second = _fail_between_removal_and_append(spark, load_run, tmp_path, append_hook, "staged_fail")
+    # The removal committed on the branch only: main and its readers saw nothing.
     assert _current_snapshot(spark, "staged_fail") == before
     assert _rows(spark, "staged_fail") == AFTER_FIRST
     assert _branches(spark, "staged_fail") == [STAGING_BRANCH, "main"]
@@ -258,40 +258,43 @@ def test_maintenance_drops_a_staging_branch_a_failed_run_left(
     tmp_path: Path,
     append_hook: Callable[[Callable[[str], None]], None],
 ) -> None:
-    _fail_between_merge_and_append(spark, load_run, tmp_path, append_hook, "staged_left")
+    _fail_between_removal_and_append(spark, load_run, tmp_path, append_hook, "staged_left")
     assert _branches(spark, "staged_left") == [STAGING_BRANCH, "main"]
     maintain_table(spark, SilverTable("local", "silver", "staged_left"))
     assert _branches(spark, "staged_left") == ["main"]
     assert _rows(spark, "staged_left") == AFTER_FIRST
 
 
-def test_the_merge_broadcasts_the_changes_into_silver_s_scan(
+def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position_deletes(
     spark: SparkSession, load_run: LoadRun, tmp_path: Path
 ) -> None:
-    """Broadcast whatever the session's own threshold (here one that refuses every table): the
-    changes are cached and counted, so Spark plans with their measured size. (At 20M rows the
-    checkpointed changes' estimated size kept the static plan a sort-merge join that shuffled all
-    of silver; this small table cannot show that, docs/glue-job.md has the numbers.)"""
-    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
-    write_dms_file(first, "LOAD00000001.parquet", BRONZE, FIRST)
-    write_dms_file(second, "20261121-070000000.parquet", BRONZE, [("D", "2026-11-21 07:00:00", 3, 30)])
-    write_dms_file(third, "20261121-080000000.parquet", BRONZE, [("U", "2026-11-21 08:00:00", 2, 22)])
-    load_run("staged_plan", "plan-1", first)
-    load_run("staged_plan", "plan-2", second)  # the tombstone table now holds a row
+    """The classification is the only read of silver's rows: the commit removes the rows it found
+    by position, one delete file per data file touched (Iceberg applies it to that file alone).
+    A MERGE would scan silver a second time (a ``WriteDelta`` plan over silver's scan)."""
+    first, second = _two_batches(tmp_path)
+    load_run("staged_reads", "reads-1", first)
     newest_before = max(execution.executionId() for execution in _executions(spark))
-    with session_settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "1"}):
-        load_run("staged_plan", "plan-3", third)
+    load_run("staged_reads", "reads-2", second)
     plans = [
         execution.physicalPlanDescription()
         for execution in _executions(spark)
         if execution.executionId() > newest_before
     ]
-    merge_plans = [plan for plan in plans if "WriteDelta" in plan]
-    assert len(merge_plans) == 1, f"expected one MERGE, got {len(merge_plans)}"
-    # Planned so from the start, not turned into a broadcast once silver was already shuffled.
-    initial_plan = merge_plans[0].split("== Initial Plan ==")[-1]
-    assert "BroadcastHashJoin" in initial_plan and "SortMergeJoin" not in initial_plan, initial_plan
-    assert _rows(spark, "staged_plan") == {1: 10, 2: 22, 4: 40, 5: 50, 6: 60}
+    silver_scan = f"BatchScan {silver_table('staged_reads')} ("  # not its metadata tables
+    reads = [plan for plan in plans if silver_scan in plan]
+    assert len(reads) == 1, [line for plan in plans for line in plan.splitlines() if "BatchScan" in line]
+    assert "_file" in reads[0] and "_pos" in reads[0]
+    assert not [plan for plan in plans if "WriteDelta" in plan or "ReplaceData" in plan]
+    deletes = spark.sql(
+        f"SELECT content, record_count, referenced_data_file FROM {silver_table('staged_reads')}.delete_files"  # noqa: S608
+    ).collect()
+    data_files = {
+        row[0]
+        for row in spark.sql(f"SELECT file_path FROM {silver_table('staged_reads')}.data_files").collect()  # noqa: S608
+    }
+    assert [(row[0], row[1]) for row in deletes] == [(1, 3)]  # position deletes of 1, 2 and 3
+    assert deletes[0][2] in data_files
+    assert _rows(spark, "staged_reads") == AFTER_SECOND
 
 
 @pytest.mark.parametrize("moved", [False, True], ids=["before main moved", "after main moved"])

@@ -1,0 +1,231 @@
+"""Remove silver rows by position: the run's classification already found them, so no MERGE reads
+silver a second time.
+
+The classification reads each matched silver row's data file and row position (Iceberg's ``_file``
+and ``_pos`` metadata columns). Those positions are written as Iceberg position delete files, one
+per data file (file-scoped, the layout Iceberg's own merge-on-read writes since 1.7), and committed
+with Iceberg's ``RowDelta``; the rows that replace them are appended (icetide_glue.apply). Before,
+a MERGE found the same rows again by joining the changes with silver: a second read of every file
+the batch touches, which cost as much as the classification itself.
+
+Spark writes the files (its Parquet writer keeps the Iceberg field ids set in the columns'
+metadata, which is how Iceberg's readers find ``file_path`` and ``pos``); Iceberg's Java API, the
+one Iceberg's procedures use, registers them. Nothing else in icetide talks to that API.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icetide_glue.columns import SILVER_FILE, SILVER_POS
+from icetide_glue.errors import IcetideJobError
+from icetide_glue.session import session_settings
+from icetide_glue.silver import SilverTable
+
+# Iceberg's reserved field ids of a position delete file's columns (the table spec's
+# MetadataColumns.DELETE_FILE_PATH and DELETE_FILE_POS).
+DELETE_FILE_PATH_ID = 2147483546
+DELETE_FILE_POS_ID = 2147483545
+PARQUET_FIELD_ID = "parquet.field.id"
+# The working column the write is partitioned by: one folder, so one file, per data file.
+_DATA_FILE_INDEX = "data_file_index"
+_FOLDER_PREFIX = f"{_DATA_FILE_INDEX}="
+FIELD_ID_WRITE = "spark.sql.parquet.fieldId.write.enabled"
+
+
+@dataclass(frozen=True)
+class PositionDeleteFile:
+    """One written position delete file: where it is, its size, and the data file it removes rows of."""
+
+    path: str
+    size_bytes: int
+    data_file: str
+
+
+def data_file_of(path: str, data_files: Sequence[str]) -> str:
+    """The data file a written delete file belongs to, from its ``data_file_index=N`` folder."""
+    for part in reversed(path.split("/")[:-1]):
+        if part.startswith(_FOLDER_PREFIX):
+            index = part[len(_FOLDER_PREFIX) :]
+            if index.isdigit() and int(index) < len(data_files):
+                return data_files[int(index)]
+            break
+    raise IcetideJobError(f"position delete file {path} is not in a data file's folder")
+
+
+def position_delete_rows(removed: DataFrame) -> DataFrame:
+    """``file_path`` and ``pos`` of the silver rows to remove, with Iceberg's field ids."""
+    return removed.select(
+        F.col(SILVER_FILE).alias("file_path", metadata={PARQUET_FIELD_ID: DELETE_FILE_PATH_ID}),
+        F.col(SILVER_POS).alias("pos", metadata={PARQUET_FIELD_ID: DELETE_FILE_POS_ID}),
+    )
+
+
+def remove_rows(
+    spark: SparkSession,
+    table: SilverTable,
+    target_branch: str,
+    removed: DataFrame,
+    base_snapshot_id: int,
+    snapshot_properties: Mapping[str, str],
+) -> int:
+    """Commit the removal of ``removed``'s silver rows (their ``SILVER_FILE``/``SILVER_POS``) to
+    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``; returns the number
+    of delete files.
+
+    The commit is validated against ``base_snapshot_id``, the snapshot the positions were read
+    from: it fails if a data file they point into was removed since (a compaction), or if any
+    data or delete file was added since (another writer: the positions, and the run's labels,
+    may be stale). Positions are only meaningful in the snapshot they were read from.
+    """
+    per_file = {str(row[0]): int(row[1]) for row in removed.groupBy(SILVER_FILE).count().collect()}
+    if not per_file:
+        raise IcetideJobError(f"{table}: no silver rows to remove")
+    if any(path in ("", "None") for path in per_file):
+        raise IcetideJobError(f"{table}: a row to remove has no data file position")
+    data_files = sorted(per_file)
+    written = _write_delete_files(spark, table, removed, data_files)
+    if not written:
+        raise IcetideJobError(f"{table}: the position deletes were written as no file")
+    _commit_row_delta(spark, table, target_branch, written, data_files, base_snapshot_id, snapshot_properties)
+    return len(written)
+
+
+def _write_delete_files(
+    spark: SparkSession, table: SilverTable, removed: DataFrame, data_files: Sequence[str]
+) -> list[PositionDeleteFile]:
+    """Write the positions sorted by (file_path, pos), as Iceberg requires, one folder per data
+    file under a fresh folder in the table's data location; list what was written."""
+    iceberg = _iceberg_table(spark, table)
+    folder = str(iceberg.locationProvider().newDataLocation(f"icetide-position-deletes-{uuid.uuid4()}"))
+    index = spark.createDataFrame(
+        [(path, i) for i, path in enumerate(data_files)], f"file_path string, {_DATA_FILE_INDEX} int"
+    )
+    rows = position_delete_rows(removed).join(F.broadcast(index), "file_path")
+    with session_settings(spark, {FIELD_ID_WRITE: "true"}):
+        (
+            rows.repartition(_DATA_FILE_INDEX)
+            .sortWithinPartitions("file_path", "pos")
+            .write.partitionBy(_DATA_FILE_INDEX)
+            .parquet(folder)
+        )
+    return [
+        PositionDeleteFile(path, size, data_file_of(path, data_files))
+        for path, size in _parquet_files(spark, folder)
+    ]
+
+
+def _commit_row_delta(
+    spark: SparkSession,
+    table: SilverTable,
+    target_branch: str,
+    written: Sequence[PositionDeleteFile],
+    data_files: Sequence[str],
+    base_snapshot_id: int,
+    snapshot_properties: Mapping[str, str],
+) -> None:
+    jvm = _jvm(spark)
+    iceberg = _iceberg_table(spark, table)
+    api = jvm.org.apache.iceberg
+    partitions = _partitions_of(iceberg, base_snapshot_id, data_files)
+    metrics_config = api.MetricsConfig.forPositionDelete(iceberg)
+    delta = (
+        iceberg.newRowDelta()
+        .toBranch(target_branch)
+        .validateFromSnapshot(base_snapshot_id)
+        .conflictDetectionFilter(api.expressions.Expressions.alwaysTrue())
+        .validateNoConflictingDataFiles()
+        .validateNoConflictingDeleteFiles()
+        .validateDeletedFiles()
+        .validateDataFilesExist(_java_list(spark, data_files))
+    )
+    for file in written:
+        spec, partition = partitions[file.data_file]
+        metrics = api.parquet.ParquetUtil.fileMetrics(iceberg.io().newInputFile(file.path), metrics_config)
+        builder = (
+            api.FileMetadata.deleteFileBuilder(spec)
+            .ofPositionDeletes()
+            .withPath(file.path)
+            .withFormat(api.FileFormat.PARQUET)
+            .withFileSizeInBytes(file.size_bytes)
+            .withMetrics(metrics)
+            .withReferencedDataFile(file.data_file)
+        )
+        if partition is not None:
+            builder = builder.withPartition(partition)
+        delta = delta.addDeletes(builder.build())
+    for key, value in snapshot_properties.items():
+        delta = delta.set(key, value)
+    delta.commit()
+
+
+def _partitions_of(iceberg: Any, snapshot_id: int, data_files: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+    """Each data file's partition spec and partition (None for an unpartitioned spec, the layout
+    of every table icetide creates): a delete file lives in its data file's partition."""
+    specs = iceberg.specs()
+    if all(specs.get(spec_id).isUnpartitioned() for spec_id in specs.keySet()):
+        return {path: (iceberg.spec(), None) for path in data_files}
+    # A table from before the sorted layout (bucketed by key): look its files up in the snapshot.
+    wanted = set(data_files)
+    found: dict[str, tuple[Any, Any]] = {}
+    tasks = iceberg.newScan().useSnapshot(snapshot_id).planFiles()
+    try:
+        iterator = tasks.iterator()
+        while iterator.hasNext():
+            data_file = iterator.next().file()
+            path = str(data_file.location())
+            if path in wanted:
+                found[path] = (specs.get(data_file.specId()), data_file.partition())
+    finally:
+        tasks.close()
+    missing = wanted - found.keys()
+    if missing:
+        raise IcetideJobError(
+            f"{len(missing)} data file(s) to remove rows from are not in snapshot {snapshot_id}, "
+            f"e.g. {sorted(missing)[0]}"
+        )
+    return found
+
+
+def _parquet_files(spark: SparkSession, folder: str) -> list[tuple[str, int]]:
+    """Every Parquet file below ``folder`` and its size (Spark's own markers left out), named as
+    ``folder`` names it (a listing may spell the scheme otherwise, e.g. ``file:/`` for ``/``)."""
+    jvm = _jvm(spark)
+    root = jvm.org.apache.hadoop.fs.Path(folder)
+    file_system = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    listing = file_system.listFiles(root, True)
+    marker = "/" + folder.rstrip("/").rsplit("/", 1)[-1]
+    folder = folder.rstrip("/")
+    files = []
+    while listing.hasNext():
+        status = listing.next()
+        listed = str(status.getPath().toString())
+        if listed.endswith(".parquet"):
+            files.append((folder + listed[listed.index(marker) + len(marker) :], int(status.getLen())))
+    return files
+
+
+def _iceberg_table(spark: SparkSession, table: SilverTable) -> Any:
+    return _jvm(spark).org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, table.sql_name
+    )
+
+
+def _java_list(spark: SparkSession, values: Sequence[str]) -> Any:
+    java_list = _jvm(spark).java.util.ArrayList()
+    for value in values:
+        java_list.add(value)
+    return java_list
+
+
+def _jvm(spark: SparkSession) -> Any:
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise IcetideJobError("the Spark session has no JVM")
+    return jvm

@@ -73,7 +73,7 @@ class CommitPlan:
 @dataclass(frozen=True)
 class ClassifiedChanges:
     """Changes labelled with their action, computed once and kept (they are counted, remembered,
-    then merged), with the key ranges silver was read in (:mod:`icetide_glue.key_ranges`)."""
+    then committed), with the key ranges silver was read in (:mod:`icetide_glue.key_ranges`)."""
 
     frame: DataFrame
     counts: ChangeCounts

@@ -34,7 +34,7 @@ ROW_INDEX = "_icetide_row_index"
 ACTION = "_icetide_action"
 IN_SILVER = "_icetide_in_silver"
 IN_MEMORY = "_icetide_in_memory"
-# True when silver holds the change's key: the MERGE applies it; the run appends the others.
+# True when silver holds the change's key: the run removes silver's row (and appends the change's).
 MATCHED = "_icetide_matched"
 # Where silver holds a matched key's row (Iceberg's _file and _pos of the row the classification
 # read): the run removes that row by position (icetide_glue.position_deletes).

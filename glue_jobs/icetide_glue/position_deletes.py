@@ -3,7 +3,7 @@ silver a second time.
 
 The classification reads each matched silver row's data file and row position (Iceberg's ``_file``
 and ``_pos`` metadata columns). Those positions are written as Iceberg position delete files, one
-per data file (file-scoped, the layout Iceberg's own merge-on-read writes since 1.7), and committed
+per data file (file-scoped, the layout Iceberg's own merge-on-read writes by default), and committed
 with Iceberg's ``RowDelta``; the rows that replace them are appended (icetide_glue.apply). Before,
 a MERGE found the same rows again by joining the changes with silver: a second read of every file
 the batch touches, which cost as much as the classification itself.
@@ -113,6 +113,8 @@ def _write_delete_files(
             rows.repartition(_DATA_FILE_INDEX)
             .sortWithinPartitions("file_path", "pos")
             .write.partitionBy(_DATA_FILE_INDEX)
+            # No _SUCCESS marker: orphan removal skips names starting with _, so it would stay.
+            .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .parquet(folder)
         )
     return [

@@ -118,9 +118,11 @@ def test_glue_entrypoint_maintains_and_prints_the_report(
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == returned == json.loads(report_path.read_text())
     silver = returned["silver"]
-    assert (silver["before"]["snapshots"], silver["runsRecorded"]) == (3, 3)
-    # The three runs' snapshots expired; the rewrites' two commits came after the cutoff (now).
-    assert (silver["after"]["snapshots"], silver["snapshotsExpired"]) == (2, 3)
+    # Runs 2 and 3 update: each a removal and an append (staged, published together).
+    assert (silver["before"]["snapshots"], silver["runsRecorded"]) == (5, 3)
+    # The three runs' five snapshots expired; the rewrite's commit came after the cutoff (now). It
+    # also dropped the runs' delete files, each scoped to a data file it rewrote: no second rewrite.
+    assert (silver["after"]["snapshots"], silver["snapshotsExpired"]) == (1, 5)
     assert silver["after"]["deleteFiles"] == 0
     assert returned["policy"]["minSnapshots"] == 1
 

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 import icetide_glue.apply as apply_module
 from glue.conftest import LoadRun
@@ -52,7 +53,7 @@ def _batches(tmp_path: Path, second_rows: list[tuple[str, str, int, int]]) -> tu
     return first, second
 
 
-def _before_removal(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
+def _before_removal(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object]) -> None:
     """Run ``action`` just before the run writes its position deletes (after it read silver)."""
     real = apply_module.remove_rows
 
@@ -98,16 +99,18 @@ def test_a_commit_by_another_writer_after_the_read_fails_the_removal_and_the_rer
     second_rows: list[tuple[str, str, int, int]],
 ) -> None:
     """Another writer's row (key 20) lands between the run's read and its removal: the positions
-    may be stale, so the run fails (straight to main, or staged on the branch) and main keeps only
-    the other writer's commit."""
+    may be stale, so the run fails (straight to main: the removal's validation; staged: the
+    fast-forward, main no longer being the branch's ancestor) and main keeps only the other
+    writer's commit."""
     name = f"pos_race_{len(second_rows)}"
     first, second = _batches(tmp_path, second_rows)
     load_run(name, "race-1", first)
-    _before_removal(
-        monkeypatch,
-        lambda: spark.sql(f"INSERT INTO {silver_table(name)} (id, v) VALUES (20, 200)"),  # noqa: S608
+    other_row = (
+        spark.table(silver_table(name)).where("id = 1").withColumns({"id": F.lit(20), "v": F.lit(200)})
     )
-    with pytest.raises(Exception, match=r"(?i)conflict|found new|validat"):
+    _before_removal(monkeypatch, lambda: other_row.writeTo(silver_table(name)).append())
+    refusal = "Found conflicting files" if len(second_rows) == len(ONLY_REMOVALS) else "Cannot fast-forward"
+    with pytest.raises(Exception, match=refusal):
         load_run(name, "race-2", second)
     assert _rows(spark, name) == {**{key: key * 10 for key in range(1, 9)}, 20: 200}
 

@@ -73,12 +73,11 @@ class CommitPlan:
 @dataclass(frozen=True)
 class ClassifiedChanges:
     """Changes labelled with their action, computed once and kept (they are counted, remembered,
-    then committed), with the key ranges silver was read in (:mod:`icetide_glue.key_ranges`)."""
+    then committed)."""
 
     frame: DataFrame
     counts: ChangeCounts
     plan: CommitPlan = CommitPlan()
-    key_ranges: Sequence[tuple[int, int]] = ()
     # How many changes the tombstone table must remember, and the batch's newest change time in
     # epoch microseconds (None: no change), found in the same pass as the counts.
     to_remember: int = 0
@@ -177,7 +176,6 @@ def classify_changes(
             unchanged=count(ChangeAction.UNCHANGED),
         ),
         plan=CommitPlan(to_remove=changing(True), to_write=sum(count(action) for action in leaving_rows)),
-        key_ranges=key_ranges,
         to_remember=sum(int(row["remember"]) for row in rows),
         remembered_before=sum(int(row["remembered_before"]) for row in rows),
         newest_change_micros=max(newest) if newest else None,
@@ -256,6 +254,7 @@ def commit_changes(
     if plan.to_remove and plan.to_write:
         assert base_snapshot_id is not None  # checked above
         base = base_snapshot_id
+        # The removal first: its validation (nothing added since the base) would meet the append.
         staged_commit(
             spark,
             table,
@@ -276,7 +275,9 @@ def rows_to_write(classified: ClassifiedChanges, columns: Sequence[str], soft_de
     writes silver's values with the delete's change time, sequence, run id and deletion time."""
     rows = classified.to_write(soft_delete)
     if soft_delete and classified.compared:
-        keeps_silver = (F.col(ACTION) == ChangeAction.DELETE.value) & F.col(MATCHED) & ~F.col(TAKE_IMAGE)
+        # A null take-image keeps silver's values, as the MERGE's ``AND take_image`` did.
+        takes_image = F.coalesce(F.col(TAKE_IMAGE), F.lit(False))
+        keeps_silver = (F.col(ACTION) == ChangeAction.DELETE.value) & F.col(MATCHED) & ~takes_image
         rows = rows.withColumns(
             {
                 column: F.when(keeps_silver, F.col(silver_value_column(i))).otherwise(

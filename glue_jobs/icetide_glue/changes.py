@@ -48,7 +48,7 @@ from icetide_glue.sql import quote_identifier
 
 _LATEST = "_icetide_latest"
 _IMAGE = "_icetide_image"
-# Working columns a change keeps when aligned to silver (for the classification and the MERGE).
+# Working columns a change keeps when aligned to silver (for the classification and the commit).
 _CHANGE_WORKING_COLUMNS = (OP, HAS_IMAGE, IMAGE_TS, IMAGE_SEQ)
 # DMS's TimestampColumnName format, yyyy-MM-dd HH:mm:ss.SSSSSS (fractions optional, at most
 # microseconds). Spark's cast alone also accepts "2026", "2026-11" or a T, and reads those as times.
@@ -197,7 +197,7 @@ def source_schema(changes: DataFrame) -> StructType:
 
 def _latest_first(keys: Sequence[str]) -> WindowSpec:
     """A key's changes, latest first: by change time, change sequence (a missing one below any, as
-    in the MERGE's order guard), file, position in file."""
+    in the classification's order guard), file, position in file."""
     return Window.partitionBy(*[column(key) for key in keys]).orderBy(
         F.col(CHANGE_TS).desc(),
         F.col(CHANGE_SEQ).desc_nulls_last(),
@@ -282,7 +282,7 @@ def align_to_silver(changes: DataFrame, silver: StructType, keep_op: bool = True
 
     A silver column the source no longer has becomes null; narrower source types (smallint into
     int, a smaller decimal) are cast up. With ``keep_op`` the Op column (and the image columns of
-    :func:`keep_latest_image`, when present) are kept, for the classification and the MERGE.
+    :func:`keep_latest_image`, when present) are kept, for the classification and the commit.
     """
     selected = []
     for field in silver.fields:

@@ -3,8 +3,8 @@
 Silver merge tables are written in key order (silver.py), so each data file holds a narrow band of
 keys and Iceberg keeps each file's lowest and highest key. A batch of recent changes (the newest
 keys, plus new ones) then lies in the last few files; a filter on those ranges lets Iceberg skip
-every other file, in the classification's read of silver and in the MERGE's. A join condition
-alone never skips a file.
+every other file in the classification's read of silver (the run's only read of its rows). A join
+condition alone never skips a file.
 
 The ranges are exact, not estimated: they are cut from the batch's own distinct keys at the widest
 gaps between neighbours, so every key of the batch is inside one (the filter may never hide a

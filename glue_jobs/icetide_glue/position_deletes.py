@@ -28,15 +28,19 @@ from icetide_glue.errors import IcetideJobError
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
 
-# Iceberg's reserved field ids of a position delete file's columns (the table spec's
-# MetadataColumns.DELETE_FILE_PATH and DELETE_FILE_POS).
+# Iceberg's reserved field ids of a position delete file's columns (its
+# MetadataColumns.DELETE_FILE_PATH and DELETE_FILE_POS; a test checks them against the jar).
 DELETE_FILE_PATH_ID = 2147483546
 DELETE_FILE_POS_ID = 2147483545
 PARQUET_FIELD_ID = "parquet.field.id"
 # The working column the write is partitioned by: one folder, so one file, per data file.
 _DATA_FILE_INDEX = "data_file_index"
 _FOLDER_PREFIX = f"{_DATA_FILE_INDEX}="
+# Spark's default, set anyway: without the ids Iceberg's readers would not find the columns.
 FIELD_ID_WRITE = "spark.sql.parquet.fieldId.write.enabled"
+# The only table format whose row removals are Parquet position delete files (v3 wants deletion
+# vectors, v1 has no delete files); icetide creates every silver table in it.
+POSITION_DELETES_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -74,15 +78,16 @@ def remove_rows(
     removed: DataFrame,
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
-) -> int:
+) -> None:
     """Commit the removal of ``removed``'s silver rows (their ``SILVER_FILE``/``SILVER_POS``) to
-    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``; returns the number
-    of delete files.
+    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``.
 
-    The commit is validated against ``base_snapshot_id``, the snapshot the positions were read
-    from: it fails if a data file they point into was removed since (a compaction), or if any
-    data or delete file was added since (another writer: the positions, and the run's labels,
-    may be stale). Positions are only meaningful in the snapshot they were read from.
+    The commit is validated against ``base_snapshot_id``, main's snapshot noted just before the
+    classification read silver (which may have read a later one): it fails if a data file the
+    positions point into was removed since (a compaction), or if any data or delete file was
+    added since (another writer: the positions, and the run's labels, may be stale). On the
+    staging branch, made at that snapshot, the removal must be the branch's first commit, or
+    these checks would meet the run's own files; the fast-forward then checks main.
     """
     per_file = {str(row[0]): int(row[1]) for row in removed.groupBy(SILVER_FILE).count().collect()}
     if not per_file:
@@ -90,19 +95,30 @@ def remove_rows(
     if any(path in ("", "None") for path in per_file):
         raise IcetideJobError(f"{table}: a row to remove has no data file position")
     data_files = sorted(per_file)
-    written = _write_delete_files(spark, table, removed, data_files)
+    iceberg = _iceberg_table(spark, table)
+    version = int(iceberg.operations().current().formatVersion())
+    if version != POSITION_DELETES_FORMAT:
+        raise IcetideJobError(
+            f"{table} is an Iceberg format v{version} table: icetide removes rows with position "
+            f"delete files, which need format v{POSITION_DELETES_FORMAT} (the format it creates)"
+        )
+    written = _write_delete_files(spark, iceberg, removed, data_files)
     if not written:
         raise IcetideJobError(f"{table}: the position deletes were written as no file")
-    _commit_row_delta(spark, table, target_branch, written, data_files, base_snapshot_id, snapshot_properties)
-    return len(written)
+    _commit_row_delta(
+        spark, iceberg, target_branch, written, data_files, base_snapshot_id, snapshot_properties
+    )
 
 
 def _write_delete_files(
-    spark: SparkSession, table: SilverTable, removed: DataFrame, data_files: Sequence[str]
+    spark: SparkSession, iceberg: Any, removed: DataFrame, data_files: Sequence[str]
 ) -> list[PositionDeleteFile]:
     """Write the positions sorted by (file_path, pos), as Iceberg requires, one folder per data
-    file under a fresh folder in the table's data location; list what was written."""
-    iceberg = _iceberg_table(spark, table)
+    file under a fresh folder in the table's data location; list what was written.
+
+    The sort leads with the folder's column: a partitioned write sorts by it itself, and Spark
+    then drops any sort that does not start with it (the positions would come in shuffle order).
+    """
     folder = str(iceberg.locationProvider().newDataLocation(f"icetide-position-deletes-{uuid.uuid4()}"))
     index = spark.createDataFrame(
         [(path, i) for i, path in enumerate(data_files)], f"file_path string, {_DATA_FILE_INDEX} int"
@@ -111,7 +127,7 @@ def _write_delete_files(
     with session_settings(spark, {FIELD_ID_WRITE: "true"}):
         (
             rows.repartition(_DATA_FILE_INDEX)
-            .sortWithinPartitions("file_path", "pos")
+            .sortWithinPartitions(_DATA_FILE_INDEX, "file_path", "pos")
             .write.partitionBy(_DATA_FILE_INDEX)
             # No _SUCCESS marker: orphan removal skips names starting with _, so it would stay.
             .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
@@ -125,16 +141,14 @@ def _write_delete_files(
 
 def _commit_row_delta(
     spark: SparkSession,
-    table: SilverTable,
+    iceberg: Any,
     target_branch: str,
     written: Sequence[PositionDeleteFile],
     data_files: Sequence[str],
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
 ) -> None:
-    jvm = _jvm(spark)
-    iceberg = _iceberg_table(spark, table)
-    api = jvm.org.apache.iceberg
+    api = _jvm(spark).org.apache.iceberg
     partitions = _partitions_of(iceberg, base_snapshot_id, data_files)
     metrics_config = api.MetricsConfig.forPositionDelete(iceberg)
     delta = (

@@ -31,7 +31,7 @@ from icetide_glue.columns import (
     silver_value_column,
 )
 
-# Snapshot summary keys written with every icetide commit (see commit.py).
+# Snapshot summary keys of the commit that brings a run onto main (icetide_glue.apply).
 RUN_ID_PROPERTY = "icetide.run-id"
 RUN_STATS_PROPERTY = "icetide.run-stats"
 

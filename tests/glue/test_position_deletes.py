@@ -15,15 +15,18 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import icetide_glue.apply as apply_module
+import icetide_glue.job as job_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.silver_tables import silver_table
+from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table
+from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.position_deletes import data_file_of
+from icetide_glue.position_deletes import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID, data_file_of, remove_rows
+from icetide_glue.silver import SilverTable
 
 pytestmark = pytest.mark.spark
 
@@ -33,6 +36,7 @@ BRONZE = pa.schema(
 FIRST = [("I", "2026-11-21 06:00:00", key, key * 10) for key in range(1, 9)]
 # Only changes of keys silver holds: one commit straight to main, no append, no branch.
 ONLY_REMOVALS = [("D", "2026-11-21 07:00:00", 2, 20), ("D", "2026-11-21 07:00:00", 5, 50)]
+INSERT_9 = ("I", "2026-11-21 07:00:00", 9, 90)
 AFTER_REMOVALS = {1: 10, 3: 30, 4: 40, 6: 60, 7: 70, 8: 80}
 
 
@@ -46,6 +50,11 @@ def _main(spark: SparkSession, table: str) -> int:
     return int(row[0])
 
 
+def _branches_besides_main(spark: SparkSession, table: str) -> list[str]:
+    refs = spark.table(f"{silver_table(table)}.refs").select("name").collect()
+    return sorted(row[0] for row in refs if row[0] != "main")
+
+
 def _batches(tmp_path: Path, second_rows: list[tuple[str, str, int, int]]) -> tuple[Path, Path]:
     first, second = tmp_path / "first", tmp_path / "second"
     write_dms_file(first, "LOAD00000001.parquet", BRONZE, FIRST)
@@ -57,9 +66,9 @@ def _before_removal(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object
     """Run ``action`` just before the run writes its position deletes (after it read silver)."""
     real = apply_module.remove_rows
 
-    def remove(*args: Any, **kwargs: Any) -> int:
+    def remove(*args: Any, **kwargs: Any) -> None:
         action()
-        return real(*args, **kwargs)
+        real(*args, **kwargs)
 
     monkeypatch.setattr(apply_module, "remove_rows", remove)
 
@@ -86,38 +95,97 @@ def test_a_run_of_removals_only_commits_once_to_main_with_its_run_id(
         "2",
     )
     assert manifest["snapshotId"] == _main(spark, "pos_only")
+    # A rerun finds the run on main and rebuilds its manifest from the removal's summary.
+    again = load_run("pos_only", "only-2", second)
+    assert again["alreadyCommitted"] is True
+    assert (again["snapshotId"], again["rowsDeleted"], again["rowsRead"]) == (manifest["snapshotId"], 2, 2)
+    assert _main(spark, "pos_only") == manifest["snapshotId"]
 
 
-@pytest.mark.parametrize(
-    "second_rows", [ONLY_REMOVALS, [*ONLY_REMOVALS, ("I", "2026-11-21 07:00:00", 9, 90)]]
-)
-def test_a_commit_by_another_writer_after_the_read_fails_the_removal_and_the_rerun_lands(
+RACES = [
+    # (the run's batch, what the other writer does, when it does it)
+    pytest.param(
+        ONLY_REMOVALS, "insert", "before the removal", "Found conflicting files", id="removal-insert"
+    ),
+    pytest.param(
+        ONLY_REMOVALS,
+        "delete",
+        "before the removal",
+        "Found new conflicting delete files",
+        id="removal-delete",
+    ),
+    pytest.param(
+        ONLY_REMOVALS, "insert", "before the classification", "Found conflicting files", id="read-insert"
+    ),
+    pytest.param(
+        [*ONLY_REMOVALS, INSERT_9], "insert", "before the removal", "Cannot fast-forward", id="staged-insert"
+    ),
+    pytest.param(
+        [*ONLY_REMOVALS, INSERT_9],
+        "delete",
+        "before the classification",
+        "Cannot fast-forward",
+        id="staged-delete",
+    ),
+]
+
+
+@pytest.mark.parametrize(("second_rows", "other", "when", "refusal"), RACES)
+def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_the_rerun_lands(
     spark: SparkSession,
     load_run: LoadRun,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     second_rows: list[tuple[str, str, int, int]],
+    other: str,
+    when: str,
+    refusal: str,
 ) -> None:
-    """Another writer's row (key 20) lands between the run's read and its removal: the positions
-    may be stale, so the run fails (straight to main: the removal's validation; staged: the
-    fast-forward, main no longer being the branch's ancestor) and main keeps only the other
-    writer's commit."""
-    name = f"pos_race_{len(second_rows)}"
+    """Another writer commits (a row of key 20, or a delete of key 8) after the run noted main's
+    snapshot, before its classification read silver or after: the positions or the labels may be
+    stale, so the run fails (straight to main: the removal's validation; staged: the fast-forward,
+    main no longer being the branch's ancestor) and main keeps only the other writer's commit."""
+    name = f"pos_race_{len(second_rows)}_{other}_{when.split()[-1]}"
     first, second = _batches(tmp_path, second_rows)
     load_run(name, "race-1", first)
     other_row = (
         spark.table(silver_table(name)).where("id = 1").withColumns({"id": F.lit(20), "v": F.lit(200)})
     )
-    _before_removal(monkeypatch, lambda: other_row.writeTo(silver_table(name)).append())
-    refusal = "Found conflicting files" if len(second_rows) == len(ONLY_REMOVALS) else "Cannot fast-forward"
+
+    def other_writer() -> None:
+        if other == "insert":
+            other_row.writeTo(silver_table(name)).append()
+        else:
+            spark.sql(f"DELETE FROM {silver_table(name)} WHERE id = 8")  # noqa: S608
+
+    if when == "before the removal":
+        _before_removal(monkeypatch, other_writer)
+    else:
+        real = job_module.main_snapshot_id
+
+        def noted_then_other_writer(*args: Any) -> int | None:
+            noted = real(*args)
+            other_writer()
+            return noted
+
+        monkeypatch.setattr(job_module, "main_snapshot_id", noted_then_other_writer)
     with pytest.raises(Exception, match=refusal):
         load_run(name, "race-2", second)
-    assert _rows(spark, name) == {**{key: key * 10 for key in range(1, 9)}, 20: 200}
+    after_other = {key: key * 10 for key in range(1, 9)}
+    if other == "insert":
+        after_other[20] = 200
+    else:
+        del after_other[8]
+    assert _rows(spark, name) == after_other
+    assert _branches_besides_main(spark, name) in ([], ["icetide_staging"])
 
     monkeypatch.undo()
     load_run(name, "race-2", second)
-    inserted = {9: 90} if len(second_rows) > len(ONLY_REMOVALS) else {}
-    assert _rows(spark, name) == {**AFTER_REMOVALS, 20: 200, **inserted}
+    inserted = {9: 90} if INSERT_9 in second_rows else {}
+    assert _rows(spark, name) == {
+        **{key: value for key, value in after_other.items() if key not in (2, 5)},
+        **inserted,
+    }
 
 
 def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(
@@ -134,7 +202,7 @@ def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(
             "options => map('rewrite-all', 'true'))"
         ).collect(),
     )
-    with pytest.raises(Exception, match=r"(?i)missing|deleted|validat|conflict"):
+    with pytest.raises(Exception, match="Cannot commit, missing data files"):
         load_run("pos_compacted", "compact-2", second)
     assert _main(spark, "pos_compacted") != before  # the compaction stands
     assert _rows(spark, "pos_compacted") == {key: key * 10 for key in range(1, 9)}
@@ -188,3 +256,69 @@ def test_a_written_delete_file_is_matched_to_its_data_file_by_its_folder() -> No
     ):
         with pytest.raises(IcetideJobError, match="not in a data file's folder"):
             data_file_of(stray, data_files)
+
+
+def _table_of_two_files(spark: SparkSession, name: str, version: int = 2) -> SilverTable:
+    spark.sql(
+        f"CREATE TABLE {silver_table(name)} (id bigint, v bigint) USING iceberg "
+        f"TBLPROPERTIES ('format-version' = '{version}')"
+    )
+    spark.range(0, 1000).select("id", (F.col("id") * 10).alias("v")).repartition(2, "id").writeTo(
+        silver_table(name)
+    ).append()
+    return SilverTable(CATALOG, SILVER_DATABASE, name)
+
+
+def _rows_to_remove(spark: SparkSession, name: str) -> DataFrame:
+    """Every third row's position, spread over four partitions in no order (as a shuffle leaves them)."""
+    return (
+        spark.table(silver_table(name))
+        .where("id % 3 = 0")
+        .select(F.col("_file").alias(SILVER_FILE), F.col("_pos").alias(SILVER_POS))
+        .repartition(4)
+    )
+
+
+def test_delete_files_hold_their_positions_sorted_with_iceberg_s_field_ids(spark: SparkSession) -> None:
+    table = _table_of_two_files(spark, "pos_sorted")
+    base = _main(spark, "pos_sorted")
+    remove_rows(
+        spark, table, "main", _rows_to_remove(spark, "pos_sorted"), base, {"icetide.run-id": "sorted"}
+    )
+
+    assert sorted(row[0] for row in spark.table(silver_table("pos_sorted")).collect()) == [
+        key for key in range(1000) if key % 3
+    ]
+    deletes = spark.sql(
+        f"SELECT file_path, record_count, referenced_data_file FROM {silver_table('pos_sorted')}.delete_files"  # noqa: S608
+    ).collect()
+    assert len(deletes) == 2 and sum(row[1] for row in deletes) == 334
+    for delete_file in deletes:
+        written = spark.read.parquet(delete_file[0]).collect()
+        assert {row["file_path"] for row in written} == {delete_file[2]}
+        positions = [row["pos"] for row in written]
+        assert positions == sorted(positions) and len(positions) == delete_file[1]
+    assert not [path for path in _files_below(deletes[0][0]) if "_SUCCESS" in path]
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    columns = jvm.org.apache.iceberg.MetadataColumns
+    ids = (columns.DELETE_FILE_PATH.fieldId(), columns.DELETE_FILE_POS.fieldId())
+    assert ids == (DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID)
+
+
+def _files_below(delete_file: str) -> list[str]:
+    root = Path(delete_file.removeprefix("file:")).parent.parent
+    return [str(path) for path in root.rglob("*")]
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_a_table_of_another_format_version_is_refused_before_anything_is_written(
+    spark: SparkSession, version: int
+) -> None:
+    name = f"pos_v{version}"
+    table = _table_of_two_files(spark, name, version)
+    before = _main(spark, name)
+    with pytest.raises(IcetideJobError, match=f"format v{version} table: .* need format v2"):
+        remove_rows(spark, table, "main", _rows_to_remove(spark, name), before, {})
+    assert _main(spark, name) == before
+    assert spark.table(silver_table(name)).count() == 1000

@@ -248,12 +248,16 @@ def commit_changes(
             f"remove and {plan.to_write} to write"
         )
     rows = rows_to_write(classified, columns, soft_delete)
-    if plan.to_remove and base_snapshot_id is None:
-        raise IcetideJobError(f"{table}: rows appeared in a table that had no snapshot when the run read it")
     removed = classified.to_remove()
-    if plan.to_remove and plan.to_write:
-        assert base_snapshot_id is not None  # checked above
+    if plan.to_remove:
+        if base_snapshot_id is None:
+            raise IcetideJobError(
+                f"{table}: rows appeared in a table that had no snapshot when the run read it"
+            )
         base = base_snapshot_id
+        if not plan.to_write:
+            remove_rows(spark, table, MAIN_BRANCH, removed, base, snapshot_properties)
+            return
         # The removal first: its validation (nothing added since the base) would meet the append.
         staged_commit(
             spark,
@@ -262,9 +266,6 @@ def commit_changes(
             lambda branch: remove_rows(spark, table, branch, removed, base, {}),
             lambda branch: append_changes(branch_name(table.sql_name, branch), rows, snapshot_properties),
         )
-    elif plan.to_remove:
-        assert base_snapshot_id is not None  # checked above
-        remove_rows(spark, table, MAIN_BRANCH, removed, base_snapshot_id, snapshot_properties)
     elif plan.to_write:
         append_changes(table.sql_name, rows, snapshot_properties)
 

@@ -23,6 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from icetide_glue.bronze import hadoop_path
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.session import session_settings
@@ -89,12 +90,12 @@ def remove_rows(
     staging branch, made at that snapshot, the removal must be the branch's first commit, or
     these checks would meet the run's own files; the fast-forward then checks main.
     """
-    per_file = {str(row[0]): int(row[1]) for row in removed.groupBy(SILVER_FILE).count().collect()}
-    if not per_file:
+    listed = [row[0] for row in removed.select(SILVER_FILE).distinct().collect()]
+    if not listed:
         raise IcetideJobError(f"{table}: no silver rows to remove")
-    if any(path in ("", "None") for path in per_file):
+    if any(not path for path in listed):
         raise IcetideJobError(f"{table}: a row to remove has no data file position")
-    data_files = sorted(per_file)
+    data_files = sorted(str(path) for path in listed)
     iceberg = _iceberg_table(spark, table)
     version = int(iceberg.operations().current().formatVersion())
     if version != POSITION_DELETES_FORMAT:
@@ -211,19 +212,16 @@ def _partitions_of(iceberg: Any, snapshot_id: int, data_files: Sequence[str]) ->
 
 def _parquet_files(spark: SparkSession, folder: str) -> list[tuple[str, int]]:
     """Every Parquet file below ``folder`` and its size (Spark's own markers left out), named as
-    ``folder`` names it (a listing may spell the scheme otherwise, e.g. ``file:/`` for ``/``)."""
-    jvm = _jvm(spark)
-    root = jvm.org.apache.hadoop.fs.Path(folder)
-    file_system = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    ``folder`` names it (a listing spells paths qualified, e.g. ``file:/`` for ``/``)."""
+    file_system, root = hadoop_path(spark, folder)
+    root_text = file_system.makeQualified(root).toString().rstrip("/")
     listing = file_system.listFiles(root, True)
-    marker = "/" + folder.rstrip("/").rsplit("/", 1)[-1]
-    folder = folder.rstrip("/")
     files = []
     while listing.hasNext():
         status = listing.next()
         listed = str(status.getPath().toString())
         if listed.endswith(".parquet"):
-            files.append((folder + listed[listed.index(marker) + len(marker) :], int(status.getLen())))
+            files.append((folder.rstrip("/") + listed[len(root_text) :], int(status.getLen())))
     return files
 
 

@@ -9,6 +9,7 @@ must sit in their data files' partitions.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,18 @@ def _before_removal(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object
         real(*args, **kwargs)
 
     monkeypatch.setattr(apply_module, "remove_rows", remove)
+
+
+def _compaction_before_removal(
+    monkeypatch: pytest.MonkeyPatch, spark: SparkSession, procedure: str, table: str
+) -> None:
+    """Iceberg's ``procedure`` rewrites every file it compacts of ``table`` just before the removal."""
+    _before_removal(
+        monkeypatch,
+        lambda: spark.sql(
+            f"CALL local.system.{procedure}(table => 'silver.{table}', options => map('rewrite-all', 'true'))"
+        ).collect(),
+    )
 
 
 def test_a_run_of_removals_only_commits_once_to_main_with_its_run_id(
@@ -195,13 +208,7 @@ def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(
     first, second = _batches(tmp_path, ONLY_REMOVALS)
     load_run("pos_compacted", "compact-1", first)
     before = _main(spark, "pos_compacted")
-    _before_removal(
-        monkeypatch,
-        lambda: spark.sql(
-            "CALL local.system.rewrite_data_files(table => 'silver.pos_compacted', "
-            "options => map('rewrite-all', 'true'))"
-        ).collect(),
-    )
+    _compaction_before_removal(monkeypatch, spark, "rewrite_data_files", "pos_compacted")
     with pytest.raises(Exception, match="Cannot commit, missing data files"):
         load_run("pos_compacted", "compact-2", second)
     assert _main(spark, "pos_compacted") != before  # the compaction stands
@@ -322,3 +329,69 @@ def test_a_table_of_another_format_version_is_refused_before_anything_is_written
         remove_rows(spark, table, "main", _rows_to_remove(spark, name), before, {})
     assert _main(spark, name) == before
     assert spark.table(silver_table(name)).count() == 1000
+
+
+def _live_delete_files(spark: SparkSession, table: str) -> dict[str | None, list[int]]:
+    """Per data file, the record counts of the live delete files that name it (None: no file)."""
+    files: dict[str | None, list[int]] = {}
+    for row in spark.table(f"{silver_table(table)}.delete_files").collect():
+        files.setdefault(row["referenced_data_file"], []).append(row["record_count"])
+    return files
+
+
+def test_a_data_file_keeps_one_delete_file_holding_every_run_s_removals(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+) -> None:
+    """Seeded runs of updates and deletes: after each, every data file has at most one live delete
+    file; the first data file's holds one position per key ever changed (its row of that key left
+    at the key's first change), and silver holds what a dictionary replaying the changes holds."""
+    rng = random.Random(1207)
+    oracle = {key: key * 10 for key in range(1, 201)}
+    start = tmp_path / "start"
+    write_dms_file(
+        start, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 06:00:00", k, v) for k, v in oracle.items()]
+    )
+    load_run("pos_one_file", "one-0", start)
+    (original,) = spark.table(f"{silver_table('pos_one_file')}.data_files").select("file_path").collect()
+    changed_ever: set[int] = set()
+    for run in range(1, 5):
+        at = f"2026-11-21 {6 + run:02d}:00:00"
+        rows = []
+        for key in rng.sample(sorted(oracle), 12):
+            if rng.random() < 0.3:
+                rows.append(("D", at, key, oracle.pop(key)))
+            else:
+                oracle[key] = rng.randrange(1_000_000)
+                rows.append(("U", at, key, oracle[key]))
+            changed_ever.add(key)
+        folder = tmp_path / f"run-{run}"
+        write_dms_file(folder, f"20261121-{6 + run:02d}0000000.parquet", BRONZE, rows)
+        load_run("pos_one_file", f"one-{run}", folder)
+        assert _rows(spark, "pos_one_file") == oracle
+        live = _live_delete_files(spark, "pos_one_file")
+        assert all(len(counts) == 1 for counts in live.values()), live
+        assert live[original[0]] == [len(changed_ever)]
+
+
+def test_a_compaction_of_delete_files_after_the_read_fails_the_removal_and_the_rerun_lands(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run replaces the data file's delete file; a compaction that rewrote that delete file
+    since the run's snapshot must fail the commit (its positions would be kept twice or lost)."""
+    first, second = _batches(tmp_path, ONLY_REMOVALS)
+    load_run("pos_deletes_compacted", "deletes-1", first)
+    third = tmp_path / "third"
+    write_dms_file(third, "20261121-080000000.parquet", BRONZE, [("D", "2026-11-21 08:00:00", 7, 70)])
+    load_run("pos_deletes_compacted", "deletes-2", second)
+    _compaction_before_removal(monkeypatch, spark, "rewrite_position_delete_files", "pos_deletes_compacted")
+    with pytest.raises(Exception, match="Missing required files to delete"):
+        load_run("pos_deletes_compacted", "deletes-3", third)
+    assert _rows(spark, "pos_deletes_compacted") == AFTER_REMOVALS
+
+    monkeypatch.undo()
+    manifest = load_run("pos_deletes_compacted", "deletes-3", third)
+    assert manifest["rowsDeleted"] == 1
+    assert _rows(spark, "pos_deletes_compacted") == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
+    # The compaction's delete file names no data file (partition-scoped): it stays as it is.
+    live = _live_delete_files(spark, "pos_deletes_compacted")
+    assert (live.pop(None), list(live.values())) == ([2], [[1]])

@@ -22,6 +22,7 @@ from icetide_glue.columns import (
     MATCHED,
     REMEMBER,
     REMEMBERED,
+    SILVER_FILE,
     TAKE_IMAGE,
     silver_value_column,
 )
@@ -87,6 +88,8 @@ class ClassifiedChanges:
     # The columns compared with silver's, in order: with soft deletes the frame also carries
     # silver's value of each (``silver_value_column(i)``).
     compared: Sequence[str] = ()
+    # The data files of the silver rows the commit removes, sorted (found with the counts).
+    removed_data_files: Sequence[str] = ()
 
     def to_apply(self) -> DataFrame:
         return self.frame.where(F.col(ACTION) != ChangeAction.UNCHANGED.value)
@@ -143,6 +146,7 @@ def classify_changes(
         broadcast_changes=broadcast_changes,
     )
     frame = spark.sql(statement).localCheckpoint(eager=True)
+    removes = F.col(MATCHED) & (F.col(ACTION) != ChangeAction.UNCHANGED.value)
     rows = (
         frame.groupBy(ACTION, MATCHED)
         .agg(
@@ -150,9 +154,14 @@ def classify_changes(
             F.count_if(F.col(REMEMBER)).alias("remember"),
             F.count_if(F.col(REMEMBER) & F.col(REMEMBERED)).alias("remembered_before"),
             F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest"),
+            # In the same pass: the removal needs its data files, one delete file each.
+            F.collect_set(F.when(removes, F.col(SILVER_FILE))).alias("files"),
+            F.count_if(removes & F.col(SILVER_FILE).isNull()).alias("unplaced"),
         )
         .collect()
     )
+    if any(row["unplaced"] for row in rows):
+        raise IcetideJobError(f"{table}: a silver row to remove was read without its data file")
 
     def count(action: ChangeAction) -> int:
         return sum(int(row["count"]) for row in rows if row[ACTION] == action.value)
@@ -180,6 +189,7 @@ def classify_changes(
         remembered_before=sum(int(row["remembered_before"]) for row in rows),
         newest_change_micros=max(newest) if newest else None,
         compared=compared_columns(value_columns, keys),
+        removed_data_files=sorted({str(path) for row in rows for path in row["files"]}),
     )
 
 
@@ -249,6 +259,7 @@ def commit_changes(
         )
     rows = rows_to_write(classified, columns, soft_delete)
     removed = classified.to_remove()
+    files = classified.removed_data_files
     if plan.to_remove:
         if base_snapshot_id is None:
             raise IcetideJobError(
@@ -256,14 +267,14 @@ def commit_changes(
             )
         base = base_snapshot_id
         if not plan.to_write:
-            remove_rows(spark, table, MAIN_BRANCH, removed, base, snapshot_properties)
+            remove_rows(spark, table, MAIN_BRANCH, removed, files, base, snapshot_properties)
             return
         # The removal first: its validation (nothing added since the base) would meet the append.
         staged_commit(
             spark,
             table,
             base,
-            lambda branch: remove_rows(spark, table, branch, removed, base, {}),
+            lambda branch: remove_rows(spark, table, branch, removed, files, base, {}),
             lambda branch: append_changes(branch_name(table.sql_name, branch), rows, snapshot_properties),
         )
     elif plan.to_write:

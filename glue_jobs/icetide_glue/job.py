@@ -130,11 +130,11 @@ def _load_run(
         changes = empty_changes(spark, silver_schema(spark, table))
     else:
         changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
-    changes = changes.persist()
-    try:
-        return _land_changes(spark, args, table, exists, changes)
-    finally:
-        changes.unpersist()
+    # Not cached: the batch check reads only the columns it checks (Parquet skips the rest) and the
+    # deduplication (or an append's filter) reads the files once more, which cost less than caching
+    # every column of the batch (check and deduplication of 200k changes: 1.7 s against 2.3 s).
+    # Both reads see the same files: the listing is made once, when the batch is opened.
+    return _land_changes(spark, args, table, exists, changes)
 
 
 def _land_changes(

@@ -91,11 +91,13 @@ def remove_rows(
     table: SilverTable,
     target_branch: str,
     removed: DataFrame,
+    data_files: Sequence[str],
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
 ) -> None:
-    """Commit the removal of ``removed``'s silver rows (their ``SILVER_FILE``/``SILVER_POS``) to
-    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``.
+    """Commit the removal of ``removed``'s silver rows (their ``SILVER_FILE``/``SILVER_POS``, in
+    ``data_files``: the classification finds them with its counts) to ``target_branch`` as one
+    Iceberg commit carrying ``snapshot_properties``.
 
     The commit is validated against ``base_snapshot_id``, main's snapshot noted just before the
     classification read silver (which may have read a later one): it fails if a data file the
@@ -104,12 +106,9 @@ def remove_rows(
     staging branch, made at that snapshot, the removal must be the branch's first commit, or
     these checks would meet the run's own files; the fast-forward then checks main.
     """
-    listed = [row[0] for row in removed.select(SILVER_FILE).distinct().collect()]
-    if not listed:
-        raise IcetideJobError(f"{table}: no silver rows to remove")
-    if any(not path for path in listed):
-        raise IcetideJobError(f"{table}: a row to remove has no data file position")
-    data_files = sorted(str(path) for path in listed)
+    if not data_files or not all(data_files):
+        raise IcetideJobError(f"{table}: no data files to remove silver rows from ({list(data_files)})")
+    data_files = sorted(data_files)
     iceberg = _iceberg_table(spark, table)
     version = int(iceberg.operations().current().formatVersion())
     if version != POSITION_DELETES_FORMAT:

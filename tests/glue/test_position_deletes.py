@@ -286,12 +286,15 @@ def _rows_to_remove(spark: SparkSession, name: str) -> DataFrame:
     )
 
 
+def _data_files(removed: DataFrame) -> list[str]:
+    return sorted(row[0] for row in removed.select(SILVER_FILE).distinct().collect())
+
+
 def test_delete_files_hold_their_positions_sorted_with_iceberg_s_field_ids(spark: SparkSession) -> None:
     table = _table_of_two_files(spark, "pos_sorted")
     base = _main(spark, "pos_sorted")
-    remove_rows(
-        spark, table, "main", _rows_to_remove(spark, "pos_sorted"), base, {"icetide.run-id": "sorted"}
-    )
+    removed = _rows_to_remove(spark, "pos_sorted")
+    remove_rows(spark, table, "main", removed, _data_files(removed), base, {"icetide.run-id": "sorted"})
 
     assert sorted(row[0] for row in spark.table(silver_table("pos_sorted")).collect()) == [
         key for key in range(1000) if key % 3
@@ -326,7 +329,8 @@ def test_a_table_of_another_format_version_is_refused_before_anything_is_written
     table = _table_of_two_files(spark, name, version)
     before = _main(spark, name)
     with pytest.raises(IcetideJobError, match=f"format v{version} table: .* need format v2"):
-        remove_rows(spark, table, "main", _rows_to_remove(spark, name), before, {})
+        removed = _rows_to_remove(spark, name)
+        remove_rows(spark, table, "main", removed, _data_files(removed), before, {})
     assert _main(spark, name) == before
     assert spark.table(silver_table(name)).count() == 1000
 

@@ -19,11 +19,12 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
 from glue.frames import assert_frame_equal
-from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table, snapshot_ids
+from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
 from icetide_cli.main import main as icetide
-from icetide_glue.arguments import JobArguments
+from icetide_glue.arguments import JobArguments, LoadMode
 from icetide_glue.errors import BronzeRowCountMismatch
 from icetide_glue.job import run_job
 
@@ -167,3 +168,29 @@ def test_icetide_job_run_takes_the_count_and_refuses_in_one_line(
         "error: BronzeRowCountMismatch: the bronze files hold 2 row(s) but DMS reported 3 (--expected_rows"
     ), error_lines
     assert loaded == 0
+
+
+@pytest.mark.parametrize("load_mode", [LoadMode.MERGE, LoadMode.APPEND], ids=["merge", "append"])
+def test_a_file_that_lands_after_the_batch_check_waits_for_the_next_run(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load_mode: LoadMode
+) -> None:
+    """The run reads its files twice (the check, then the deduplication or the append's filter):
+    both reads must see the files listed when the batch was opened, or a file DMS writes meanwhile
+    would reach silver unchecked and uncounted."""
+    table = f"late_file_{load_mode.value}"
+    bronze = tmp_path / "bronze"
+    write_dms_file(bronze, "20261121-060000000.parquet", BRONZE, [("I", "2026-11-21 06:00:00", 1, "a")])
+    real = job_module.inspect_batch
+
+    def check_then_dms_writes(*args: Any, **kwargs: Any) -> Any:
+        summary = real(*args, **kwargs)
+        write_dms_file(bronze, "20261121-070000000.parquet", BRONZE, [("I", "2026-11-21 07:00:00", 2, "b")])
+        return summary
+
+    monkeypatch.setattr(job_module, "inspect_batch", check_then_dms_writes)
+    manifest = load_into_silver(spark, table, "late-1", bronze, load_mode=load_mode)
+    assert (manifest["rowsRead"], manifest["rowsInserted"]) == (1, 1)
+    assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1]
+    monkeypatch.undo()
+    load_into_silver(spark, table, "late-2", bronze, load_mode=load_mode)
+    assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1, 2]

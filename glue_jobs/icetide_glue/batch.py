@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -27,14 +28,17 @@ _SAMPLE_SIZE = 5
 # What the change sequence must be once normalised: digits (DMS's AR_H_CHANGE_SEQ string, or a
 # whole number padded to one width), compared as text. A blank one sorts like a missing one.
 _SEQUENCE_DIGITS = r"^[0-9]*$"
+_SORTED_KEYS = "sorted_keys"
 
 
 @dataclass(frozen=True)
 class BatchSummary:
-    """What a run read: its row count and the largest watermark-column value (None if no column)."""
+    """What a run read: its row count and the largest watermark-column value (None if no column);
+    with ``sorted_keys`` asked for, the batch's distinct first-key values too (None: not asked)."""
 
     rows_read: int
     new_watermark: WatermarkJson
+    sorted_keys: Sequence[Any] | None = None
 
 
 def _any_null(keys: Sequence[str]) -> Column:
@@ -47,12 +51,15 @@ def inspect_batch(
     watermark_column: str | None,
     timestamp_column: str,
     change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN,
+    sorted_keys: Column | None = None,
 ) -> BatchSummary:
     """Count the rows, find the new watermark, and reject rows that cannot be ordered or applied.
 
     ``changes`` is the output of :func:`icetide_glue.changes.normalize_changes`; ``keys`` and
     ``watermark_column`` are spelled as in its columns. A sequence that is not digits would sort
     as text against every later sequence of the key ("9" after "10"), so it is refused too.
+    ``sorted_keys`` (:func:`icetide_glue.key_ranges.sorted_keys_aggregate`) is computed in the
+    same pass, which saves the key ranges a Spark job of their own.
     """
     unknown_op = ~F.col(OP).isin(INSERT, UPDATE, DELETE)
     bad_sequence = F.col(CHANGE_SEQ).isNotNull() & ~F.col(CHANGE_SEQ).rlike(_SEQUENCE_DIGITS)
@@ -68,6 +75,8 @@ def inspect_batch(
         watermark_type = changes.schema[watermark_column].dataType
         check_watermark_type(watermark_column, watermark_type)
         aggregates.append(watermark_aggregate(column(watermark_column), watermark_type).alias("watermark"))
+    if sorted_keys is not None:
+        aggregates.append(sorted_keys.alias(_SORTED_KEYS))
     with translate_unreadable_file():
         totals = changes.agg(*aggregates).first()
     assert totals is not None  # a global aggregate always returns one row
@@ -95,7 +104,11 @@ def inspect_batch(
     new_watermark = (
         watermark_json(totals["watermark"], watermark_type) if watermark_type is not None else None
     )
-    return BatchSummary(rows_read=int(totals["rows"]), new_watermark=new_watermark)
+    return BatchSummary(
+        rows_read=int(totals["rows"]),
+        new_watermark=new_watermark,
+        sorted_keys=totals[_SORTED_KEYS] if sorted_keys is not None else None,
+    )
 
 
 def _examples(changes: DataFrame, condition: Column, name: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -60,7 +61,7 @@ from icetide_glue.changes import (
 )
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError, one_line
-from icetide_glue.key_ranges import batch_key_ranges
+from icetide_glue.key_ranges import batch_key_ranges, ranges_of_sorted_keys, sorted_keys_aggregate
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import check_row_count
@@ -151,7 +152,14 @@ def _land_changes(
         watermark = require_column(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
-    summary = inspect_batch(changes, keys, watermark, args.timestamp_column, args.change_sequence_column)
+    sorted_keys = None
+    if merging and args.reconcile_uri is None and args.expected_rows is not None:
+        # DMS's row count bounds the batch's keys before it is read: the check collects them too,
+        # for the key ranges (a wrong count fails the run just below, as before).
+        sorted_keys = sorted_keys_aggregate(changes, keys[0], args.expected_rows)
+    summary = inspect_batch(
+        changes, keys, watermark, args.timestamp_column, args.change_sequence_column, sorted_keys
+    )
     # Before any DDL or commit: a lost or added bronze file must not reach silver.
     check_row_count(args.expected_rows, summary.rows_read, args.bronze_uri)
     source = source_schema(changes)
@@ -178,7 +186,9 @@ def _land_changes(
     )
     silver = silver_schema(spark, table)
     if merging:
-        return _merge(spark, args, table, changes, keys, silver, manifest, reconcile_keys)
+        return _merge(
+            spark, args, table, changes, keys, silver, manifest, reconcile_keys, summary.sorted_keys
+        )
     return _append(spark, table, changes, silver, manifest, watermark)
 
 
@@ -191,6 +201,7 @@ def _merge(
     silver: StructType,
     manifest: RunManifest,
     reconcile_keys: DataFrame | None,
+    sorted_keys: Sequence[Any] | None = None,
 ) -> RunManifest:
     soft = args.delete_mode is DeleteMode.SOFT
     latest = latest_change_per_key(keep_latest_image(changes, keys), keys)
@@ -214,8 +225,12 @@ def _merge(
     key_ranges: list[tuple[int, int]] = []
     if reconcile_keys is None:
         # A reconcile's deletes can be anywhere in silver: its runs read silver whole, as before.
-        first_key = find_column(latest.columns, keys[0]) or keys[0]
-        key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)
+        # The deduplicated batch holds the bronze batch's keys: the check may have collected them.
+        if sorted_keys is not None:
+            key_ranges = ranges_of_sorted_keys(sorted_keys)
+        else:
+            first_key = find_column(latest.columns, keys[0]) or keys[0]
+            key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)
     broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
     # Before the classification reads silver: a run that stages its commit builds on this state of
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.

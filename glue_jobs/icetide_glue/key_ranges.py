@@ -18,9 +18,11 @@ filter and silver is read as before.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from itertools import pairwise
+from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from icetide_glue.changes import column, is_whole_number_type
@@ -31,7 +33,8 @@ MAX_KEY_RANGES = 32
 # sorted keys (a list on the driver) would cost more than the skipped files save.
 MAX_KEYS_FOR_RANGES = 2_000_000
 
-_KEYS = "_icetide_keys"
+# The batch's distinct first-key values, sorted (an aggregate's column).
+SORTED_KEYS = "_icetide_sorted_keys"
 
 
 def batch_key_ranges(
@@ -43,12 +46,31 @@ def batch_key_ranges(
     bronze rows it read): an empty batch needs no filter, and a huge one is not worth sorting.
     The distinct keys come to the driver as one sorted array (one small Spark job; a sorted
     window over them ran on a single task and took seconds for 200,000 keys), and the gaps are
-    measured there.
+    measured there. The batch check can collect the same array in its own pass instead
+    (:func:`sorted_keys_aggregate`, then :func:`ranges_of_sorted_keys`), saving that job.
     """
-    if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
+    aggregate = sorted_keys_aggregate(changes, key, key_count)
+    if aggregate is None:
         return []
-    row = changes.agg(F.sort_array(F.collect_set(column(key))).alias(_KEYS)).first()
-    ordered = [int(value) for value in row[_KEYS]] if row is not None else []
+    row = changes.agg(aggregate).first()
+    return ranges_of_sorted_keys(row[SORTED_KEYS] if row is not None else None, max_ranges)
+
+
+def sorted_keys_aggregate(changes: DataFrame, key: str, key_count: int) -> Column | None:
+    """The aggregate that collects ``key``'s distinct values, sorted, as ``SORTED_KEYS``; None when
+    the batch gets no ranges (``key_count`` rows: none, or more than ``MAX_KEYS_FOR_RANGES``; or a
+    key that is not a whole number)."""
+    if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
+        return None
+    return F.sort_array(F.collect_set(column(key))).alias(SORTED_KEYS)
+
+
+def ranges_of_sorted_keys(
+    sorted_keys: Sequence[Any] | None, max_ranges: int = MAX_KEY_RANGES
+) -> list[tuple[int, int]]:
+    """At most ``max_ranges`` closed ranges covering every one of ``sorted_keys`` (ascending,
+    distinct), cut at the widest gaps between neighbours; [] for no keys."""
+    ordered = [int(value) for value in sorted_keys or ()]
     if not ordered:
         return []
     # The widest gaps first; of equal ones, the one ending at the lower key.

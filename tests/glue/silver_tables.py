@@ -45,8 +45,10 @@ def load_into_silver(
     reconcile: Path | None = None,
     reconcile_expected_rows: int | None = None,
     reconcile_started_at: datetime | None = None,
+    expected_rows: int | None = None,
 ) -> dict[str, Any]:
-    """Run the job on a bronze folder into ``silver.<table>`` and return its manifest."""
+    """Run the job on a bronze folder into ``silver.<table>`` and return its manifest
+    (``expected_rows``: DMS's row count, as the state machine passes it)."""
     arguments = JobArguments(
         target_table=f"{SILVER_DATABASE}.{table}",
         run_id=run_id,
@@ -61,5 +63,6 @@ def load_into_silver(
         reconcile_uri=str(reconcile) if reconcile is not None else None,
         reconcile_expected_rows=reconcile_expected_rows,
         reconcile_started_at=reconcile_started_at,
+        expected_rows=expected_rows,
     )
     return run_job(spark, arguments)

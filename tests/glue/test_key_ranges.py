@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import random
 from itertools import pairwise
+from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide_glue.key_ranges import MAX_KEYS_FOR_RANGES, batch_key_ranges
+import icetide_glue.job as job_module
+from glue.dms_files import write_dms_file
+from glue.silver_tables import load_into_silver, silver_table
+from icetide_glue.key_ranges import MAX_KEY_RANGES, MAX_KEYS_FOR_RANGES, batch_key_ranges
+
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
+)
 
 
 def widest_gap_ranges(keys: set[int], max_ranges: int) -> list[tuple[int, int]]:
@@ -62,3 +72,40 @@ def test_no_ranges_where_they_cannot_be_exact_or_would_not_pay(spark: SparkSessi
     ints = spark.createDataFrame([(1,)], "k int")
     assert batch_key_ranges(ints, "k", 0) == []
     assert batch_key_ranges(ints, "k", MAX_KEYS_FOR_RANGES + 1) == []
+
+
+def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``--expected_rows`` the check's own pass collects the keys: no job of their own, and
+    the classification gets the oracle's ranges of the batch's keys (old keys cut off as ranges of
+    their own). Without it, the separate job still gives the same ranges."""
+    rng = random.Random(77)
+    silver_keys = list(range(1, 2001))
+    batch_keys = {*rng.sample(silver_keys[-200:], 60), *rng.sample(silver_keys[:100], 3), 2001, 2002}
+    first_load = [("I", "2026-11-21 06:00:00", k, k) for k in silver_keys]
+    write_dms_file(tmp_path / "first", "LOAD00000001.parquet", BRONZE, first_load)
+    rows = [("U" if k <= 2000 else "I", "2026-11-21 07:00:00", k, -k) for k in sorted(batch_keys)]
+    write_dms_file(tmp_path / "second", "20261121-070000000.parquet", BRONZE, rows)
+    seen: list[list[tuple[int, int]]] = []
+    real_classify = job_module.classify_changes
+
+    def classify(*args: Any, **kwargs: Any) -> Any:
+        seen.append(list(args[7]))
+        return real_classify(*args, **kwargs)
+
+    monkeypatch.setattr(job_module, "classify_changes", classify)
+    for counted, table in ((False, "ranges_by_job"), (True, "ranges_by_check")):
+        load_into_silver(spark, table, "first", tmp_path / "first")
+        if counted:
+            monkeypatch.setattr(job_module, "batch_key_ranges", _no_separate_job)
+        manifest = load_into_silver(
+            spark, table, "second", tmp_path / "second", expected_rows=len(rows) if counted else None
+        )
+        assert (manifest["rowsUpdated"], manifest["rowsInserted"]) == (63, 2)
+        assert spark.table(silver_table(table)).where("v < 0").count() == 65
+    assert seen[1] == seen[3] == widest_gap_ranges(batch_keys, MAX_KEY_RANGES)
+
+
+def _no_separate_job(*args: Any) -> list[tuple[int, int]]:
+    raise AssertionError("the key ranges ran a job of their own although the batch check had the keys")

@@ -40,6 +40,8 @@ from icetide_glue.silver import SilverTable
 DELETE_FILE_PATH_ID = 2147483546
 DELETE_FILE_POS_ID = 2147483545
 PARQUET_FIELD_ID = "parquet.field.id"
+# The two columns of a position delete file, as read back (Iceberg's spec; a file may add ``row``).
+_DELETE_FILE_SCHEMA = "file_path string, pos bigint"
 # The working column the write is partitioned by: one folder, so one file, per data file.
 _DATA_FILE_INDEX = "data_file_index"
 _FOLDER_PREFIX = f"{_DATA_FILE_INDEX}="
@@ -156,8 +158,11 @@ def _with_replaced_positions(
     rows = removed.select(SILVER_FILE, SILVER_POS)
     if not replaced:
         return rows
-    previous = spark.read.parquet(*[file.path for file in replaced]).select(
-        F.col("file_path").alias(SILVER_FILE), F.col("pos").alias(SILVER_POS)
+    # The schema is given: Spark would otherwise open a footer to infer what the spec fixes.
+    previous = (
+        spark.read.schema(_DELETE_FILE_SCHEMA)
+        .parquet(*[file.path for file in replaced])
+        .select(F.col("file_path").alias(SILVER_FILE), F.col("pos").alias(SILVER_POS))
     )
     return rows.unionByName(previous)
 

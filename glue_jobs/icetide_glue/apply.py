@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide_glue.columns import (
@@ -96,7 +96,7 @@ class ClassifiedChanges:
 
     def to_remove(self) -> DataFrame:
         """The changing changes of keys silver holds: their silver rows go."""
-        return self.to_apply().where(F.col(MATCHED))
+        return self.frame.where(removes_silver_row())
 
     def to_write(self, soft_delete: bool) -> DataFrame:
         """The changing changes that leave a row: all but hard deletes."""
@@ -109,6 +109,12 @@ class ClassifiedChanges:
         cannot be unpersisted: Spark frees their blocks once the frame is garbage-collected."""
         for view in (CHANGES_VIEW, CHANGES_TO_REMEMBER_VIEW):
             self.frame.sparkSession.catalog.dropTempView(view)
+
+
+def removes_silver_row() -> Column:
+    """A labelled change whose key's silver row the commit removes: a changing change of a key
+    silver holds (:meth:`ClassifiedChanges.to_remove`, and the data files the counts collect)."""
+    return F.col(MATCHED) & (F.col(ACTION) != ChangeAction.UNCHANGED.value)
 
 
 def classify_changes(
@@ -146,7 +152,7 @@ def classify_changes(
         broadcast_changes=broadcast_changes,
     )
     frame = spark.sql(statement).localCheckpoint(eager=True)
-    removes = F.col(MATCHED) & (F.col(ACTION) != ChangeAction.UNCHANGED.value)
+    removes = removes_silver_row()
     rows = (
         frame.groupBy(ACTION, MATCHED)
         .agg(
@@ -267,14 +273,14 @@ def commit_changes(
             )
         base = base_snapshot_id
         if not plan.to_write:
-            remove_rows(spark, table, MAIN_BRANCH, removed, files, base, snapshot_properties)
+            remove_rows(spark, table, MAIN_BRANCH, removed, files, plan.to_remove, base, snapshot_properties)
             return
         # The removal first: its validation (nothing added since the base) would meet the append.
         staged_commit(
             spark,
             table,
             base,
-            lambda branch: remove_rows(spark, table, branch, removed, files, base, {}),
+            lambda branch: remove_rows(spark, table, branch, removed, files, plan.to_remove, base, {}),
             lambda branch: append_changes(branch_name(table.sql_name, branch), rows, snapshot_properties),
         )
     elif plan.to_write:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import MapType
 
 from icetide_contracts.watermark_text import WatermarkJson
 from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN
@@ -21,6 +22,7 @@ from icetide_glue.bronze import translate_unreadable_file
 from icetide_glue.changes import column
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, INSERT, OP, UPDATE
 from icetide_glue.errors import InvalidChangeData
+from icetide_glue.key_ranges import SORTED_KEYS
 from icetide_glue.watermark import check_watermark_type, watermark_aggregate, watermark_json
 
 # How many offending values an error message quotes.
@@ -28,7 +30,6 @@ _SAMPLE_SIZE = 5
 # What the change sequence must be once normalised: digits (DMS's AR_H_CHANGE_SEQ string, or a
 # whole number padded to one width), compared as text. A blank one sorts like a missing one.
 _SEQUENCE_DIGITS = r"^[0-9]*$"
-_SORTED_KEYS = "sorted_keys"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ def inspect_batch(
         F.count_if(F.col(CHANGE_TS).isNull()).alias("unreadable_times"),
         F.count_if(bad_sequence).alias("bad_sequences"),
         (F.count_if(_any_null(keys)) if keys else F.lit(0)).alias("null_keys"),
+        _every_value(changes).alias("every_value"),
     ]
     watermark_type = None
     if watermark_column is not None:
@@ -76,7 +78,7 @@ def inspect_batch(
         check_watermark_type(watermark_column, watermark_type)
         aggregates.append(watermark_aggregate(column(watermark_column), watermark_type).alias("watermark"))
     if sorted_keys is not None:
-        aggregates.append(sorted_keys.alias(_SORTED_KEYS))
+        aggregates.append(sorted_keys)
     with translate_unreadable_file():
         totals = changes.agg(*aggregates).first()
     assert totals is not None  # a global aggregate always returns one row
@@ -107,8 +109,18 @@ def inspect_batch(
     return BatchSummary(
         rows_read=int(totals["rows"]),
         new_watermark=new_watermark,
-        sorted_keys=totals[_SORTED_KEYS] if sorted_keys is not None else None,
+        sorted_keys=totals[SORTED_KEYS] if sorted_keys is not None else None,
     )
+
+
+def _every_value(changes: DataFrame) -> Column:
+    """An aggregate of every column's values (a hash), so that the check decodes every page of the
+    batch: a merge does not cache it, and a page Spark cannot decode must fail here, before any
+    DDL, not in the deduplication after it (maps cannot be hashed; DMS writes none)."""
+    hashable = [
+        column(field.name) for field in changes.schema.fields if not isinstance(field.dataType, MapType)
+    ]
+    return F.max(F.xxhash64(*hashable)) if hashable else F.lit(0)
 
 
 def _examples(changes: DataFrame, condition: Column, name: str) -> str:

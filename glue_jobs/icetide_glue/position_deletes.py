@@ -94,12 +94,16 @@ def remove_rows(
     target_branch: str,
     removed: DataFrame,
     data_files: Sequence[str],
+    positions: int,
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
 ) -> None:
-    """Commit the removal of ``removed``'s silver rows (their ``SILVER_FILE``/``SILVER_POS``, in
-    ``data_files``: the classification finds them with its counts) to ``target_branch`` as one
-    Iceberg commit carrying ``snapshot_properties``.
+    """Commit the removal of ``removed``'s ``positions`` silver rows (their ``SILVER_FILE`` and
+    ``SILVER_POS``, in ``data_files``: the classification finds both with its counts) to
+    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``.
+
+    The delete files written must hold exactly those positions plus the ones of the delete files
+    they replace, or nothing is committed: a row left out would stay beside its key's new row.
 
     The commit is validated against ``base_snapshot_id``, main's snapshot noted just before the
     classification read silver (which may have read a later one): it fails if a data file the
@@ -109,7 +113,9 @@ def remove_rows(
     these checks would meet the run's own files; the fast-forward then checks main.
     """
     if not data_files or not all(data_files):
-        raise IcetideJobError(f"{table}: no data files to remove silver rows from ({list(data_files)})")
+        raise IcetideJobError(
+            f"{table}: rows to remove, but no data file named for them ({len(data_files)} given)"
+        )
     data_files = sorted(data_files)
     iceberg = _iceberg_table(spark, table)
     version = int(iceberg.operations().current().formatVersion())
@@ -118,33 +124,47 @@ def remove_rows(
             f"{table} is an Iceberg format v{version} table: icetide removes rows with position "
             f"delete files, which need format v{POSITION_DELETES_FORMAT} (the format it creates)"
         )
-    replaced = live_delete_files(spark, table, iceberg, base_snapshot_id, data_files)
-    positions = _with_replaced_positions(spark, removed, replaced)
-    written = _write_delete_files(spark, iceberg, positions, data_files)
+    replaced = _live_delete_files(spark, table, iceberg, base_snapshot_id, data_files)
+    delete_rows = _with_replaced_positions(spark, removed, replaced)
+    written = _write_delete_files(spark, iceberg, delete_rows, data_files)
     if not written:
         raise IcetideJobError(f"{table}: the position deletes were written as no file")
+    expected = positions + sum(file.record_count for file in replaced)
     _commit_row_delta(
-        spark, iceberg, target_branch, written, replaced, data_files, base_snapshot_id, snapshot_properties
+        spark,
+        iceberg,
+        target_branch,
+        written,
+        replaced,
+        expected,
+        data_files,
+        base_snapshot_id,
+        snapshot_properties,
     )
 
 
-def live_delete_files(
+def _live_delete_files(
     spark: SparkSession, table: SilverTable, iceberg: Any, snapshot_id: int, data_files: Sequence[str]
 ) -> list[LiveDeleteFile]:
     """The file-scoped position delete files of ``data_files`` live in ``snapshot_id`` (none without
     a metadata query when the snapshot has no delete file at all, as after a compaction).
 
-    Delete files that name no data file (partition-scoped: an older writer's) stay as they are.
+    File-scoped as Iceberg reads it (``ContentFileUtil.referencedDataFile``): the file names its
+    data file, or its ``file_path`` column's lower and upper bounds are that one path (what
+    Iceberg's own v2 writers and ``rewrite_position_delete_files`` leave). Delete files spanning
+    several data files (partition-scoped) stay as they are.
     """
     summary = iceberg.snapshot(snapshot_id).summary()
     if str(summary.getOrDefault("total-delete-files", "1")) == "0":
         return []
+    lowest, highest = (F.col(bounds)[DELETE_FILE_PATH_ID] for bounds in ("lower_bounds", "upper_bounds"))
+    data_file = F.coalesce(F.col("referenced_data_file"), F.when(lowest == highest, lowest.cast("string")))
     rows = (
         spark.read.format("iceberg")
         .option("snapshot-id", str(snapshot_id))
         .load(f"{table.sql_name}.delete_files")
-        .where((F.col("content") == 1) & F.col("referenced_data_file").isin(list(data_files)))
-        .select("file_path", "file_size_in_bytes", "referenced_data_file", "record_count")
+        .where((F.col("content") == 1) & data_file.isin(list(data_files)))
+        .select("file_path", "file_size_in_bytes", data_file, "record_count")
         .collect()
     )
     return [LiveDeleteFile(str(row[0]), int(row[1]), str(row[2]), int(row[3])) for row in rows]
@@ -202,6 +222,7 @@ def _commit_row_delta(
     target_branch: str,
     written: Sequence[PositionDeleteFile],
     replaced: Sequence[LiveDeleteFile],
+    expected_positions: int,
     data_files: Sequence[str],
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
@@ -209,7 +230,7 @@ def _commit_row_delta(
     """One ``RowDelta``: the new delete files in, the ones they replace out.
 
     ``validateDeletedFiles`` also fails it when a replaced delete file left since the run's
-    snapshot (a compaction of delete files): its positions would otherwise be dropped twice over.
+    snapshot (a compaction of delete files): the run built on a state of silver that is gone.
     """
     api = _jvm(spark).org.apache.iceberg
     partitions = _partitions_of(iceberg, base_snapshot_id, data_files)
@@ -224,10 +245,17 @@ def _commit_row_delta(
         .validateDeletedFiles()
         .validateDataFilesExist(_java_list(spark, data_files))
     )
+    written_positions = 0
     for file in written:
         builder = _delete_file_builder(api, partitions, file)
         metrics = api.parquet.ParquetUtil.fileMetrics(iceberg.io().newInputFile(file.path), metrics_config)
+        written_positions += int(metrics.recordCount())
         delta = delta.addDeletes(builder.withMetrics(metrics).build())
+    if written_positions != expected_positions:
+        raise IcetideJobError(
+            f"{iceberg.name()}: the delete files hold {written_positions} position(s), not the "
+            f"{expected_positions} to remove (with those of the delete files they replace); nothing committed"
+        )
     for old in replaced:
         builder = _delete_file_builder(api, partitions, old)
         delta = delta.removeDeletes(builder.withRecordCount(old.record_count).build())

@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -15,12 +16,18 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal
+from glue.silver_tables import load_into_silver, silver_table
 from icetide_glue.batch import inspect_batch
 from icetide_glue.bronze import file_rank, read_bronze, unreadable_file_in
 from icetide_glue.changes import latest_change_per_key, normalize_changes
 from icetide_glue.errors import BronzeSchemaError, NoParquetInBronze, UnreadableBronzeFile
 
 pytestmark = pytest.mark.spark
+
+
+BRONZE_V = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
+)
 
 
 def test_files_sort_in_dms_write_order(spark: SparkSession) -> None:
@@ -277,6 +284,33 @@ def test_corrupt_pages_fail_the_batch_check_naming_the_file(spark: SparkSession,
         UnreadableBronzeFile, match=r"^bronze file file:\S+/LOAD00000001\.parquet cannot be read"
     ):
         inspect_batch(changes, ["id"], None, "dms_timestamp")
+
+
+def test_an_unreadable_value_column_fails_the_run_before_any_ddl(spark: SparkSession, tmp_path: Path) -> None:
+    """A merge does not cache its batch, and the check needs no value column for what it checks: it
+    must still decode every page, or a broken page of a value column would fail the run only in the
+    deduplication, after the ALTER TABLE of the batch's new column."""
+    load_into_silver(spark, "broken_values", "broken-1", _one_row_folder(tmp_path / "first"))
+    schema = pa.schema([*BRONZE_V, ("note", pa.string())])
+    rows = [("U", "2026-11-21 07:00:00", i, f"value {i} " * 5, f"note {i}") for i in range(1000)]
+    path = write_dms_file(tmp_path / "second", "20261121-070000000.parquet", schema, rows)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(schema.get_field_index("v"))
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    damaged = bytearray(path.read_bytes())
+    damaged[start + 8 : start + chunk.total_compressed_size - 8] = b"\xff" * (
+        chunk.total_compressed_size - 16
+    )
+    path.write_bytes(bytes(damaged))
+    columns_before = spark.table(silver_table("broken_values")).columns
+
+    with pytest.raises(UnreadableBronzeFile, match=r"20261121-070000000\.parquet cannot be read"):
+        load_into_silver(spark, "broken_values", "broken-2", tmp_path / "second")
+    assert spark.table(silver_table("broken_values")).columns == columns_before
+
+
+def _one_row_folder(folder: Path) -> Path:
+    write_dms_file(folder, "LOAD00000001.parquet", BRONZE_V, [("I", "2026-11-21 06:00:00", 1, "a")])
+    return folder
 
 
 def test_a_folder_of_files_without_parquet_is_refused(spark: SparkSession, tmp_path: Path) -> None:

@@ -250,6 +250,25 @@ def test_a_bucketed_table_from_before_the_sorted_layout_gets_its_deletes_in_thei
     assert pairs and all(row["deleted_in"] == row["data_in"] for row in pairs)
     assert {row["data_in"][0] for row in pairs} != {None}
 
+    # Every remaining original row goes: the bucket files' delete files are replaced in their
+    # partitions (a wrong partition would make Iceberg miss them: "Missing required files to delete").
+    third = tmp_path / "third"
+    write_dms_file(
+        third,
+        "20261121-080000000.parquet",
+        BRONZE,
+        [("D", "2026-11-21 08:00:00", k, 0) for k in (1, 3, 4, 6)],
+    )
+    manifest = load_run("pos_bucketed", "bucketed-3", third)
+    assert manifest["rowsDeleted"] == 4
+    assert _rows(spark, "pos_bucketed") == {7: 71, 8: 81, 9: 90}
+    summary = spark.sql(
+        f"SELECT summary FROM {silver_table('pos_bucketed')}.snapshots "  # noqa: S608
+        f"WHERE snapshot_id = {manifest['snapshotId']}"
+    ).first()
+    assert summary is not None and int(summary[0]["removed-delete-files"]) >= 1
+    assert all(len(counts) == 1 for counts in _live_delete_files(spark, "pos_bucketed").values())
+
 
 def test_a_written_delete_file_is_matched_to_its_data_file_by_its_folder() -> None:
     data_files = ["s3://b/t/data/a.parquet", "s3://b/t/data/b.parquet"]
@@ -294,7 +313,16 @@ def test_delete_files_hold_their_positions_sorted_with_iceberg_s_field_ids(spark
     table = _table_of_two_files(spark, "pos_sorted")
     base = _main(spark, "pos_sorted")
     removed = _rows_to_remove(spark, "pos_sorted")
-    remove_rows(spark, table, "main", removed, _data_files(removed), base, {"icetide.run-id": "sorted"})
+    remove_rows(
+        spark,
+        table,
+        "main",
+        removed,
+        _data_files(removed),
+        removed.count(),
+        base,
+        {"icetide.run-id": "sorted"},
+    )
 
     assert sorted(row[0] for row in spark.table(silver_table("pos_sorted")).collect()) == [
         key for key in range(1000) if key % 3
@@ -330,7 +358,7 @@ def test_a_table_of_another_format_version_is_refused_before_anything_is_written
     before = _main(spark, name)
     with pytest.raises(IcetideJobError, match=f"format v{version} table: .* need format v2"):
         removed = _rows_to_remove(spark, name)
-        remove_rows(spark, table, "main", removed, _data_files(removed), before, {})
+        remove_rows(spark, table, "main", removed, _data_files(removed), removed.count(), before, {})
     assert _main(spark, name) == before
     assert spark.table(silver_table(name)).count() == 1000
 
@@ -396,6 +424,17 @@ def test_a_compaction_of_delete_files_after_the_read_fails_the_removal_and_the_r
     manifest = load_run("pos_deletes_compacted", "deletes-3", third)
     assert manifest["rowsDeleted"] == 1
     assert _rows(spark, "pos_deletes_compacted") == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
-    # The compaction's delete file names no data file (partition-scoped): it stays as it is.
-    live = _live_delete_files(spark, "pos_deletes_compacted")
-    assert (live.pop(None), list(live.values())) == ([2], [[1]])
+    # The compaction's delete file covers one data file (its path bounds), so the rerun replaced it.
+    assert list(_live_delete_files(spark, "pos_deletes_compacted").values()) == [[3]]
+
+
+def test_delete_files_that_do_not_hold_every_position_are_not_committed(spark: SparkSession) -> None:
+    """The count the classification made must be what the files hold: a position lost between the
+    classification and the write would leave a second row for its key."""
+    table = _table_of_two_files(spark, "pos_counted")
+    before = _main(spark, "pos_counted")
+    removed = _rows_to_remove(spark, "pos_counted")
+    with pytest.raises(IcetideJobError, match=r"hold 334 position\(s\), not the 335 to remove"):
+        remove_rows(spark, table, "main", removed, _data_files(removed), 335, before, {})
+    assert _main(spark, "pos_counted") == before
+    assert spark.table(silver_table("pos_counted")).count() == 1000

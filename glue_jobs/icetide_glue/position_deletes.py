@@ -160,9 +160,10 @@ def _live_delete_files(
     lowest, highest = (F.col(bounds)[DELETE_FILE_PATH_ID] for bounds in ("lower_bounds", "upper_bounds"))
     data_file = F.coalesce(F.col("referenced_data_file"), F.when(lowest == highest, lowest.cast("string")))
     rows = (
-        spark.read.format("iceberg")
-        .option("snapshot-id", str(snapshot_id))
-        .load(f"{table.sql_name}.delete_files")
+        # Through the session's catalogs, as every other read of silver (a path given to the
+        # Iceberg source would resolve in its own default catalog instead).
+        spark.read.option("snapshot-id", str(snapshot_id))
+        .table(f"{table.sql_name}.delete_files")
         .where((F.col("content") == 1) & data_file.isin(list(data_files)))
         .select("file_path", "file_size_in_bytes", data_file, "record_count")
         .collect()

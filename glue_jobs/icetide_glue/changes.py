@@ -206,6 +206,12 @@ def _latest_first(keys: Sequence[str]) -> WindowSpec:
     )
 
 
+def whole_key_window(keys: Sequence[str]) -> WindowSpec:
+    """All of a key's changes, latest first: the frame of an aggregate over each key's changes
+    that shares the deduplication's one sort."""
+    return _latest_first(keys).rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+
+
 def latest_change_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
     """One change per key: the latest by (change time, change sequence, file, position in file)."""
     return (
@@ -246,8 +252,7 @@ def keep_latest_image(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
         F.col(CHANGE_TS).alias("ts"),
         F.col(CHANGE_SEQ).alias("seq"),
     )
-    whole_key = _latest_first(keys).rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    latest_image = F.first(F.when(has_own, image), ignorenulls=True).over(whole_key)
+    latest_image = F.first(F.when(has_own, image), ignorenulls=True).over(whole_key_window(keys))
     with_image = changes.withColumn(_IMAGE, F.when((F.col(OP) == DELETE) & ~has_own, latest_image))
     borrowed = F.col(_IMAGE).isNotNull()
     replaced = {

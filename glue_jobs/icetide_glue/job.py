@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -45,15 +44,13 @@ from icetide_glue.apply import (
     remember_changes,
 )
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
-from icetide_glue.batch import inspect_batch
+from icetide_glue.batch import BatchSummary, deduplicate_batch, inspect_batch
 from icetide_glue.bronze import read_bronze
 from icetide_glue.bronze_selection import read_selected_bronze
 from icetide_glue.changes import (
     align_to_silver,
     empty_changes,
     find_column,
-    keep_latest_image,
-    latest_change_per_key,
     mark_deletes,
     normalize_changes,
     require_column,
@@ -61,7 +58,7 @@ from icetide_glue.changes import (
 )
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.errors import IcetideJobError, one_line
-from icetide_glue.key_ranges import batch_key_ranges, ranges_of_sorted_keys, sorted_keys_aggregate
+from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import check_row_count
@@ -131,11 +128,10 @@ def _load_run(
         changes = empty_changes(spark, silver_schema(spark, table))
     else:
         changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
-    # A merge's batch is not cached: the check reads it once (every page, so that an unreadable one
-    # fails before any DDL) and the deduplication reads the files once more, which costs less than
-    # caching every column (check and deduplication of 200k changes: 1.5-1.6 s against 1.7-2.0 s). Both
-    # reads see the same files: the listing is made once, when the batch is opened. An append reads
-    # its batch three more times (watermark range, content hashes, copies): cached, as before.
+    # A merge reads its batch once: the check rides in the deduplication, whose result is kept
+    # (icetide_glue.batch.deduplicate_batch). An append reads its batch three more times after the
+    # check (watermark range, content hashes, copies): cached. Every read sees the same files: the
+    # listing is made once, when the batch is opened.
     if args.load_mode is LoadMode.APPEND:
         changes = changes.persist()
     try:
@@ -158,14 +154,18 @@ def _land_changes(
         watermark = require_column(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
-    sorted_keys = None
-    if merging and args.reconcile_uri is None and args.expected_rows is not None:
-        # DMS's row count bounds the batch's keys before it is read: the check collects them too,
-        # for the key ranges (a wrong count fails the run just below, as before).
-        sorted_keys = sorted_keys_aggregate(changes, keys[0], args.expected_rows)
-    summary = inspect_batch(
-        changes, keys, watermark, args.timestamp_column, args.change_sequence_column, sorted_keys
-    )
+    latest = None
+    if merging:
+        # DMS's row count bounds the batch's keys before it is read: the check finds the key
+        # ranges too (a wrong count fails the run just below, as before). A reconcile reads silver
+        # whole: no ranges.
+        range_key_count = args.expected_rows if args.reconcile_uri is None else None
+        deduplicated = deduplicate_batch(
+            changes, keys, watermark, args.timestamp_column, args.change_sequence_column, range_key_count
+        )
+        latest, summary = deduplicated.latest, deduplicated.summary
+    else:
+        summary = inspect_batch(changes, keys, watermark, args.timestamp_column, args.change_sequence_column)
     # Before any DDL or commit: a lost or added bronze file must not reach silver.
     check_row_count(args.expected_rows, summary.rows_read, args.bronze_uri)
     source = source_schema(changes)
@@ -191,10 +191,8 @@ def _land_changes(
         schema_changes=list(schema_changes),
     )
     silver = silver_schema(spark, table)
-    if merging:
-        return _merge(
-            spark, args, table, changes, keys, silver, manifest, reconcile_keys, summary.sorted_keys
-        )
+    if latest is not None:
+        return _merge(spark, args, table, latest, keys, silver, manifest, reconcile_keys, summary)
     return _append(spark, table, changes, silver, manifest, watermark)
 
 
@@ -202,18 +200,17 @@ def _merge(
     spark: SparkSession,
     args: JobArguments,
     table: SilverTable,
-    changes: DataFrame,
+    deduplicated: DataFrame,
     keys: list[str],
     silver: StructType,
     manifest: RunManifest,
     reconcile_keys: DataFrame | None,
-    sorted_keys: Sequence[Any] | None = None,
+    summary: BatchSummary,
 ) -> RunManifest:
     soft = args.delete_mode is DeleteMode.SOFT
-    latest = latest_change_per_key(keep_latest_image(changes, keys), keys)
-    # Computed once: the classification reads it twice (changes and their keys), and the key ranges
-    # when the batch check did not collect the keys.
-    latest = mark_deletes(align_to_silver(latest, silver), soft).localCheckpoint(eager=True)
+    # A projection of the kept deduplication: the classification reads it twice (changes and
+    # their keys), and the key ranges when the check did not find them, none of them from bronze.
+    latest = mark_deletes(align_to_silver(deduplicated, silver), soft)
     value_columns = [name for name in silver.fieldNames() if not is_metadata_column(name)]
     tombstones = ensure_tombstone_table(spark, table, silver, keys)
     if reconcile_keys is not None and args.reconcile_started_at is not None:
@@ -232,9 +229,9 @@ def _merge(
     key_ranges: list[tuple[int, int]] = []
     if reconcile_keys is None:
         # A reconcile's deletes can be anywhere in silver: its runs read silver whole, as before.
-        # The deduplicated batch holds the bronze batch's keys: the check may have collected them.
-        if sorted_keys is not None:
-            key_ranges = ranges_of_sorted_keys(sorted_keys)
+        # The deduplicated batch holds the bronze batch's keys: the check may have found the ranges.
+        if summary.key_ranges is not None:
+            key_ranges = summary.key_ranges
         else:
             first_key = find_column(latest.columns, keys[0]) or keys[0]
             key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)

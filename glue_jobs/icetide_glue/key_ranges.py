@@ -46,7 +46,7 @@ def batch_key_ranges(
     bronze rows it read): an empty batch needs no filter, and a huge one is not worth sorting.
     The distinct keys come to the driver as one sorted array (one small Spark job; a sorted
     window over them ran on a single task and took seconds for 200,000 keys), and the gaps are
-    measured there. The batch check can collect the same array in its own pass instead
+    measured there. A merge's deduplication collects the same array in its summary instead
     (:func:`sorted_keys_aggregate`, then :func:`ranges_of_sorted_keys`), saving that job.
     """
     aggregate = sorted_keys_aggregate(changes, key, key_count)
@@ -57,14 +57,14 @@ def batch_key_ranges(
 
 
 def sorted_keys_aggregate(changes: DataFrame, key: str, key_count: int) -> Column | None:
-    """The aggregate that collects ``key``'s distinct values, sorted, as ``SORTED_KEYS``; None when
-    the batch gets no ranges (``key_count`` rows: none, or more than ``MAX_KEYS_FOR_RANGES``; or a
-    key that is not a whole number)."""
+    """The aggregate that collects ``key``'s distinct values, sorted, as ``SORTED_KEYS``
+    (:func:`ranges_of_sorted_keys` cuts them); None when the batch gets no ranges (``key_count``
+    rows: none, or more than ``MAX_KEYS_FOR_RANGES``; or a key that is not a whole number)."""
     if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
         return None
-    # A batch of more rows than promised (a wrong DMS count, which the run then refuses) sends no
-    # keys to the driver.
     keys = F.sort_array(F.collect_set(column(key)))
+    # A batch of more rows than promised (a wrong DMS count, which the run then refuses) sends
+    # nothing: the keys a task collects stay bounded by the count.
     return F.when(F.count(F.lit(1)) <= key_count, keys).alias(SORTED_KEYS)
 
 
@@ -72,17 +72,17 @@ def ranges_of_sorted_keys(
     sorted_keys: Sequence[Any] | None, max_ranges: int = MAX_KEY_RANGES
 ) -> list[tuple[int, int]]:
     """At most ``max_ranges`` closed ranges covering every one of ``sorted_keys`` (ascending,
-    distinct), cut at the widest gaps between neighbours; [] for no keys."""
+    distinct), cut at the widest gaps between neighbours (of equal ones, the one ending at the
+    lower key); [] for no keys."""
+    if max_ranges < 1:
+        raise ValueError(f"at least one key range is needed, got {max_ranges}")
     ordered = [int(value) for value in sorted_keys or ()]
     if not ordered:
         return []
-    # The widest gaps first; of equal ones, the one ending at the lower key.
-    widest = heapq.nlargest(
-        max_ranges - 1,
-        ((after - before, before, after) for before, after in pairwise(ordered)),
-        key=lambda gap: (gap[0], -gap[2]),
-    )
-    cuts = [(before, after) for width, before, after in widest if width > 1]
+    widths = [after - before for before, after in pairwise(ordered)]
+    # Gap i lies between ordered[i] and ordered[i + 1]; the widest first, then the lower one.
+    widest = heapq.nlargest(max_ranges - 1, range(len(widths)), key=lambda i: (widths[i], -i))
+    cuts = [(ordered[i], ordered[i + 1]) for i in widest if widths[i] > 1]
     return _ranges(ordered[0], ordered[-1], cuts)
 
 

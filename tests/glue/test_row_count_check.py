@@ -174,23 +174,56 @@ def test_icetide_job_run_takes_the_count_and_refuses_in_one_line(
 def test_a_file_that_lands_after_the_batch_check_waits_for_the_next_run(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load_mode: LoadMode
 ) -> None:
-    """The run reads its files twice (the check, then the deduplication or the append's filter):
-    both reads must see the files listed when the batch was opened, or a file DMS writes meanwhile
-    would reach silver unchecked and uncounted."""
+    """An append reads its files again after the check (its filter and copy), a merge only uses
+    what its check kept: every read must see the files listed when the batch was opened, or a file
+    DMS writes meanwhile would reach silver unchecked and uncounted."""
     table = f"late_file_{load_mode.value}"
     bronze = tmp_path / "bronze"
     write_dms_file(bronze, "20261121-060000000.parquet", BRONZE, [("I", "2026-11-21 06:00:00", 1, "a")])
-    real = job_module.inspect_batch
+    check = "deduplicate_batch" if load_mode is LoadMode.MERGE else "inspect_batch"
+    real = getattr(job_module, check)
 
     def check_then_dms_writes(*args: Any, **kwargs: Any) -> Any:
         summary = real(*args, **kwargs)
         write_dms_file(bronze, "20261121-070000000.parquet", BRONZE, [("I", "2026-11-21 07:00:00", 2, "b")])
         return summary
 
-    monkeypatch.setattr(job_module, "inspect_batch", check_then_dms_writes)
+    monkeypatch.setattr(job_module, check, check_then_dms_writes)
     manifest = load_into_silver(spark, table, "late-1", bronze, load_mode=load_mode)
     assert (manifest["rowsRead"], manifest["rowsInserted"]) == (1, 1)
     assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1]
     monkeypatch.undo()
     load_into_silver(spark, table, "late-2", bronze, load_mode=load_mode)
     assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1, 2]
+
+
+@pytest.mark.parametrize("counted", [True, False], ids=["dms-count", "no-count"])
+def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path, counted: bool) -> None:
+    """The check rides in the deduplication, whose result is kept: the classification, the key
+    ranges and the commit read that, not the files (the fourth round read them twice)."""
+    rows = [("I", "2026-11-21 06:00:00", k, f"v{k}") for k in range(1, 41)]
+    write_dms_file(tmp_path / "first", "20261121-060000000.parquet", BRONZE, rows)
+    table = f"read_once_{'counted' if counted else 'uncounted'}"
+    load_into_silver(spark, table, "read-once-1", tmp_path / "first")
+    second = tmp_path / "second"
+    changes: list[tuple[str, str, int, str | None]] = [
+        ("U", "2026-11-21 07:00:00", k, f"w{k}") for k in (2, 3, 39)
+    ]
+    changes.append(("D", "2026-11-21 08:00:00", 3, None))
+    write_dms_file(second, "20261121-080000000.parquet", BRONZE, changes)
+    last_before = _sql_executions(spark)[-1].executionId()
+
+    manifest = load_into_silver(spark, table, "read-once-2", second, expected_rows=4 if counted else None)
+
+    plans = [e.physicalPlanDescription() for e in _sql_executions(spark) if e.executionId() > last_before]
+    assert sum(str(second) in plan for plan in plans) == 1, [p[:300] for p in plans if str(second) in p]
+    assert (manifest["rowsRead"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (4, 2, 1)
+    silver = {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()}
+    assert silver == {k: {2: "w2", 39: "w39"}.get(k, f"v{k}") for k in range(1, 41) if k != 3}
+
+
+def _sql_executions(spark: SparkSession) -> list[Any]:
+    """The session's SQL executions Spark still keeps (its UI's last 1000), oldest first."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    kept = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return [kept.apply(i) for i in range(kept.size())]

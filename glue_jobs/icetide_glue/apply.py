@@ -160,7 +160,7 @@ def classify_changes(
             F.count_if(F.col(REMEMBER)).alias("remember"),
             F.count_if(F.col(REMEMBER) & F.col(REMEMBERED)).alias("remembered_before"),
             F.max(F.unix_micros(F.col(CHANGE_TS))).alias("newest"),
-            # In the same pass: the removal needs its data files, one delete file each.
+            # In the same pass: the removal needs its data files, one new delete file each.
             F.collect_set(F.when(removes, F.col(SILVER_FILE))).alias("files"),
             F.count_if(removes & F.col(SILVER_FILE).isNull()).alias("unplaced"),
         )

@@ -7,9 +7,9 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
    either), unless the run reconciles an existing table (the source may only have lost rows: an
    empty batch);
-3. check the whole batch, its row count against DMS's (``--expected_rows``), a reconcile's key
-   extraction (``--reconcile_expected_rows``, null keys) and the whole schema change before any
-   DDL;
+3. check the whole batch (a merge's in the one read that deduplicates it), its row count against
+   DMS's (``--expected_rows``), a reconcile's key extraction (``--reconcile_expected_rows``, null
+   keys) and the whole schema change before any DDL;
 4. create or evolve the table; turn the keys a reconcile removes into deletes of the batch;
    remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
    before silver: harmless if the silver commit fails); then ONE new state of main that carries

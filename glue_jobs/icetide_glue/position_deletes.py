@@ -8,11 +8,16 @@ with Iceberg's ``RowDelta``; the rows that replace them are appended (icetide_gl
 a MERGE found the same rows again by joining the changes with silver: a second read of every file
 the batch touches, which cost as much as the classification itself.
 
-A data file keeps ONE delete file, as with Iceberg's own writers: the positions of the delete file it
-already has are written into the new one, and the old one leaves in the same commit. Otherwise every
-hourly run would add a delete file to each file it touches, and every read of silver (the next
-run's classification included) would load them all until maintenance: reading the keys of 20M rows
-took 2.1-2.3 s with eight delete files per data file against 1.2 s with one holding the same positions.
+A data file keeps at most ``MAX_DELETE_FILES_PER_DATA_FILE`` delete files. Otherwise every hourly
+run would add a delete file to each file it touches, and every read of silver (the next run's
+classification included) would load them all until maintenance: reading the keys of 20M rows took
+2.1-2.3 s with eight delete files per data file against 1.2 s with one holding the same positions.
+A run that would go past the limit writes the positions of the delete files it replaces into its
+new one and removes them in the same commit. It replaces the smaller ones and keeps the largest
+unless that holds fewer positions than the others together (size-tiered, as an LSM tree merges):
+the fourth round replaced every delete file at every touch, and a batch of recent keys, which
+touches the same data files each hour, rewrote all the positions deleted from them since the last
+compaction every run (1.8M positions a run after ten runs of the benchmark's recent pattern).
 
 Spark writes the files (its Parquet writer keeps the Iceberg field ids set in the columns'
 metadata, which is how Iceberg's readers find ``file_path`` and ``pos``); Iceberg's Java API, the
@@ -47,6 +52,8 @@ _DATA_FILE_INDEX = "data_file_index"
 _FOLDER_PREFIX = f"{_DATA_FILE_INDEX}="
 # Spark's default, set anyway: without the ids Iceberg's readers would not find the columns.
 FIELD_ID_WRITE = "spark.sql.parquet.fieldId.write.enabled"
+# Live file-scoped delete files a data file may have after a run (more cost every reader more).
+MAX_DELETE_FILES_PER_DATA_FILE = 4
 # The only table format whose row removals are Parquet position delete files (v3 wants deletion
 # vectors, v1 has no delete files); icetide creates every silver table in it.
 POSITION_DELETES_FORMAT = 2
@@ -124,7 +131,7 @@ def remove_rows(
             f"{table} is an Iceberg format v{version} table: icetide removes rows with position "
             f"delete files, which need format v{POSITION_DELETES_FORMAT} (the format it creates)"
         )
-    replaced = _live_delete_files(spark, table, iceberg, base_snapshot_id, data_files)
+    replaced = files_to_replace(_live_delete_files(spark, table, iceberg, base_snapshot_id, data_files))
     delete_rows = _with_replaced_positions(spark, removed, replaced)
     written = _write_delete_files(spark, iceberg, delete_rows, data_files)
     if not written:
@@ -169,6 +176,28 @@ def _live_delete_files(
         .collect()
     )
     return [LiveDeleteFile(str(row[0]), int(row[1]), str(row[2]), int(row[3])) for row in rows]
+
+
+def files_to_replace(live: Sequence[LiveDeleteFile], limit: int | None = None) -> list[LiveDeleteFile]:
+    """Of the ``live`` delete files of the data files a run removes rows from, those its new delete
+    files take over: none for a data file with fewer than ``limit`` (default
+    ``MAX_DELETE_FILES_PER_DATA_FILE``), the run's new file makes one more; otherwise all but the
+    largest, or all when the largest holds fewer positions than the others together."""
+    limit = MAX_DELETE_FILES_PER_DATA_FILE if limit is None else limit
+    if limit < 1:
+        raise ValueError(f"a data file needs room for at least one delete file, got {limit}")
+    by_data_file: dict[str, list[LiveDeleteFile]] = {}
+    for file in live:
+        by_data_file.setdefault(file.data_file, []).append(file)
+    replaced = []
+    for files in by_data_file.values():
+        if len(files) < limit:
+            continue
+        largest = max(files, key=lambda file: (file.record_count, file.path))
+        others = [file for file in files if file is not largest]
+        keeps_largest = largest.record_count >= sum(file.record_count for file in others) and limit > 1
+        replaced.extend(others if keeps_largest else files)
+    return replaced
 
 
 def _with_replaced_positions(

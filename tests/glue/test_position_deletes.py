@@ -21,12 +21,20 @@ from pyspark.sql import functions as F
 
 import icetide_glue.apply as apply_module
 import icetide_glue.job as job_module
+import icetide_glue.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.position_deletes import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID, data_file_of, remove_rows
+from icetide_glue.position_deletes import (
+    DELETE_FILE_PATH_ID,
+    DELETE_FILE_POS_ID,
+    LiveDeleteFile,
+    data_file_of,
+    files_to_replace,
+    remove_rows,
+)
 from icetide_glue.silver import SilverTable
 
 pytestmark = pytest.mark.spark
@@ -221,8 +229,11 @@ def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(
 
 
 def test_a_bucketed_table_from_before_the_sorted_layout_gets_its_deletes_in_their_partitions(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Every touch replaces the data file's delete file: the replaced files must be found in their
+    # partitions too.
+    monkeypatch.setattr(position_deletes_module, "MAX_DELETE_FILES_PER_DATA_FILE", 1)
     first, second = _batches(
         tmp_path,
         [
@@ -371,38 +382,79 @@ def _live_delete_files(spark: SparkSession, table: str) -> dict[str | None, list
     return files
 
 
-def test_a_data_file_keeps_one_delete_file_holding_every_run_s_removals(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+def _delete_files_after_a_run(files: list[int], new_positions: int, limit: int) -> list[int]:
+    """The oracle of one data file's delete files (their position counts) after a run that removes
+    ``new_positions`` more of its rows: below the limit a file is added; at it the run's file takes
+    over all but the largest, or all when the largest holds fewer than the others together."""
+    if new_positions == 0:
+        return files
+    if len(files) < limit:
+        return sorted([*files, new_positions])
+    largest, others = max(files), sorted(files)[:-1]
+    if limit > 1 and largest >= sum(others):
+        return sorted([largest, sum(others) + new_positions])
+    return [sum(files) + new_positions]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 4])
+def test_a_data_file_keeps_few_delete_files_holding_every_run_s_removals(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
 ) -> None:
-    """Seeded runs of updates and deletes: after each, every data file has at most one live delete
-    file; the first data file's holds one position per key ever changed (its row of that key left
-    at the key's first change), and silver holds what a dictionary replaying the changes holds."""
-    rng = random.Random(1207)
+    """Seeded runs of updates and deletes: after each, silver holds what a dictionary replaying the
+    changes holds, no data file has more than ``limit`` live delete files, and the first data
+    file's are the ones an independent replay of the size-tiered rule expects (their positions:
+    one per key ever changed, its row of that key left at the key's first change)."""
+    monkeypatch.setattr(position_deletes_module, "MAX_DELETE_FILES_PER_DATA_FILE", limit)
+    table = f"pos_few_files_{limit}"
+    rng = random.Random(1207 + limit)
     oracle = {key: key * 10 for key in range(1, 201)}
     start = tmp_path / "start"
     write_dms_file(
         start, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 06:00:00", k, v) for k, v in oracle.items()]
     )
-    load_run("pos_one_file", "one-0", start)
-    (original,) = spark.table(f"{silver_table('pos_one_file')}.data_files").select("file_path").collect()
+    load_run(table, "few-0", start)
+    (original,) = spark.table(f"{silver_table(table)}.data_files").select("file_path").collect()
     changed_ever: set[int] = set()
-    for run in range(1, 5):
+    expected: list[int] = []
+    for run in range(1, 10):
         at = f"2026-11-21 {6 + run:02d}:00:00"
         rows = []
-        for key in rng.sample(sorted(oracle), 12):
+        # Sometimes only keys changed before, whose rows are in later files: no new position here.
+        keys = rng.sample(sorted(oracle), rng.choice([4, 12, 30]))
+        if run == 5:
+            keys = rng.sample(sorted(changed_ever & oracle.keys()), 3)
+        for key in keys:
             if rng.random() < 0.3:
                 rows.append(("D", at, key, oracle.pop(key)))
             else:
                 oracle[key] = rng.randrange(1_000_000)
                 rows.append(("U", at, key, oracle[key]))
-            changed_ever.add(key)
+        expected = _delete_files_after_a_run(expected, len(set(keys) - changed_ever), limit)
+        changed_ever.update(keys)
         folder = tmp_path / f"run-{run}"
         write_dms_file(folder, f"20261121-{6 + run:02d}0000000.parquet", BRONZE, rows)
-        load_run("pos_one_file", f"one-{run}", folder)
-        assert _rows(spark, "pos_one_file") == oracle
-        live = _live_delete_files(spark, "pos_one_file")
-        assert all(len(counts) == 1 for counts in live.values()), live
-        assert live[original[0]] == [len(changed_ever)]
+        load_run(table, f"few-{run}", folder)
+        assert _rows(spark, table) == oracle
+        live = _live_delete_files(spark, table)
+        assert all(len(counts) <= limit for counts in live.values()), live
+        assert sorted(live[original[0]]) == expected, (run, live[original[0]], expected)
+    assert sum(expected) == len(changed_ever)
+
+
+def test_the_size_tiered_rule_replaces_the_smaller_delete_files_at_the_limit() -> None:
+    def live(*counts: int, data_file: str = "a") -> list[LiveDeleteFile]:
+        return [LiveDeleteFile(f"{data_file}-{i}", 1, data_file, count) for i, count in enumerate(counts)]
+
+    def replaced(files: list[LiveDeleteFile], limit: int) -> list[str]:
+        return sorted(file.path for file in files_to_replace(files, limit))
+
+    assert replaced(live(100, 5, 5), 4) == []
+    assert replaced(live(100, 5, 5, 5), 4) == ["a-1", "a-2", "a-3"]
+    assert replaced(live(10, 5, 5, 5), 4) == ["a-0", "a-1", "a-2", "a-3"]
+    assert replaced(live(7), 1) == ["a-0"]
+    assert replaced([*live(9, 1), *live(3, data_file="b")], 2) == ["a-1"]
+    with pytest.raises(ValueError, match="at least one delete file"):
+        files_to_replace(live(1), 0)
 
 
 def test_a_compaction_of_delete_files_after_the_read_fails_the_removal_and_the_rerun_lands(
@@ -410,6 +462,7 @@ def test_a_compaction_of_delete_files_after_the_read_fails_the_removal_and_the_r
 ) -> None:
     """The run replaces the data file's delete file; a compaction that rewrote that delete file
     since the run's snapshot must fail the commit (its positions would be kept twice or lost)."""
+    monkeypatch.setattr(position_deletes_module, "MAX_DELETE_FILES_PER_DATA_FILE", 1)
     first, second = _batches(tmp_path, ONLY_REMOVALS)
     load_run("pos_deletes_compacted", "deletes-1", first)
     third = tmp_path / "third"
@@ -420,12 +473,31 @@ def test_a_compaction_of_delete_files_after_the_read_fails_the_removal_and_the_r
         load_run("pos_deletes_compacted", "deletes-3", third)
     assert _rows(spark, "pos_deletes_compacted") == AFTER_REMOVALS
 
-    monkeypatch.undo()
+    monkeypatch.setattr(apply_module, "remove_rows", remove_rows)  # the compaction no more
     manifest = load_run("pos_deletes_compacted", "deletes-3", third)
     assert manifest["rowsDeleted"] == 1
     assert _rows(spark, "pos_deletes_compacted") == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
     # The compaction's delete file covers one data file (its path bounds), so the rerun replaced it.
     assert list(_live_delete_files(spark, "pos_deletes_compacted").values()) == [[3]]
+
+
+def test_a_compaction_of_delete_files_meets_a_run_that_adds_a_delete_file_without_conflict(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below the limit the run replaces no delete file: the compaction's file and the run's hold
+    different positions, so both stand and nothing is lost or kept twice."""
+    first, second = _batches(tmp_path, ONLY_REMOVALS)
+    load_run("pos_deletes_room", "room-1", first)
+    load_run("pos_deletes_room", "room-2", second)
+    third = tmp_path / "third"
+    write_dms_file(third, "20261121-080000000.parquet", BRONZE, [("D", "2026-11-21 08:00:00", 7, 70)])
+    _compaction_before_removal(monkeypatch, spark, "rewrite_position_delete_files", "pos_deletes_room")
+    manifest = load_run("pos_deletes_room", "room-3", third)
+    assert manifest["rowsDeleted"] == 1
+    assert _rows(spark, "pos_deletes_room") == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
+    assert sorted(
+        count for counts in _live_delete_files(spark, "pos_deletes_room").values() for count in counts
+    ) == [1, 2]
 
 
 def test_delete_files_that_do_not_hold_every_position_are_not_committed(spark: SparkSession) -> None:

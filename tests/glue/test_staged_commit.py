@@ -269,7 +269,7 @@ def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position
     spark: SparkSession, load_run: LoadRun, tmp_path: Path
 ) -> None:
     """The classification is the only read of silver's rows: the commit removes the rows it found
-    by position, one delete file per data file touched (Iceberg applies it to that file alone).
+    by position, one new delete file per data file touched (Iceberg applies it to that file alone).
     A MERGE would scan silver a second time (a ``WriteDelta`` plan over silver's scan)."""
     first, second = _two_batches(tmp_path)
     load_run("staged_reads", "reads-1", first)

@@ -23,7 +23,17 @@ from icetide_contracts.watermark_text import WatermarkJson
 from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN
 from icetide_glue.bronze import translate_unreadable_file
 from icetide_glue.changes import column, keep_latest_image, latest_change_per_key, whole_key_window
-from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, INSERT, OP, RESERVED_PREFIX, UPDATE
+from icetide_glue.columns import (
+    CHANGE_SEQ,
+    CHANGE_TS,
+    DELETE,
+    FILE_RANK,
+    INSERT,
+    OP,
+    RESERVED_PREFIX,
+    ROW_INDEX,
+    UPDATE,
+)
 from icetide_glue.errors import InvalidChangeData
 from icetide_glue.key_ranges import SORTED_KEYS, ranges_of_sorted_keys, sorted_keys_aggregate
 from icetide_glue.watermark import check_watermark_type, watermark_aggregate, watermark_json
@@ -92,7 +102,7 @@ def inspect_batch(
         *[F.count_if(failed).alias(name) for name, failed in _row_checks(keys).items()],
         _every_value(changes).alias("every_value"),
     ]
-    if watermark_column is not None and watermark_type is not None:
+    if watermark_column is not None and watermark_type is not None:  # (both, for mypy)
         aggregates.append(watermark_aggregate(column(watermark_column), watermark_type).alias(_WATERMARK))
     with translate_unreadable_file():
         totals = changes.agg(*aggregates).first()
@@ -117,6 +127,8 @@ def deduplicate_batch(
     The deduplication decodes every column of every row (the latest rows keep them all), so a page
     Spark cannot decode fails here, before any DDL. With ``range_key_count`` (DMS's row count,
     which bounds the keys before they are read) the summary carries the first key's ranges too.
+    A batch the check refuses pays for the deduplication first (a shuffle and sort of its rows,
+    rows with a null key in one task): refusals are rare, every accepted run reads once less.
     """
     watermark_type = _watermark_type(changes, watermark_column)
     window = whole_key_window(keys)
@@ -125,8 +137,10 @@ def deduplicate_batch(
     if watermark_column is not None:
         tallies[_WATERMARK] = F.max(column(watermark_column)).over(window)
     tallied = changes.withColumns({_TALLY_PREFIX + name: value for name, value in tallies.items()})
+    # The file rank and row index only order a key's changes: the kept result need not hold them.
+    deduplicated = latest_change_per_key(keep_latest_image(tallied, keys), keys).drop(FILE_RANK, ROW_INDEX)
     with translate_unreadable_file():
-        latest = latest_change_per_key(keep_latest_image(tallied, keys), keys).localCheckpoint(eager=True)
+        latest = deduplicated.localCheckpoint(eager=True)
     aggregates = [F.coalesce(F.sum(_TALLY_PREFIX + name), F.lit(0)).alias(name) for name in (_ROWS, _FAILING)]
     if watermark_type is not None:
         largest = watermark_aggregate(F.col(_TALLY_PREFIX + _WATERMARK), watermark_type)

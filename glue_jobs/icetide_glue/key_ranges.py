@@ -63,8 +63,8 @@ def sorted_keys_aggregate(changes: DataFrame, key: str, key_count: int) -> Colum
     if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
         return None
     keys = F.sort_array(F.collect_set(column(key)))
-    # A batch of more rows than promised (a wrong DMS count, which the run then refuses) sends
-    # nothing: the keys a task collects stay bounded by the count.
+    # More keys than DMS's count of rows (a wrong count, which the run then refuses) send the
+    # driver nothing. The tasks still collect them all, so the count must come before the read.
     return F.when(F.count(F.lit(1)) <= key_count, keys).alias(SORTED_KEYS)
 
 

@@ -70,8 +70,9 @@ class PositionDeleteFile:
 
 @dataclass(frozen=True)
 class LiveDeleteFile(PositionDeleteFile):
-    """A file-scoped position delete file live in the snapshot a run read: the new delete file of its
-    data file takes over its positions (``record_count`` of them), and the commit removes it."""
+    """A file-scoped position delete file live in the snapshot a run read, with its ``record_count``
+    positions: when :func:`files_to_replace` picks it, the run's new delete file of its data file
+    takes those over and the commit removes it."""
 
     record_count: int
 
@@ -114,8 +115,10 @@ def remove_rows(
 
     The commit is validated against ``base_snapshot_id``, main's snapshot noted just before the
     classification read silver (which may have read a later one): it fails if a data file the
-    positions point into was removed since (a compaction), or if any data or delete file was
-    added since (another writer: the positions, and the run's labels, may be stale). On the
+    positions point into was removed since (a compaction), if a delete file it replaces was
+    removed since (a compaction of delete files), or if another writer added a data or delete
+    file since (the positions, and the run's labels, may be stale; a compaction's rewritten
+    delete files hold positions already deleted, and meet a run that only adds one). On the
     staging branch, made at that snapshot, the removal must be the branch's first commit, or
     these checks would meet the run's own files; the fast-forward then checks main.
     """

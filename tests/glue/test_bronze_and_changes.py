@@ -287,9 +287,9 @@ def test_corrupt_pages_fail_the_batch_check_naming_the_file(spark: SparkSession,
 
 
 def test_an_unreadable_value_column_fails_the_run_before_any_ddl(spark: SparkSession, tmp_path: Path) -> None:
-    """A merge does not cache its batch, and the check needs no value column for what it checks: it
-    must still decode every page, or a broken page of a value column would fail the run only in the
-    deduplication, after the ALTER TABLE of the batch's new column."""
+    """The check needs no value column for what it checks: a merge's read of its batch must still
+    decode every page before any DDL, or a broken page of a value column would fail the run only
+    after the ALTER TABLE of the batch's new column."""
     load_into_silver(spark, "broken_values", "broken-1", _one_row_folder(tmp_path / "first"))
     schema = pa.schema([*BRONZE_V, ("note", pa.string())])
     rows = [("U", "2026-11-21 07:00:00", i, f"value {i} " * 5, f"note {i}") for i in range(1000)]

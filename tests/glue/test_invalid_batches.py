@@ -10,9 +10,11 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
+import icetide_glue.batch as batch_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, silver_table
+from icetide_glue.batch import BatchSummary
 from icetide_glue.errors import BronzeSchemaError, InvalidChangeData
 
 pytestmark = pytest.mark.spark
@@ -65,6 +67,18 @@ def test_rows_that_cannot_be_applied(
     with pytest.raises(error, match=re.escape(message)):
         load_run(table, f"{table}-1", tmp_path)
     assert not spark.catalog.tableExists(silver_table(table))
+
+
+def test_a_batch_whose_second_read_finds_nothing_wrong_is_still_refused(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge's check counts failing rows in its one read, and reads the batch again only to name
+    them: if that second read finds nothing (files changed in between), the run still stops."""
+    write_dms_file(tmp_path, "LOAD00000001.parquet", BRONZE, [("X", "2026-11-21 06:00:00", 1, "a")])
+    monkeypatch.setattr(batch_module, "inspect_batch", lambda *args: BatchSummary(1, None))
+    with pytest.raises(InvalidChangeData, match=r"1 row\(s\) failed a check on the first read and none"):
+        load_run("changed_between_reads", "changed-1", tmp_path)
+    assert not spark.catalog.tableExists(silver_table("changed_between_reads"))
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,12 @@ from pyspark.sql import SparkSession
 import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, silver_table
-from icetide_glue.key_ranges import MAX_KEY_RANGES, MAX_KEYS_FOR_RANGES, batch_key_ranges
+from icetide_glue.key_ranges import (
+    MAX_KEY_RANGES,
+    MAX_KEYS_FOR_RANGES,
+    batch_key_ranges,
+    ranges_of_sorted_keys,
+)
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
@@ -55,6 +60,11 @@ def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, 
 
     assert ranges == widest_gap_ranges(keys, max_ranges)
     assert all(any(low <= key <= high for low, high in ranges) for key in keys)
+
+
+def test_no_range_at_all_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one key range"):
+        ranges_of_sorted_keys([1, 5], max_ranges=0)
 
 
 def test_an_int_key_and_a_whole_decimal_key_get_ranges(spark: SparkSession) -> None:

@@ -11,7 +11,7 @@ checks its rows as they are (:func:`inspect_batch`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -69,8 +69,9 @@ class DeduplicatedBatch:
     summary: BatchSummary
 
 
-def _any_null(keys: Sequence[str]) -> Column:
-    return reduce(lambda left, right: left | right, [column(key).isNull() for key in keys])
+def _either(conditions: Iterable[Column]) -> Column:
+    """True when any of ``conditions`` is (at least one must be given)."""
+    return reduce(lambda left, right: left | right, conditions)
 
 
 def _row_checks(keys: Sequence[str]) -> dict[str, Column]:
@@ -79,7 +80,7 @@ def _row_checks(keys: Sequence[str]) -> dict[str, Column]:
         "unknown_ops": ~F.col(OP).isin(INSERT, UPDATE, DELETE),
         "unreadable_times": F.col(CHANGE_TS).isNull(),
         "bad_sequences": F.col(CHANGE_SEQ).isNotNull() & ~F.col(CHANGE_SEQ).rlike(_SEQUENCE_DIGITS),
-        "null_keys": _any_null(keys) if keys else F.lit(False),
+        "null_keys": _either(column(key).isNull() for key in keys) if keys else F.lit(False),
     }
 
 
@@ -132,7 +133,7 @@ def deduplicate_batch(
     """
     watermark_type = _watermark_type(changes, watermark_column)
     window = whole_key_window(keys)
-    failing = reduce(lambda left, right: left | right, _row_checks(keys).values())
+    failing = _either(_row_checks(keys).values())
     tallies = {_ROWS: F.count(F.lit(1)).over(window), _FAILING: F.count_if(failing).over(window)}
     if watermark_column is not None:
         tallies[_WATERMARK] = F.max(column(watermark_column)).over(window)

@@ -23,6 +23,7 @@ import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
 from glue.frames import assert_frame_equal
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
+from glue.sql_plans import plans_of
 from icetide_cli.main import main as icetide
 from icetide_glue.arguments import JobArguments, LoadMode
 from icetide_glue.errors import BronzeRowCountMismatch
@@ -211,19 +212,11 @@ def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path
     ]
     changes.append(("D", "2026-11-21 08:00:00", 3, None))
     write_dms_file(second, "20261121-080000000.parquet", BRONZE, changes)
-    last_before = _sql_executions(spark)[-1].executionId()
-
-    manifest = load_into_silver(spark, table, "read-once-2", second, expected_rows=4 if counted else None)
-
-    plans = [e.physicalPlanDescription() for e in _sql_executions(spark) if e.executionId() > last_before]
+    count = 4 if counted else None
+    manifest, plans = plans_of(
+        spark, lambda: load_into_silver(spark, table, "read-once-2", second, expected_rows=count)
+    )
     assert sum(str(second) in plan for plan in plans) == 1, [p[:300] for p in plans if str(second) in p]
     assert (manifest["rowsRead"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (4, 2, 1)
     silver = {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()}
     assert silver == {k: {2: "w2", 39: "w39"}.get(k, f"v{k}") for k in range(1, 41) if k != 3}
-
-
-def _sql_executions(spark: SparkSession) -> list[Any]:
-    """The session's SQL executions Spark still keeps (its UI's last 1000), oldest first."""
-    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
-    kept = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return [kept.apply(i) for i in range(kept.size())]

@@ -22,6 +22,7 @@ import icetide_glue.staging as staging_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import silver_table
+from glue.sql_plans import plans_of
 from icetide_glue.maintenance import maintain_table
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import STAGING_BRANCH
@@ -74,16 +75,6 @@ def _current_snapshot(spark: SparkSession, table: str) -> int:
 
 def _branches(spark: SparkSession, table: str) -> list[str]:
     return sorted(row[0] for row in spark.table(f"{silver_table(table)}.refs").select("name").collect())
-
-
-def _executions(spark: SparkSession) -> list[Any]:
-    """The SQL executions Spark's UI store keeps (its newest ``spark.sql.ui.retainedExecutions``)."""
-    store = spark._jsparkSession.sharedState().statusStore()
-    iterator = store.executionsList().iterator()
-    executions = []
-    while iterator.hasNext():
-        executions.append(iterator.next())
-    return executions
 
 
 def _two_batches(tmp_path: Path) -> tuple[Path, Path]:
@@ -273,13 +264,7 @@ def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position
     A MERGE would scan silver a second time (a ``WriteDelta`` plan over silver's scan)."""
     first, second = _two_batches(tmp_path)
     load_run("staged_reads", "reads-1", first)
-    newest_before = max(execution.executionId() for execution in _executions(spark))
-    load_run("staged_reads", "reads-2", second)
-    plans = [
-        execution.physicalPlanDescription()
-        for execution in _executions(spark)
-        if execution.executionId() > newest_before
-    ]
+    _, plans = plans_of(spark, lambda: load_run("staged_reads", "reads-2", second))
     silver_scan = f"BatchScan {silver_table('staged_reads')} ("  # not its metadata tables
     reads = [plan for plan in plans if silver_scan in plan]
     assert len(reads) == 1, [line for plan in plans for line in plan.splitlines() if "BatchScan" in line]

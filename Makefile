@@ -41,7 +41,7 @@ lint: venv ## ruff and mypy over every package, the Glue entrypoint and the test
 	$(BIN)/ruff check contracts functions deploy glue_jobs cli local tests benchmarks
 	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/table_maintenance.py tests
 
-bench: venv jars ## what a merge costs as the table grows: icetide, append, naive MERGE, reload, a bare MERGE (BENCH_ARGS="--scale 0.01")
+bench: venv jars ## what a merge costs as the table grows: icetide, append, naive MERGE, reload, a bare MERGE, the floor (BENCH_ARGS="--scale 0.01")
 	@$(BIN)/python -c 'import matplotlib' 2>/dev/null || { echo "installing the bench extra (matplotlib) into $(VENV)"; $(BIN)/pip install --quiet -e '.[dev,bench]'; }
 	$(BIN)/python benchmarks/merge_cost.py $(BENCH_ARGS)
 

@@ -6,7 +6,7 @@ rows; ``--scale F`` multiplies every size and change count for a quick run):
 
   icetide  ``icetide_glue.job.run_job`` on the batch's DMS folder, into a silver table that the job
            itself built from a DMS full load (the build is timed and printed too)
-  append   a plain Iceberg append of the batch's rows (the floor: nothing is read from the table)
+  append   a plain Iceberg append of the batch's rows (nothing is read from the table)
   naive    the blogs' merge: read the batch, keep each key's latest change (row_number), one MERGE
            INTO an unpartitioned copy-on-write Iceberg table (format v2) that started as a copy
            of silver's source columns
@@ -19,8 +19,17 @@ rows; ``--scale F`` multiplies every size and change count for a quick run):
            bookkeeping. Not a candidate and not a lower bound (it keeps the NOT MATCHED clause,
            whose outer join shuffles the scanned rows): a reference for what one plain Spark
            MERGE of the batch costs here. Its ratios are printed beside the targets for reference
+  floor    the reads and writes any merge with icetide's answers needs, each in its plainest Spark
+           form, back to back, and nothing more (``run_floor``): keep each key's latest change
+           (kept), read silver's rows of the batch's keys where they can be (lowest to highest key:
+           key, change time and sequence, value columns, data file and position: what finding the
+           row a change replaces, the order guard and the unchanged check read) joined to it
+           (kept), append the rows the changes leave to a table of silver's source columns, write
+           the found rows' positions as parquet (not committed). No checks, counts, tombstones,
+           delete-file bookkeeping or run records, and silver is left as it is: not a candidate,
+           a measured floor for a run of Spark jobs on this machine. Its ratios are printed too
 
-Every round applies the SAME batch to all five, in an order rotated each round (so no approach
+Every round applies the SAME batch to all six, in an order rotated each round (so no approach
 always runs first, on a cold cache), after an untimed warm-up pass of everything at 1,000 rows.
 Batches are DMS CDC folders (``Op``, the ``dms_timestamp`` string, the source columns ``id``,
 ``name``, ``amount``, ``updated_at``), one change per key, every change later than everything
@@ -102,7 +111,7 @@ CHANGE_SHARE_OF_TABLE = 0.01
 UPDATE_SHARE, DELETE_SHARE = 0.7, 0.1  # the rest (20 %) are inserts
 # Rows per full-load file (DMS splits a full load into LOADnnnnnnnn files).
 ROWS_PER_LOAD_FILE = 1_000_000
-APPROACHES = ("icetide", "append", "naive", "reload", "bare")
+APPROACHES = ("icetide", "append", "naive", "reload", "bare", "floor")
 # The approaches whose tables hold the source's state after each round, compared with the naive one.
 CHECKED_APPROACHES = {"icetide": "silver", "reload": "reload", "bare": "bare"}
 COPY_ON_WRITE_V2 = {
@@ -125,6 +134,7 @@ WRITE_SUMMARY_FIELDS = {
     "added-data-files": "written_data_files",
     "added-delete-files": "written_delete_files",
     "added-position-deletes": "written_position_deletes",
+    "added-records": "written_records",
 }
 MISMATCH_EXAMPLES = 5
 # The untimed first pass: every approach and pattern once, so the first measured size does not pay
@@ -212,7 +222,8 @@ class Config:
 
 @dataclass(frozen=True)
 class Tables:
-    """The tables of one size, named by their role: silver (icetide's), append, naive, reload, bare."""
+    """The tables of one size, named by their role: silver (icetide's), append, naive, reload, bare,
+    floor (the rows the floor's runs append)."""
 
     catalog: str
     database: str
@@ -261,6 +272,9 @@ class Batch:
     files: Path  # the folder holding its parquet file
     export: Path
     changed_at: datetime
+    # Silver's snapshot before the round: the floor reads silver as the round found it, whichever
+    # approach ran first (icetide's run of the same batch changes silver).
+    silver_snapshot: int
 
     @property
     def run_id(self) -> str:
@@ -401,15 +415,24 @@ def existing_tables(spark: SparkSession, catalog: str, database: str) -> set[str
     }
 
 
+def iceberg_table(spark: SparkSession, table: str) -> Any:
+    """``table`` through Iceberg's Java API, refreshed (the catalog caches loaded tables)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session has a JVM
+    loaded = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    loaded.refresh()
+    return loaded
+
+
+def current_snapshot_id(spark: SparkSession, table: str) -> int:
+    return int(iceberg_table(spark, table).currentSnapshot().snapshotId())
+
+
 def snapshot_summaries(spark: SparkSession, table: str) -> dict[int, dict[str, str]]:
     """Every snapshot's summary, from the table's metadata through Iceberg's Java API: a query of
     ``table.snapshots`` would cost a Spark job per look, two looks per approach and round."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session has a JVM
-    iceberg_table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
-    iceberg_table.refresh()  # the catalog caches loaded tables
     summaries = {}
-    snapshots = iceberg_table.snapshots().iterator()
+    snapshots = iceberg_table(spark, table).snapshots().iterator()
     while snapshots.hasNext():
         snapshot = snapshots.next()
         summaries[int(snapshot.snapshotId())] = dict(snapshot.summary())
@@ -595,6 +618,7 @@ def prepare_batch(
         files=folder / "bench" / "source_table",
         export=bronze / f"{tables.size}-{pattern.name}-round-{round_number}-export",
         changed_at=changed_at,
+        silver_snapshot=current_snapshot_id(spark, tables.name("silver")),
     )
     source = spark.table(tables.name("naive"))
     chosen = chosen_keys(source.select(KEY), state.live_keys, pattern, mix, batch.seed)
@@ -687,6 +711,59 @@ def run_bare(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     spark.catalog.dropTempView(view)
 
 
+def floor_positions(batch: Batch) -> Path:
+    """Where the floor writes the positions of a round's found rows (beside the export, never in
+    the bronze folder the job reads; removed with the round's files)."""
+    return batch.export.with_name(batch.export.name + "-floor-positions")
+
+
+def run_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
+    """The floor (module docstring): the batch's latest change per key; silver's rows of its keys
+    as the round found them (one key range, as ``bare``, the batch broadcast into silver's scan,
+    so silver is read once and never shuffled); the rows the changes leave appended; the found
+    rows' positions written. :func:`check_floor` checks afterwards, untimed, that it did all that."""
+    changes = spark.read.parquet(str(batch.files))
+    latest_first = Window.partitionBy(KEY).orderBy(F.col(TIMESTAMP_COLUMN).desc())
+    latest = (
+        changes.withColumn("rn", F.row_number().over(latest_first)).where(F.col("rn") == 1).drop("rn")
+    ).localCheckpoint(eager=True)
+    bounds = latest.agg(F.min(KEY), F.max(KEY)).first()
+    assert bounds is not None  # an aggregate without grouping has one row
+    low, high = bounds
+    silver = (
+        spark.read.option("snapshot-id", str(batch.silver_snapshot))
+        .table(tables.name("silver"))
+        .where(F.col(KEY).between(low, high))
+    )
+    found = (
+        silver.select(
+            F.col(KEY).alias("silver_id"),
+            "_icetide_change_ts",
+            "_icetide_change_seq",
+            *[F.col(name).alias(f"silver_{name}") for name in SOURCE_NAMES if name != KEY],
+            F.col("_file").alias("silver_file"),
+            F.col("_pos").alias("silver_pos"),
+        )
+        .join(F.broadcast(latest), F.col("silver_id") == latest[KEY])
+        .localCheckpoint(eager=True)
+    )
+    latest.where(F.col("Op") != "D").select(*SOURCE_NAMES).writeTo(tables.name("floor")).append()
+    positions = found.select(F.col("silver_file").alias("file_path"), F.col("silver_pos").alias("pos"))
+    positions.sortWithinPartitions("file_path", "pos").write.parquet(str(floor_positions(batch)))
+
+
+def check_floor(spark: SparkSession, batch: Batch, cost: dict[str, Any]) -> None:
+    """After a floor run, untimed: it found every updated or deleted key in silver and appended
+    every update and insert (a floor that skipped work would stop the benchmark)."""
+    found = spark.read.parquet(str(floor_positions(batch))).count()
+    appended = cost["written_records"]
+    expected = (batch.mix.existing, batch.mix.updates + batch.mix.inserts)
+    if (found, appended) != expected:
+        raise RuntimeError(
+            f"floor of {batch.run_id}: {found} rows found and {appended} appended, not {expected}"
+        )
+
+
 def run_reload(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     export = spark.read.parquet(str(batch.export)).select(*SOURCE_NAMES)
     export.writeTo(tables.name("reload")).using("iceberg").tableProperty(
@@ -701,6 +778,7 @@ def approach_action(name: str, spark: SparkSession, tables: Tables, batch: Batch
         "naive": lambda: run_naive(spark, tables, batch),
         "reload": lambda: run_reload(spark, tables, batch),
         "bare": lambda: run_bare(spark, tables, batch),
+        "floor": lambda: run_floor(spark, tables, batch),
     }
     return actions[name]
 
@@ -727,8 +805,8 @@ def written_tables(spark: SparkSession, tables: Tables, approach: str) -> list[s
 
 
 def create_tables(spark: SparkSession, tables: Tables, full_load: Path) -> None:
-    """The naive, bare and append tables, as untimed copies of the build (silver's source columns;
-    the full load's rows with an empty Op)."""
+    """The naive, bare, append and floor tables, as untimed copies of the build (silver's source
+    columns; the append table's rows with an empty Op; the floor table starts empty)."""
     copy_of_silver(spark, tables, "naive", COPY_ON_WRITE_V2)
     # Silver's layout: its properties, and rows written (and rewritten) in key order.
     copy_of_silver(spark, tables, "bare", MERGE_TABLE_PROPERTIES, f"ORDER BY {KEY}")
@@ -737,6 +815,7 @@ def create_tables(spark: SparkSession, tables: Tables, full_load: Path) -> None:
     bronze.select(F.lit(None).cast("string").alias("Op"), TIMESTAMP_COLUMN, *SOURCE_NAMES).writeTo(
         tables.name("append")
     ).using("iceberg").tableProperty("format-version", "2").create()
+    copy_of_silver(spark, tables, "floor", MERGE_TABLE_PROPERTIES, "LIMIT 0")
 
 
 def copy_of_silver(
@@ -825,6 +904,7 @@ def run_round(
     for name in order:
         progress(f"size {tables.size:,} | {batch.pattern} round {batch.round + 1} | {name}")
         costs[name] = measure_approach(spark, tables, batch, name)
+    check_floor(spark, batch, costs["floor"])
     if before_compare is not None:
         before_compare(spark, tables)
     naive = spark.table(tables.name("naive"))
@@ -895,6 +975,7 @@ def measure_rounds(
             state.after(batch.mix)
             shutil.rmtree(batch.folder)
             shutil.rmtree(batch.export)
+            shutil.rmtree(floor_positions(batch))
 
 
 def warm_up(spark: SparkSession, config: Config, workspace: Path) -> list[Check]:
@@ -1005,17 +1086,39 @@ REPORT_COLUMNS = (
 )
 
 
+# The references judged by the same targets, in icetide's place: name -> what the report calls them.
+REFERENCES = {
+    "bare": "the bare MERGE (one plain Spark MERGE, no guarantees)",
+    "floor": "the floor (the reads and writes a merge needs, nothing more)",
+}
+
+
+def reference_verdicts(summary: Summary, sizes: Sequence[int]) -> dict[str, list[dict[str, Any]]]:
+    """The targets' ratios with each reference in icetide's place (printed, never judged)."""
+    return {subject: evaluate_targets(summary, sizes, subject) for subject in REFERENCES}
+
+
 def print_report(
-    results: Results, summary: Summary, verdicts: list[dict[str, Any]], bare_verdicts: list[dict[str, Any]]
+    results: Results,
+    summary: Summary,
+    verdicts: list[dict[str, Any]],
+    references: dict[str, list[dict[str, Any]]],
 ) -> None:
     """Per size and pattern the figures, icetide's ratios against the targets, and the same ratios
-    for the bare MERGE (``bare_verdicts``)."""
+    for each reference (``references``: :func:`reference_verdicts`)."""
     print()
     for built in results.builds:
         print(
             f"build of {built['size']:,} rows by run_job (DMS full load): {built['seconds']:.1f} s, "
             f"{built['input_bytes'] / 1e6:.1f} MB read, {built['written_bytes'] / 1e6:.1f} MB written"
         )
+    titled = [
+        (f"ratios (minimum over rounds; targets are for {TARGET_ROWS:,} rows)", "icetide", verdicts),
+        *[
+            (f"the same ratios for {REFERENCES[subject]}; a reference", subject, judged)
+            for subject, judged in references.items()
+        ],
+    ]
     for size, patterns in summary.items():
         for pattern_name, figures in patterns.items():
             mix = next(
@@ -1026,18 +1129,12 @@ def print_report(
                 f"{mix['inserts']:,} I per round, {results.config.rounds} round(s)"
             )
             print_table(figures)
-            for title, judged in (
-                (f"ratios (minimum over rounds; targets are for {TARGET_ROWS:,} rows)", verdicts),
-                (
-                    "the same ratios for the bare MERGE (one plain Spark MERGE, no guarantees; a reference)",
-                    bare_verdicts,
-                ),
-            ):
+            for title, _, judged in titled:
                 mine = [
                     v for v in judged if (v["size"], v["pattern"]) == (size, pattern_name) and not v["across"]
                 ]
                 print_verdicts(title, mine)
-    for subject, judged in (("icetide", verdicts), ("the bare MERGE", bare_verdicts)):
+    for _, subject, judged in titled:
         across = [verdict for verdict in judged if verdict["across"]]
         print_verdicts(
             f"\nfixed: {subject} from the smallest to the largest table (target for {TARGET_ROWS:,})", across
@@ -1077,7 +1174,7 @@ def write_json(
     results: Results,
     summary: dict[int, Any],
     verdicts: list[dict[str, Any]],
-    bare_verdicts: list[dict[str, Any]],
+    references: dict[str, list[dict[str, Any]]],
     argv: Sequence[str],
 ) -> None:
     config = results.config
@@ -1094,7 +1191,7 @@ def write_json(
         "results": results.rounds,
         "summary": {str(size): figures for size, figures in summary.items()},
         "targets": verdicts,
-        "bare_ratios": bare_verdicts,
+        **{f"{subject}_ratios": judged for subject, judged in references.items()},
         "checks": [{**asdict(check), "ok": check.ok} for check in results.checks],
         "correct": results.correct,
     }
@@ -1219,12 +1316,12 @@ def main(argv: Sequence[str] | None = None, before_compare: BeforeCompare | None
             results.checks[:0] = warm_up_checks
             summary = summarize(results)
             verdicts = evaluate_targets(summary, config.sizes)
-            bare_verdicts = evaluate_targets(summary, config.sizes, "bare")
-            print_report(results, summary, verdicts, bare_verdicts)
+            references = reference_verdicts(summary, config.sizes)
+            print_report(results, summary, verdicts, references)
             args.out.mkdir(parents=True, exist_ok=True)
             command = ["benchmarks/merge_cost.py", *arguments]
             write_json(
-                args.out / "merge_cost.json", spark, results, summary, verdicts, bare_verdicts, command
+                args.out / "merge_cost.json", spark, results, summary, verdicts, references, command
             )
             if not args.no_plot:
                 write_plot(args.out / "merge_cost.png", summary, config.patterns)

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
-APPROACHES = {"icetide", "append", "naive", "reload", "bare"}
+APPROACHES = {"icetide", "append", "naive", "reload", "bare", "floor"}
 PATTERNS = {"scattered", "recent", "fixed"}
 
 
@@ -52,9 +52,15 @@ def test_every_approach_and_pattern_is_measured_and_agrees(
             assert cost["seconds"] > 0, (record["pattern"], approach)
             assert cost["written_bytes"] > 0, (record["pattern"], approach)
             assert all(figure >= 0 for figure in cost.values()), (record["pattern"], approach, cost)
-        # icetide, naive and bare read their table through Iceberg; the reload reads its export.
-        for reader in ("icetide", "naive", "bare"):
+        # icetide, naive, bare and the floor read their table through Iceberg; the reload its export.
+        for reader in ("icetide", "naive", "bare", "floor"):
             assert record["approaches"][reader]["scanned_data_files"] > 0, (record["pattern"], reader)
+        # Every approach that lands the batch writes a row per update and insert (the floor, the
+        # append and the reload write other counts: see their docstrings).
+        mix = record["changes"]
+        assert record["approaches"]["floor"]["written_records"] == mix["updates"] + mix["inserts"]
+        assert record["approaches"]["append"]["written_records"] == sum(mix.values())
+    assert set(results["bare_ratios"][0]) == set(results["floor_ratios"][0]) == set(results["targets"][0])
     summary = results["summary"]["2000"]
     assert set(summary) == PATTERNS and all(set(row) == APPROACHES for row in summary.values())
     assert results["builds"][0]["seconds"] > 0
@@ -92,11 +98,11 @@ def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
 
     summary = {
         1000: {
-            "scattered": figures(icetide=1.0, append=0.1, naive=4.0, reload=1.0, bare=2.0),
-            "recent": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.5),
-            "fixed": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.0),
+            "scattered": figures(icetide=1.0, append=0.1, naive=4.0, reload=1.0, bare=2.0, floor=0.5),
+            "recent": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.5, floor=0.8),
+            "fixed": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.0, floor=0.4),
         },
-        10000: {"fixed": figures(icetide=2.0, append=0.5, naive=4.0, reload=20.0, bare=1.4)},
+        10000: {"fixed": figures(icetide=2.0, append=0.5, naive=4.0, reload=20.0, bare=1.4, floor=0.6)},
     }
     verdicts = merge_cost.evaluate_targets(summary, [1000, 10000])
     passed = {(v["size"], v["pattern"], v["ratio"]): v["pass"] for v in verdicts}
@@ -116,3 +122,39 @@ def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
         (1000, "recent", "bare/append"): (3.0, True),
         (10000, "fixed", "bare(10,000)/bare(1,000)"): (1.4, True),
     }
+    # Every reference in icetide's place: the bare MERGE's ratios as above, and the floor's.
+    references = merge_cost.reference_verdicts(summary, [1000, 10000])
+    assert set(references) == {"bare", "floor"}
+    assert references["bare"] == bare
+    assert {(v["size"], v["pattern"], v["ratio"]): round(v["value"], 2) for v in references["floor"]} == {
+        (1000, "scattered", "naive/floor"): 8.0,
+        (1000, "scattered", "reload/floor"): 2.0,
+        (1000, "recent", "reload/floor"): 25.0,
+        (1000, "recent", "floor/append"): 1.6,
+        (10000, "fixed", "floor(10,000)/floor(1,000)"): 1.5,
+    }
+
+
+def test_a_floor_that_skipped_work_stops_the_benchmark(
+    spark: SparkSession, merge_cost: ModuleType, tmp_path: Path
+) -> None:
+    """The floor's own check, untimed after each round: the rows it found in silver (the positions
+    it wrote) and the rows it appended must be the batch's updated or deleted keys, and its
+    updates and inserts."""
+    batch = merge_cost.Batch(
+        pattern="scattered",
+        round=0,
+        seed=1,
+        mix=merge_cost.Mix(updates=3, deletes=1, inserts=2),
+        folder=tmp_path / "bronze",
+        files=tmp_path / "bronze" / "files",
+        export=tmp_path / "export",
+        changed_at=merge_cost.BASE_TIME,
+        silver_snapshot=1,
+    )
+    spark.createDataFrame([("f", i) for i in range(4)], "file_path string, pos long").write.parquet(
+        str(merge_cost.floor_positions(batch))
+    )
+    merge_cost.check_floor(spark, batch, {"written_records": 5})  # 3 U + 1 D found, 3 U + 2 I appended
+    with pytest.raises(RuntimeError, match="4 rows found and 4 appended, not \\(4, 5\\)"):
+        merge_cost.check_floor(spark, batch, {"written_records": 4})

@@ -1320,9 +1320,7 @@ def main(argv: Sequence[str] | None = None, before_compare: BeforeCompare | None
             print_report(results, summary, verdicts, references)
             args.out.mkdir(parents=True, exist_ok=True)
             command = ["benchmarks/merge_cost.py", *arguments]
-            write_json(
-                args.out / "merge_cost.json", spark, results, summary, verdicts, references, command
-            )
+            write_json(args.out / "merge_cost.json", spark, results, summary, verdicts, references, command)
             if not args.no_plot:
                 write_plot(args.out / "merge_cost.png", summary, config.patterns)
         finally:

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from icetide_glue.bronze import hadoop_path
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
+from icetide_glue.iceberg_tables import iceberg_table, java_list, jvm
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
 
@@ -127,7 +128,7 @@ def remove_rows(
             f"{table}: rows to remove, but no data file named for them ({len(data_files)} given)"
         )
     data_files = sorted(data_files)
-    iceberg = _iceberg_table(spark, table)
+    iceberg = iceberg_table(spark, table.sql_name)
     version = int(iceberg.operations().current().formatVersion())
     if version != POSITION_DELETES_FORMAT:
         raise IcetideJobError(
@@ -265,7 +266,7 @@ def _commit_row_delta(
     ``validateDeletedFiles`` also fails it when a replaced delete file left since the run's
     snapshot (a compaction of delete files): the run built on a state of silver that is gone.
     """
-    api = _jvm(spark).org.apache.iceberg
+    api = jvm(spark).org.apache.iceberg
     partitions = _partitions_of(iceberg, base_snapshot_id, data_files)
     metrics_config = api.MetricsConfig.forPositionDelete(iceberg)
     delta = (
@@ -276,7 +277,7 @@ def _commit_row_delta(
         .validateNoConflictingDataFiles()
         .validateNoConflictingDeleteFiles()
         .validateDeletedFiles()
-        .validateDataFilesExist(_java_list(spark, data_files))
+        .validateDataFilesExist(java_list(spark, data_files))
     )
     written_positions = 0
     for file in written:
@@ -354,23 +355,3 @@ def _parquet_files(spark: SparkSession, folder: str) -> list[tuple[str, int]]:
         if listed.endswith(".parquet"):
             files.append((folder.rstrip("/") + listed[len(root_text) :], int(status.getLen())))
     return files
-
-
-def _iceberg_table(spark: SparkSession, table: SilverTable) -> Any:
-    return _jvm(spark).org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, table.sql_name
-    )
-
-
-def _java_list(spark: SparkSession, values: Sequence[str]) -> Any:
-    java_list = _jvm(spark).java.util.ArrayList()
-    for value in values:
-        java_list.add(value)
-    return java_list
-
-
-def _jvm(spark: SparkSession) -> Any:
-    jvm = spark.sparkContext._jvm
-    if jvm is None:
-        raise IcetideJobError("the Spark session has no JVM")
-    return jvm

@@ -21,12 +21,14 @@ from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
 from icetide_glue.columns import APPEND_METADATA, MERGE_METADATA, SOFT_DELETE_METADATA
+from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
     MEMORY_COLUMNS,
+    RUN_ID_PROPERTY,
+    RUN_STATS_PROPERTY,
     add_columns_sql,
     alter_column_type_sql,
-    committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
     main_snapshot_sql,
@@ -156,11 +158,25 @@ def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:
-    """The snapshot this run id committed, if an earlier attempt got that far."""
-    row = spark.sql(committed_snapshot_sql(table.sql_name, run_id)).first()
-    if row is None:
-        return None
-    return CommittedRun.from_summary(int(row["snapshot_id"]), row["run_stats"])
+    """The snapshot this run id committed, if an earlier attempt got that far: the newest of main's
+    ancestors whose summary names the run. A snapshot rolled back is no ancestor: its run must be
+    loaded again. A snapshot expired is gone: the run ledger remembers it (icetide_glue.run_ledger).
+
+    A walk up main's parents in the table's metadata (Iceberg's Java API), not a query of its
+    ``snapshots`` and ``history`` tables: that is a Spark job of its own, and every run asks twice
+    (before it loads, and after its commit for its snapshot). The table is refreshed first: the
+    catalog may hold it as it was before another process (a first attempt, maintenance) committed.
+    """
+    iceberg = iceberg_table(spark, table.sql_name)
+    iceberg.refresh()
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None:
+        summary = snapshot.summary()
+        if summary.get(RUN_ID_PROPERTY) == run_id:
+            return CommittedRun.from_summary(int(snapshot.snapshotId()), summary.get(RUN_STATS_PROPERTY))
+        parent = snapshot.parentId()
+        snapshot = None if parent is None else iceberg.snapshot(parent)
+    return None
 
 
 def tombstone_table(table: SilverTable) -> SilverTable:

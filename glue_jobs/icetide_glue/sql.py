@@ -505,24 +505,6 @@ def prune_memory_sql(memory_table: str, prune_before_micros: int) -> str:
     return f"DELETE FROM {memory_table} WHERE {expired_memory_condition(prune_before_micros)}"  # noqa: S608
 
 
-def committed_snapshot_sql(table: str, run_id: str) -> str:
-    """Find the snapshot, among the current table state's ancestors, committed by ``run_id``.
-
-    Snapshots that were rolled back are not ancestors: their run must be loaded again.
-    """
-    snapshots, history = f"{table}.{quote_identifier('snapshots')}", f"{table}.{quote_identifier('history')}"
-    return "\n".join(
-        [
-            f"SELECT s.snapshot_id, s.summary[{string_literal(RUN_STATS_PROPERTY)}] AS run_stats",
-            f"FROM {snapshots} s JOIN {history} h ON s.snapshot_id = h.snapshot_id",
-            f"WHERE h.is_current_ancestor AND s.summary[{string_literal(RUN_ID_PROPERTY)}] = "
-            f"{string_literal(run_id)}",
-            "ORDER BY s.committed_at DESC",
-            "LIMIT 1",
-        ]
-    )
-
-
 # The run ledger: the runs whose snapshots maintenance may expire (icetide_glue.run_ledger).
 LEDGER_COLUMNS = (
     ("run_id", "string"),
@@ -574,7 +556,7 @@ def forget_snapshots_sql(ledger: str, snapshot_ids: Sequence[int]) -> str:
 def recorded_run_sql(ledger: str, table: str, run_id: str) -> str:
     """Find ``run_id`` in the ledger, if the snapshot it committed is gone (expired).
 
-    A snapshot still in ``table``'s metadata but not found by :func:`committed_snapshot_sql` is no
+    A snapshot still in ``table``'s metadata but not found by ``find_committed_run`` is no
     ancestor any more (rolled back): its run must be loaded again, so the ledger does not count.
     """
     snapshots = f"{table}.{quote_identifier('snapshots')}"

@@ -19,7 +19,6 @@ from icetide_glue.sql import (
     alter_column_type_sql,
     branch_name,
     classify_changes_sql,
-    committed_snapshot_sql,
     create_namespace_sql,
     create_table_sql,
     drop_branch_sql,
@@ -147,17 +146,6 @@ def test_a_soft_delete_classification_keeps_silver_s_values_by_position() -> Non
         "t.`note` AS `_icetide_silver_value_0`,\n"
         "t.`amount` AS `_icetide_silver_value_1`,\n"
     ) in statement
-
-
-def test_committed_snapshot_lookup_only_sees_current_ancestors() -> None:
-    assert committed_snapshot_sql(TABLE, "dbo_orders-20261121T0700Z") == (
-        "SELECT s.snapshot_id, s.summary['icetide.run-stats'] AS run_stats\n"
-        "FROM `glue_catalog`.`silver`.`orders`.`snapshots` s "
-        "JOIN `glue_catalog`.`silver`.`orders`.`history` h ON s.snapshot_id = h.snapshot_id\n"
-        "WHERE h.is_current_ancestor AND s.summary['icetide.run-id'] = 'dbo_orders-20261121T0700Z'\n"
-        "ORDER BY s.committed_at DESC\n"
-        "LIMIT 1"
-    )
 
 
 def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None:

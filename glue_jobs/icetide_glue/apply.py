@@ -45,9 +45,11 @@ from icetide_glue.staging import staged_commit
 
 CHANGES_VIEW = "icetide_changes"
 # A commit that appends at most this many rows writes them in one task, sorted there in the table's
-# order, without Spark's range distribution: one data file instead of one per shuffle partition, and
-# no sampling job or shuffle (200k rows: 0.27-0.39 s against 0.45-0.63 s, scratch A/B in one
-# process). A larger write (a full load) keeps the range distribution, which sorts on every core.
+# order, without Spark's range distribution: one data file (per 64 MB, per partition of a legacy
+# bucketed table) instead of one per range partition, and no sampling job or shuffle (200k narrow
+# rows: 0.27-0.39 s against 0.45-0.63 s through the range distribution, scratch A/B in one process;
+# not measured at the limit or for wide rows). A larger write keeps the range distribution, which
+# sorts on every core.
 ONE_TASK_WRITE_ROWS = 1_000_000
 # Iceberg's Spark write option for the write's distribution (none: each task sorts what it has).
 _DISTRIBUTION_MODE = "distribution-mode"
@@ -289,11 +291,11 @@ def commit_changes(
             base,
             lambda branch: remove_rows(spark, table, branch, removed, files, plan.to_remove, base, {}),
             lambda branch: append_changes(
-                branch_name(table.sql_name, branch), rows, snapshot_properties, plan.to_write
+                branch_name(table.sql_name, branch), rows, snapshot_properties, row_count=plan.to_write
             ),
         )
     elif plan.to_write:
-        append_changes(table.sql_name, rows, snapshot_properties, plan.to_write)
+        append_changes(table.sql_name, rows, snapshot_properties, row_count=plan.to_write)
 
 
 def rows_to_write(classified: ClassifiedChanges, columns: Sequence[str], soft_delete: bool) -> DataFrame:
@@ -317,14 +319,15 @@ def rows_to_write(classified: ClassifiedChanges, columns: Sequence[str], soft_de
 
 
 def append_changes(
-    target: str, aligned: DataFrame, snapshot_properties: Mapping[str, str], rows: int | None = None
+    target: str, aligned: DataFrame, snapshot_properties: Mapping[str, str], row_count: int | None = None
 ) -> None:
     """Append rows already aligned to silver's columns into ``target`` (a table's or a branch's
-    SQL name), committed with ``snapshot_properties``. ``rows``, when known, is how many there
-    are: at most :data:`ONE_TASK_WRITE_ROWS` are written by one task."""
-    writer = aligned.writeTo(target)
-    if rows is not None and rows <= ONE_TASK_WRITE_ROWS:
-        writer = aligned.coalesce(1).writeTo(target).option(_DISTRIBUTION_MODE, "none")
+    SQL name), committed with ``snapshot_properties``. ``row_count``, when known, is how many
+    there are: at most :data:`ONE_TASK_WRITE_ROWS` are written by one task."""
+    one_task = row_count is not None and row_count <= ONE_TASK_WRITE_ROWS
+    writer = (aligned.coalesce(1) if one_task else aligned).writeTo(target)
+    if one_task:
+        writer = writer.option(_DISTRIBUTION_MODE, "none")
     for key, value in snapshot_properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     writer.append()

@@ -290,7 +290,7 @@ def _append(
         manifest = replace(manifest, rows_inserted=inserted, rows_unchanged=manifest.rows_read - inserted)
         if inserted == 0:
             return manifest
-        append_changes(table.sql_name, new_rows, _snapshot_properties(manifest))
+        append_changes(table.sql_name, new_rows, _snapshot_properties(manifest), row_count=inserted)
     finally:
         new_rows.unpersist()
     return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))

@@ -21,7 +21,8 @@ compaction every run (1.8M positions a run after ten runs of the benchmark's rec
 
 Spark writes the files (its Parquet writer keeps the Iceberg field ids set in the columns'
 metadata, which is how Iceberg's readers find ``file_path`` and ``pos``); Iceberg's Java API, the
-one Iceberg's procedures use, registers them. Nothing else in icetide talks to that API.
+one Iceberg's procedures use, registers them (icetide_glue.iceberg_tables, also used to find a
+run's snapshot).
 """
 
 from __future__ import annotations

@@ -39,6 +39,12 @@ def _load_runs(load_run: LoadRun, tmp_path: Path, table: str) -> list[dict[str, 
     return manifests
 
 
+def _main_head(spark: SparkSession, table: str) -> int:
+    row = spark.table(f"{silver_table(table)}.refs").where(F.col("name") == "main").first()
+    assert row is not None
+    return int(row["snapshot_id"])
+
+
 def _tagged_snapshot(spark: SparkSession, table: str, run_id: str) -> tuple[int, dict[str, object]]:
     """The one snapshot whose summary names ``run_id``, and its run statistics, by SQL."""
     rows = (
@@ -62,7 +68,7 @@ def test_every_committed_run_is_found_with_its_snapshot_and_statistics(
         committed = find_committed_run(spark, table, f"lookup_found-{number}")
         assert committed is not None
         assert (committed.snapshot_id, committed.run_stats) == (snapshot_id, stats)
-        assert committed.snapshot_id == manifest["snapshotId"]
+        assert stats["rowsRead"] == manifest["rowsRead"] == len(RUNS[number - 1])
     assert find_committed_run(spark, table, "lookup_found-4") is None
     # A run id is compared, never parsed: a hostile one is simply not found.
     assert find_committed_run(spark, table, "lookup_found-1' OR '1'='1") is None
@@ -81,6 +87,13 @@ def test_a_rolled_back_run_is_not_found_though_its_snapshot_remains(
     assert find_committed_run(spark, table, "lookup_rolled-2") is None
     committed = find_committed_run(spark, table, "lookup_rolled-1")
     assert committed is not None and committed.snapshot_id == run_1
+    # Loaded again, run 3 has two snapshots: the one main holds is found, not the rolled-back one.
+    rolled_back, _ = _tagged_snapshot(spark, "lookup_rolled", "lookup_rolled-3")
+    again = load_run("lookup_rolled", "lookup_rolled-3", tmp_path / "run3")
+    assert again["alreadyCommitted"] is False
+    committed = find_committed_run(spark, table, "lookup_rolled-3")
+    assert committed is not None and committed.snapshot_id not in (rolled_back, run_1)
+    assert committed.snapshot_id == _main_head(spark, "lookup_rolled")
 
 
 def test_a_commit_by_another_writer_after_the_run_neither_hides_it_nor_goes_unseen(
@@ -88,8 +101,17 @@ def test_a_commit_by_another_writer_after_the_run_neither_hides_it_nor_goes_unse
 ) -> None:
     # Another process's catalog on the same warehouse: this session's catalog does not see its
     # commits until the table is refreshed.
-    for key, value in hadoop_catalog_conf("other_writer", warehouse).items():
+    other_catalog = hadoop_catalog_conf("other_writer", warehouse)
+    for key, value in other_catalog.items():
         spark.conf.set(key, value)
+    try:
+        _another_writer_commits_after_the_run(spark, load_run, tmp_path)
+    finally:
+        for key in other_catalog:
+            spark.conf.unset(key)
+
+
+def _another_writer_commits_after_the_run(spark: SparkSession, load_run: LoadRun, tmp_path: Path) -> None:
     _load_runs(load_run, tmp_path, "lookup_shared")
     table = SilverTable(CATALOG, SILVER_DATABASE, "lookup_shared")
     # The session's catalog has the table loaded now.

@@ -416,23 +416,16 @@ def existing_tables(spark: SparkSession, catalog: str, database: str) -> set[str
     }
 
 
-def refreshed_table(spark: SparkSession, table: str) -> Any:
-    """``table`` through Iceberg's Java API, refreshed (the catalog caches loaded tables)."""
-    loaded = iceberg_table(spark, table)
-    loaded.refresh()
-    return loaded
-
-
 def current_snapshot_id(spark: SparkSession, table: str) -> int:
     """``table``'s current snapshot (main's head) by its metadata, without a Spark job."""
-    return int(refreshed_table(spark, table).currentSnapshot().snapshotId())
+    return int(iceberg_table(spark, table, refreshed=True).currentSnapshot().snapshotId())
 
 
 def snapshot_summaries(spark: SparkSession, table: str) -> dict[int, dict[str, str]]:
     """Every snapshot's summary, from the table's metadata through Iceberg's Java API: a query of
     ``table.snapshots`` would cost a Spark job per look, two looks per approach and round."""
     summaries = {}
-    snapshots = refreshed_table(spark, table).snapshots().iterator()
+    snapshots = iceberg_table(spark, table, refreshed=True).snapshots().iterator()
     while snapshots.hasNext():
         snapshot = snapshots.next()
         summaries[int(snapshot.snapshotId())] = dict(snapshot.summary())
@@ -696,17 +689,23 @@ def run_naive(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     spark.catalog.dropTempView(view)
 
 
-def run_bare(spark: SparkSession, tables: Tables, batch: Batch) -> None:
-    """The naive merge into the merge-on-read copy, its target scan limited to the batch's keys."""
-    view = f"bare_changes_{tables.size}"
-    changes = spark.read.parquet(str(batch.files))
+def key_bounds(changes: DataFrame, batch: Batch) -> tuple[int, int]:
+    """The batch's lowest and highest key: the one key range ``bare`` and ``floor`` read."""
     bounds = changes.agg(F.min(KEY), F.max(KEY)).first()
     assert bounds is not None  # an aggregate without grouping has one row
     low, high = bounds
     if low is None:
         raise RuntimeError(f"{batch.folder}: an empty batch")  # every pattern draws at least 10 changes
+    return int(low), int(high)
+
+
+def run_bare(spark: SparkSession, tables: Tables, batch: Batch) -> None:
+    """The naive merge into the merge-on-read copy, its target scan limited to the batch's keys."""
+    view = f"bare_changes_{tables.size}"
+    changes = spark.read.parquet(str(batch.files))
+    low, high = key_bounds(changes, batch)
     changes.createOrReplaceTempView(view)
-    key_filter = f" AND t.id BETWEEN {int(low)} AND {int(high)}"
+    key_filter = f" AND t.id BETWEEN {low} AND {high}"
     spark.sql(NAIVE_MERGE.format(target=tables.name("bare"), changes=view, key_filter=key_filter))
     spark.catalog.dropTempView(view)
 
@@ -727,9 +726,7 @@ def run_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     latest = (
         changes.withColumn("rn", F.row_number().over(latest_first)).where(F.col("rn") == 1).drop("rn")
     ).localCheckpoint(eager=True)
-    bounds = latest.agg(F.min(KEY), F.max(KEY)).first()
-    assert bounds is not None  # an aggregate without grouping has one row
-    low, high = bounds
+    low, high = key_bounds(latest, batch)
     silver = (
         spark.read.option("snapshot-id", str(batch.silver_snapshot))
         .table(tables.name("silver"))

@@ -25,9 +25,14 @@ def jvm(spark: SparkSession) -> Any:
     return java
 
 
-def iceberg_table(spark: SparkSession, sql_name: str) -> Any:
-    """The Iceberg ``Table`` behind ``sql_name`` (catalog.database.table, quoted as in SQL)."""
-    return jvm(spark).org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, sql_name)
+def iceberg_table(spark: SparkSession, sql_name: str, refreshed: bool = False) -> Any:
+    """The Iceberg ``Table`` behind ``sql_name`` (catalog.database.table, quoted as in SQL).
+    ``refreshed``: re-read its metadata first, as the catalog may hold it as it was before another
+    process committed."""
+    table = jvm(spark).org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, sql_name)
+    if refreshed:
+        table.refresh()
+    return table
 
 
 def java_list(spark: SparkSession, values: Sequence[str]) -> Any:

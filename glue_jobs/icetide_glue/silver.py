@@ -167,8 +167,7 @@ def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> 
     (before it loads, and after its commit for its snapshot). The table is refreshed first: the
     catalog may hold it as it was before another process (a first attempt, maintenance) committed.
     """
-    iceberg = iceberg_table(spark, table.sql_name)
-    iceberg.refresh()
+    iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
     snapshot = iceberg.currentSnapshot()
     while snapshot is not None:
         summary = snapshot.summary()

@@ -6,7 +6,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
+from pyspark.sql import functions as F
 
 from icetide_glue.arguments import DEFAULT_TOMBSTONE_RETENTION_DAYS, DeleteMode, JobArguments, LoadMode
 from icetide_glue.job import run_job
@@ -29,6 +30,17 @@ def snapshot_ids(spark: SparkSession, table: str) -> list[int]:
         .collect()
     )
     return [row[0] for row in rows]
+
+
+def tagged_snapshots(spark: SparkSession, table: str, run_id: str) -> list[Row]:
+    """The snapshots of a test's table whose summary names ``run_id`` (``snapshot_id``,
+    ``run_stats``: the summary's JSON text), by a query of Iceberg's snapshots table."""
+    return (
+        spark.table(f"{silver_table(table)}.snapshots")
+        .where(F.col("summary")["icetide.run-id"] == run_id)
+        .select("snapshot_id", F.col("summary")["icetide.run-stats"].alias("run_stats"))
+        .collect()
+    )
 
 
 def load_into_silver(

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 import icetide_glue.apply as apply_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.silver_tables import silver_table
+from glue.silver_tables import silver_table, tagged_snapshots
 from icetide_glue.session import session_settings
 
 pytestmark = pytest.mark.spark
@@ -31,18 +31,13 @@ UNMERGED_PARTITIONS = {"spark.sql.adaptive.coalescePartitions.enabled": "false"}
 
 def _run_files(spark: SparkSession, table: str, run_id: str) -> list[list[int]]:
     """The ids of each data file the run's commit added, in file order."""
-    snapshot = (
-        spark.table(f"{silver_table(table)}.snapshots")
-        .where(F.col("summary")["icetide.run-id"] == run_id)
-        .select("snapshot_id")
-        .first()
-    )
-    assert snapshot is not None
+    (snapshot,) = tagged_snapshots(spark, table, run_id)
+    snapshot_id = snapshot["snapshot_id"]
     added = (
-        spark.read.option("snapshot-id", str(snapshot[0]))
+        spark.read.option("snapshot-id", str(snapshot_id))
         .table(f"{silver_table(table)}.entries")
         .where(
-            (F.col("status") == 1) & (F.col("snapshot_id") == snapshot[0]) & (F.col("data_file.content") == 0)
+            (F.col("status") == 1) & (F.col("snapshot_id") == snapshot_id) & (F.col("data_file.content") == 0)
         )
         .select("data_file.file_path")
         .collect()

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table
+from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table, tagged_snapshots
 from icetide_glue.silver import SilverTable, find_committed_run
 from icetide_local.spark import hadoop_catalog_conf
 
@@ -47,14 +47,9 @@ def _main_head(spark: SparkSession, table: str) -> int:
 
 def _tagged_snapshot(spark: SparkSession, table: str, run_id: str) -> tuple[int, dict[str, object]]:
     """The one snapshot whose summary names ``run_id``, and its run statistics, by SQL."""
-    rows = (
-        spark.table(f"{silver_table(table)}.snapshots")
-        .where(F.col("summary")["icetide.run-id"] == run_id)
-        .select("snapshot_id", F.col("summary")["icetide.run-stats"])
-        .collect()
-    )
+    rows = tagged_snapshots(spark, table, run_id)
     assert len(rows) == 1, rows
-    return int(rows[0][0]), json.loads(rows[0][1])
+    return int(rows[0]["snapshot_id"]), json.loads(rows[0]["run_stats"])
 
 
 def test_every_committed_run_is_found_with_its_snapshot_and_statistics(

@@ -167,9 +167,7 @@ def write_change_batch(folder: Path, rows: int, changes: int, round_number: int)
         else:
             name, amount = f"changed in round {round_number}", Decimal("1.00")
         records.append((op, stamp, key, name, amount.quantize(Decimal("0.01")), changed_at))
-    table = pa.table(
-        {f.name: pa.array([r[i] for r in records], f.type) for i, f in enumerate(BRONZE_SCHEMA)}
-    )
+    table = pa.table({f.name: pa.array([r[i] for r in records], f.type) for i, f in enumerate(BRONZE_SCHEMA)})
     target = folder / f"round-{round_number}" / "bench" / "source_table"
     target.mkdir(parents=True)
     # DMS names CDC files by time: yyyyMMdd-HHmmssSSS.

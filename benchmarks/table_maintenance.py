@@ -73,7 +73,7 @@ from pyspark.sql.types import StructType
 from icetide_contracts.maintenance import MaintenancePolicy
 from icetide_contracts.run_plan import LoadMode
 from icetide_glue.arguments import JobArguments
-from icetide_glue.columns import MERGE_METADATA
+from icetide_glue.columns import is_metadata_column
 from icetide_glue.job import run_job
 from icetide_glue.maintenance import even_range_bounds, maintain_table, measure_table
 from icetide_glue.run_ledger import run_ledger
@@ -276,9 +276,8 @@ def write_fresh_copy(spark: SparkSession, merged: SilverTable, copy: SilverTable
     these are set to ``files`` (not coalesced), and the range bounds come from the large sample
     maintenance's rewrite uses. Left to the session's settings, the same append cut these rows
     into 3 files (5.1, 5.2 and 10.0 MB), a layout that is not the fresh table's."""
-    metadata = set(MERGE_METADATA.fieldNames())
     rows = spark.table(merged.sql_name)
-    source = StructType([column for column in rows.schema.fields if column.name not in metadata])
+    source = StructType([column for column in rows.schema.fields if not is_metadata_column(column.name)])
     create_silver_table(spark, copy, source, (KEY,), LoadMode.MERGE)
     partitions = {
         "spark.sql.shuffle.partitions": str(files),

@@ -1,4 +1,5 @@
 """Shared pytest configuration. Fixtures that belong to one area live in that area's conftest."""
+
 import os
 
 # No test may reach AWS: moto intercepts boto3, and these make sure nothing falls through to real

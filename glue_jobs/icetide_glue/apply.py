@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from icetide_glue.columns import (
     ACTION,
@@ -24,6 +25,7 @@ from icetide_glue.columns import (
     REMEMBERED,
     SILVER_FILE,
     TAKE_IMAGE,
+    VALUES_HASH,
     silver_value_column,
 )
 from icetide_glue.errors import IcetideJobError
@@ -40,6 +42,7 @@ from icetide_glue.sql import (
     memory_merge_sql,
     prune_memory_sql,
     quote_identifier,
+    values_hash_sql,
 )
 from icetide_glue.staging import staged_commit
 
@@ -126,6 +129,18 @@ def removes_silver_row() -> Column:
     return F.col(MATCHED) & (F.col(ACTION) != ChangeAction.UNCHANGED.value)
 
 
+def values_hash_types(
+    silver: StructType, value_columns: Sequence[str], keys: Sequence[str], soft_delete: bool
+) -> dict[str, str] | None:
+    """The compared columns' Spark type names when the classification compares hashes of them:
+    silver stores the hash (a hard-delete table, icetide_glue.silver) and there is a column to
+    compare. None: the values are compared."""
+    compared = compared_columns(value_columns, keys)
+    if soft_delete or not compared or VALUES_HASH not in silver.fieldNames():
+        return None
+    return {name: silver[name].dataType.simpleString() for name in compared}
+
+
 def classify_changes(
     spark: SparkSession,
     table: SilverTable,
@@ -136,19 +151,24 @@ def classify_changes(
     soft_delete: bool = False,
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
+    value_types: Mapping[str, str] | None = None,
 ) -> ClassifiedChanges:
     """Label each change (one per key, aligned to silver) with what the run's commit will do to it.
 
     ``value_columns`` are the source columns compared with silver to tell a real update from a
     re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults;
     ``key_ranges`` and ``broadcast_changes`` limit silver's read to the batch's keys
-    (:func:`icetide_glue.sql.rows_of_batch`).
+    (:func:`icetide_glue.sql.rows_of_batch`). With ``value_types`` (:func:`values_hash_types`)
+    each change gets the hash of its values (``_icetide_values_hash``), which the classification
+    compares with silver's and the commit stores with the row.
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table
     (and, staged, removes silver rows) before the commit reads these labels, which would repeat
     the classification's read of silver with other results.
     """
+    if value_types is not None:
+        latest = latest.withColumn(VALUES_HASH, F.expr(values_hash_sql(list(value_types.items()))))
     latest.createOrReplaceTempView(CHANGES_VIEW)
     statement = classify_changes_sql(
         table.sql_name,
@@ -159,6 +179,7 @@ def classify_changes(
         soft_delete=soft_delete,
         key_ranges=key_ranges,
         broadcast_changes=broadcast_changes,
+        value_types=value_types,
     )
     frame = spark.sql(statement).localCheckpoint(eager=True)
     removes = removes_silver_row()

@@ -7,7 +7,7 @@ and sequence (so a later run can refuse an older change) and the run that wrote 
 
 from __future__ import annotations
 
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 RESERVED_PREFIX = "_icetide_"
 
@@ -23,6 +23,12 @@ OP = "_icetide_op"
 # Stored only in append-only tables: the SHA-256 of a row's content, so a re-read row is not appended
 # again (append_once.py).
 ROW_HASH = "_icetide_row_hash"
+
+# Stored only in merge tables with hard deletes: an 8-byte hash of a row's source columns other than
+# the keys (sql.values_hash_sql), so a run tells a re-read row from a changed one by reading this
+# column of silver instead of every value column. Null in rows written before the column existed,
+# and in rows a soft delete wrote: those are compared by their values.
+VALUES_HASH = "_icetide_values_hash"
 
 # Stored only in merge tables loaded with --delete_mode soft: the change time of the delete that
 # removed the row at the source (null while the row lives).
@@ -66,6 +72,7 @@ MERGE_METADATA = StructType(
         StructField(RUN_ID, StringType()),
     ]
 )
+HARD_DELETE_METADATA = StructType([*MERGE_METADATA.fields, StructField(VALUES_HASH, LongType())])
 SOFT_DELETE_METADATA = StructType([*MERGE_METADATA.fields, StructField(DELETED_AT, TimestampType())])
 APPEND_METADATA = StructType(
     [*MERGE_METADATA.fields, StructField(OP, StringType()), StructField(ROW_HASH, BinaryType())]

@@ -42,6 +42,7 @@ from icetide_glue.apply import (
     commit_changes,
     forget_expired_changes,
     remember_changes,
+    values_hash_types,
 )
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
 from icetide_glue.batch import BatchSummary, deduplicate_batch, inspect_batch
@@ -239,8 +240,9 @@ def _merge(
     # Before the classification reads silver: a run that stages its commit builds on this state of
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.
     base_snapshot_id = main_snapshot_id(spark, table)
+    value_types = values_hash_types(silver, value_columns, keys, soft)
     classified = classify_changes(
-        spark, table, latest, keys, value_columns, tombstones, soft, key_ranges, broadcast
+        spark, table, latest, keys, value_columns, tombstones, soft, key_ranges, broadcast, value_types
     )
     try:
         counts = classified.counts

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
-from icetide_glue.columns import APPEND_METADATA, MERGE_METADATA, SOFT_DELETE_METADATA
+from icetide_glue.columns import APPEND_METADATA, HARD_DELETE_METADATA, SOFT_DELETE_METADATA, VALUES_HASH
 from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
@@ -33,6 +33,7 @@ from icetide_glue.sql import (
     create_table_sql,
     main_snapshot_sql,
     qualified_name,
+    set_properties_sql,
     write_ordered_by_sql,
 )
 
@@ -47,6 +48,11 @@ MERGE_TABLE_PROPERTIES = {
     "write.target-file-size-bytes": str(64 * _MB),
     "write.parquet.row-group-size-bytes": str(8 * _MB),
 }
+# A table storing the values hash keeps only its null counts (no bounds of random numbers in the
+# manifests), whatever its width: a classification reads silver's values only in data files with
+# null hashes (icetide_glue.sql.hashed_rows_of_batch), and Iceberg keeps no metrics at all for a
+# column past the first 100 unless told to.
+VALUES_HASH_METRICS = {f"write.metadata.metrics.column.{VALUES_HASH}": "counts"}
 APPEND_TABLE_PROPERTIES = {"format-version": "2"}
 # The tombstone table beside each merge table: `<table>__icetide_tombstones` in the same database.
 TOMBSTONE_TABLE_SUFFIX = "__icetide_tombstones"
@@ -107,6 +113,8 @@ def create_silver_table(
     definitions += [(f.name, f.dataType.simpleString()) for f in _metadata(load_mode, delete_mode).fields]
     merging = load_mode is LoadMode.MERGE
     properties = MERGE_TABLE_PROPERTIES if merging else APPEND_TABLE_PROPERTIES
+    if _stores_values_hash(load_mode, delete_mode):
+        properties = {**properties, **VALUES_HASH_METRICS}
     spark.sql(create_namespace_sql(table.catalog, table.database))
     spark.sql(create_table_sql(table.sql_name, definitions, properties))
     if merging:
@@ -114,10 +122,14 @@ def create_silver_table(
     return [f"created table {table} with {len(columns)} source column(s)"]
 
 
+def _stores_values_hash(load_mode: LoadMode, delete_mode: DeleteMode) -> bool:
+    return VALUES_HASH in _metadata(load_mode, delete_mode).fieldNames()
+
+
 def _metadata(load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD) -> StructType:
     if load_mode is LoadMode.APPEND:
         return APPEND_METADATA
-    return SOFT_DELETE_METADATA if delete_mode is DeleteMode.SOFT else MERGE_METADATA
+    return SOFT_DELETE_METADATA if delete_mode is DeleteMode.SOFT else HARD_DELETE_METADATA
 
 
 def add_missing_metadata_columns(
@@ -137,6 +149,8 @@ def add_missing_metadata_columns(
     if not missing:
         return []
     spark.sql(add_columns_sql(table.sql_name, missing))
+    if any(name == VALUES_HASH for name, _ in missing):
+        spark.sql(set_properties_sql(table.sql_name, VALUES_HASH_METRICS))
     return [f"added metadata column(s) {', '.join(name for name, _ in missing)}"]
 
 

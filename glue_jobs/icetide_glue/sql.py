@@ -28,6 +28,7 @@ from icetide_glue.columns import (
     SILVER_FILE,
     SILVER_POS,
     TAKE_IMAGE,
+    VALUES_HASH,
     silver_value_column,
 )
 
@@ -92,6 +93,14 @@ def create_table_sql(
         pairs = ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items())
         lines.append(f"TBLPROPERTIES ({pairs})")
     return "\n".join(lines)
+
+
+def set_properties_sql(table: str, properties: Mapping[str, str]) -> str:
+    """ALTER TABLE ... SET TBLPROPERTIES for ``properties`` (at least one)."""
+    if not properties:
+        raise ValueError(f"setting properties of {table} needs at least one")
+    pairs = ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items())
+    return f"ALTER TABLE {table} SET TBLPROPERTIES ({pairs})"
 
 
 def write_ordered_by_sql(table: str, columns: Sequence[str]) -> str:
@@ -243,6 +252,39 @@ def same_values(columns: Sequence[str], source: str = "s", target: str = "t") ->
     return " AND ".join(f"{source}.{quote_identifier(c)} <=> {target}.{quote_identifier(c)}" for c in columns)
 
 
+def values_hash_sql(columns: Sequence[tuple[str, str]], alias: str | None = None) -> str:
+    """An 8-byte hash (Spark's ``xxhash64``) of a row's ``columns``, given as (name, Spark type
+    name as ``DataType.simpleString()`` spells it), of the table ``alias`` (none: unqualified).
+
+    Two rows hash alike when :func:`same_values` holds for them, however silver's schema moved in
+    between: the hash covers JSON text of the values (``to_json`` leaves null fields out, so a
+    column added later with nulls changes nothing; an int reads as a bigint does, a decimal as its
+    wider precision with the same scale does); a float is read as the double it widens to, and
+    -0.0 as 0.0 (``<=>`` holds for them); a timestamp is its microseconds since the epoch (the
+    session's time zone cannot change it); binary is hex. A changed row hashes alike only by a
+    64-bit collision. One definition for the batch's side and silver's stored and legacy rows.
+    """
+    if not columns:
+        raise ValueError("hashing values needs at least one column")
+    prefix = f"{alias}." if alias else ""
+    fields = ", ".join(
+        f"{string_literal(name)}, {_exact_text(prefix + quote_identifier(name), kind)}"
+        for name, kind in columns
+    )
+    return f"xxhash64(to_json(named_struct({fields})))"
+
+
+def _exact_text(value: str, kind: str) -> str:
+    """SQL text of a value that compares as the value does (see :func:`values_hash_sql`)."""
+    if kind == "binary":
+        return f"hex({value})"
+    if kind == "timestamp":
+        return f"CAST(unix_micros({value}) AS STRING)"
+    if kind in ("float", "double"):
+        return f"CAST(CASE WHEN {value} = 0 THEN 0.0D ELSE CAST({value} AS DOUBLE) END AS STRING)"
+    return f"CAST({value} AS STRING)"
+
+
 def passes_memory(source: str = "s", memory: str = "m") -> str:
     """True when the key's order memory (tombstone table) does not stop the change.
 
@@ -271,6 +313,7 @@ def classify_changes_sql(
     soft_delete: bool = False,
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
+    value_types: Mapping[str, str] | None = None,
 ) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
     whether the key's order memory must keep it (``_icetide_remember``).
@@ -296,14 +339,34 @@ def classify_changes_sql(
     (:func:`rows_of_batch`): files outside ``key_ranges`` (of the first key, from the batch's own
     keys) are skipped, and with ``broadcast_changes`` the batch's keys are broadcast into their
     scans, so only their rows of the batch's keys reach the joins, never whole tables.
+
+    ``value_types`` (the compared columns' Spark type names) says silver stores the hash of its
+    values (``_icetide_values_hash``, hard deletes only) and the batch view carries the hash of its
+    own: the hashes are compared instead of the values, and silver's values are read only for its
+    rows without a stored hash (:func:`hashed_rows_of_batch`).
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
     compared = compared_columns(value_columns, keys)
-    silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
-    silver_rows = rows_of_batch(
-        table, source_view, keys, silver_side, IN_SILVER, key_ranges, broadcast_changes, row_positions=True
-    )
+    hashed = value_types is not None and bool(compared)
+    if hashed and soft_delete:
+        raise ValueError("a soft delete may keep silver's values: soft deletes compare values, not hashes")
+    if value_types is not None and hashed:
+        silver_rows = hashed_rows_of_batch(
+            table, source_view, keys, [(c, value_types[c]) for c in compared], key_ranges, broadcast_changes
+        )
+    else:
+        silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
+        silver_rows = rows_of_batch(
+            table,
+            source_view,
+            keys,
+            silver_side,
+            IN_SILVER,
+            key_ranges,
+            broadcast_changes,
+            row_positions=True,
+        )
     kept_values = (
         [
             f"t.{quote_identifier(c)} AS {quote_identifier(silver_value_column(i))},"
@@ -315,7 +378,8 @@ def classify_changes_sql(
     same_row = "FALSE"
     if compared:
         alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
-        same_row = f"{op} <> '{DELETE}' AND {alive}{same_values(compared)}"
+        same = same_values([VALUES_HASH]) if hashed else same_values(compared)
+        same_row = f"{op} <> '{DELETE}' AND {alive}{same}"
     memory_ok = passes_memory() if memory_table is not None else "TRUE"
     remembered = f"m.{quote_identifier(IN_MEMORY)} IS NOT NULL" if memory_table is not None else "FALSE"
     keeps_image = take_image(memory_table is not None)
@@ -375,10 +439,13 @@ def rows_of_batch(
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     row_positions: bool = False,
+    computed: Sequence[tuple[str, str]] = (),
+    condition: str | None = None,
 ) -> str:
     """``columns`` of a keyed table (silver, or its tombstone table) plus a ``marker`` column that
-    is true, for the rows a batch can match; with ``row_positions`` also each row's data file and
-    position in it (Iceberg's ``_file`` and ``_pos``) as ``_icetide_silver_file`` / ``_pos``.
+    is true, for the rows a batch can match; then ``computed`` (SQL of a row ``r``, name) columns;
+    with ``row_positions`` also each row's data file and position in it (Iceberg's ``_file`` and
+    ``_pos``) as ``_icetide_silver_file`` / ``_pos``. ``condition`` (of ``r``) filters rows too.
 
     ``key_ranges`` become a static filter Iceberg prunes files with; ``broadcast_changes`` adds a
     semi join with the batch's keys, broadcast into the scan, so the classification's join sees
@@ -386,7 +453,10 @@ def rows_of_batch(
     in the batch, which the classification's left join would not match anyway.
     """
     hint = "/*+ BROADCAST(k) */ " if broadcast_changes else ""
-    selected = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
+    selected = ", ".join(
+        [f"r.{quote_identifier(c)}" for c in columns]
+        + [f"{sql} AS {quote_identifier(name)}" for sql, name in computed]
+    )
     if row_positions:
         selected += f", r._file AS {quote_identifier(SILVER_FILE)}, r._pos AS {quote_identifier(SILVER_POS)}"
     lines = [
@@ -395,9 +465,56 @@ def rows_of_batch(
     ]
     if broadcast_changes:
         lines.append(f"LEFT SEMI JOIN {quote_identifier(source_view)} k ON {key_condition(keys, 'k', 'r')}")
+    conditions = [condition] if condition else []
     if key_ranges:
-        lines.append(f"WHERE {key_ranges_condition(keys[0], key_ranges, 'r')}")
+        conditions.append(key_ranges_condition(keys[0], key_ranges, "r"))
+    if conditions:
+        lines.append("WHERE " + " AND ".join(conditions))
     return " ".join(lines)
+
+
+def hashed_rows_of_batch(
+    table: str,
+    source_view: str,
+    keys: Sequence[str],
+    compared: Sequence[tuple[str, str]],
+    key_ranges: Sequence[tuple[int, int]] = (),
+    broadcast_changes: bool = False,
+) -> str:
+    """Silver's side of a classification that compares hashes (:func:`rows_of_batch` with row
+    positions): keys, change time and sequence, and ``_icetide_values_hash``, stored or, for a row
+    written before silver stored it, computed from its ``compared`` (name, type) columns.
+
+    Two reads of the same rows, split on the stored hash being null: the first never reads a value
+    column, and Iceberg skips every data file without a null hash in the second (the column's null
+    counts, which the table keeps: :data:`icetide_glue.silver.VALUES_HASH_METRICS`).
+    """
+    narrow = [*keys, CHANGE_TS, CHANGE_SEQ]
+    stored_hash = f"r.{quote_identifier(VALUES_HASH)}"
+    stored = rows_of_batch(
+        table,
+        source_view,
+        keys,
+        [*narrow, VALUES_HASH],
+        IN_SILVER,
+        key_ranges,
+        broadcast_changes,
+        row_positions=True,
+        condition=f"{stored_hash} IS NOT NULL",
+    )
+    legacy = rows_of_batch(
+        table,
+        source_view,
+        keys,
+        narrow,
+        IN_SILVER,
+        key_ranges,
+        broadcast_changes,
+        row_positions=True,
+        computed=[(values_hash_sql(compared, "r"), VALUES_HASH)],
+        condition=f"{stored_hash} IS NULL",
+    )
+    return f"{stored} UNION ALL {legacy}"
 
 
 def reconcile_candidates_sql(

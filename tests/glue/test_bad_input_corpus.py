@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from glue.dms_files import write_dms_file
 from glue.silver_tables import SILVER_DATABASE
+from glue.values_hash import values_hash
 from icetide_cli.main import main as icetide
 
 pytestmark = pytest.mark.spark
@@ -41,6 +42,7 @@ SILVER_SCHEMA = [
     ("_icetide_change_ts", "timestamptz"),
     ("_icetide_change_seq", "string"),
     ("_icetide_run_id", "string"),
+    ("_icetide_values_hash", "long"),
 ]
 SILVER_ROWS = [
     {
@@ -49,6 +51,7 @@ SILVER_ROWS = [
         "_icetide_change_ts": datetime(2026, 11, 21, 6, tzinfo=UTC),
         "_icetide_change_seq": None,
         "_icetide_run_id": "corpus-first-load",
+        "_icetide_values_hash": values_hash({"v": "a"}),
     },
     {
         "id": 2,
@@ -56,6 +59,7 @@ SILVER_ROWS = [
         "_icetide_change_ts": datetime(2026, 11, 21, 6, tzinfo=UTC),
         "_icetide_change_seq": None,
         "_icetide_run_id": "corpus-first-load",
+        "_icetide_values_hash": values_hash({"v": "b"}),
     },
 ]
 

@@ -31,8 +31,10 @@ from icetide_glue.sql import (
     quote_identifier,
     reconcile_candidates_sql,
     replace_branch_sql,
+    set_properties_sql,
     string_literal,
     take_image,
+    values_hash_sql,
     write_ordered_by_sql,
 )
 
@@ -327,3 +329,64 @@ def test_maintenance_measures_from_metadata_tables() -> None:
     assert snapshot_count_sql(TABLE) == (
         "SELECT count(*) AS snapshots FROM `glue_catalog`.`silver`.`orders`.`snapshots`"
     )
+
+
+def test_the_values_hash_is_xxhash64_of_exact_json_text_of_each_value() -> None:
+    statement = values_hash_sql(
+        [("n", "int"), ("f", "float"), ("at", "timestamp"), ("b", "binary"), ("it's `x`", "decimal(10,2)")],
+        "r",
+    )
+    assert statement == (
+        "xxhash64(to_json(named_struct("
+        "'n', CAST(r.`n` AS STRING), "
+        "'f', CAST(CASE WHEN r.`f` = 0 THEN 0.0D ELSE CAST(r.`f` AS DOUBLE) END AS STRING), "
+        "'at', CAST(unix_micros(r.`at`) AS STRING), "
+        "'b', hex(r.`b`), "
+        "'it\\'s `x`', CAST(r.`it's ``x``` AS STRING))))"
+    )
+    assert values_hash_sql([("n", "bigint")]) == "xxhash64(to_json(named_struct('n', CAST(`n` AS STRING))))"
+    with pytest.raises(ValueError, match="at least one column"):
+        values_hash_sql([])
+
+
+def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_stored_hash() -> None:
+    statement = classify_changes_sql(
+        TABLE,
+        "icetide_changes",
+        ["order_id"],
+        ["order_id", "note"],
+        key_ranges=[(5, 9)],
+        value_types={"note": "string"},
+    )
+    assert (
+        "  WHEN s.`_icetide_op` <> 'D' AND s.`_icetide_values_hash` <=> t.`_icetide_values_hash` "
+        "THEN 'unchanged'\n"
+    ) in statement
+    assert (
+        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
+        "WHERE r.`_icetide_values_hash` IS NOT NULL AND (r.`order_id` BETWEEN 5 AND 9) "
+        "UNION ALL "
+        "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)))) AS `_icetide_values_hash`, "
+        "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
+        "WHERE r.`_icetide_values_hash` IS NULL AND (r.`order_id` BETWEEN 5 AND 9)) t\n"
+    ) in statement
+
+
+def test_soft_deletes_never_compare_hashes() -> None:
+    with pytest.raises(ValueError, match="soft deletes compare values"):
+        classify_changes_sql(
+            TABLE, "v", ["order_id"], ["order_id", "note"], soft_delete=True, value_types={"note": "string"}
+        )
+
+
+def test_table_properties_are_set_as_quoted_literals() -> None:
+    assert set_properties_sql(TABLE, {"write.metadata.metrics.column.a'b": "counts"}) == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` SET TBLPROPERTIES "
+        "('write.metadata.metrics.column.a\\'b' = 'counts')"
+    )
+    with pytest.raises(ValueError, match="at least one"):
+        set_properties_sql(TABLE, {})

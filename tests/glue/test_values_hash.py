@@ -1,0 +1,216 @@
+"""The values hash a merge table stores (``_icetide_values_hash``): what it covers, that a run
+stores it, and that a table without it (an earlier icetide's) is classified exactly while it fills."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    DataType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from glue.dms_files import write_dms_file
+from glue.silver_tables import load_into_silver, silver_table
+from glue.values_hash import values_hash
+from icetide_glue.arguments import DeleteMode
+from icetide_glue.columns import VALUES_HASH
+from icetide_glue.sql import values_hash_sql
+
+pytestmark = pytest.mark.spark
+
+Value = tuple[str, DataType, Any]
+A, B = ("a", StringType()), ("b", StringType())
+
+
+def hash_of(spark: SparkSession, *values: Value) -> int:
+    """The job's hash of one row holding ``values`` (name, type, value)."""
+    schema = StructType([StructField(name, data_type) for name, data_type, _ in values])
+    row = spark.createDataFrame([tuple(value for _, _, value in values)], schema)
+    expression = values_hash_sql([(name, data_type.simpleString()) for name, data_type, _ in values])
+    return int(row.select(F.expr(expression).alias("h")).collect()[0]["h"])
+
+
+def test_the_job_s_hash_matches_an_independent_oracle(spark: SparkSession) -> None:
+    got = hash_of(
+        spark,
+        ("qty", IntegerType(), 10),
+        ("name", StringType(), 'café "x"\n'),
+        ("amount", DecimalType(10, 2), Decimal("1.25")),
+        ("at", TimestampType(), datetime(2026, 11, 21, 7, 0, 0, 250000, tzinfo=UTC)),
+        ("blob", BinaryType(), b"\xca\xfe"),
+        ("gone", StringType(), None),
+    )
+    assert got == values_hash(
+        {
+            "qty": "10",
+            "name": 'café "x"\n',
+            "amount": "1.25",
+            "at": "1795244400250000",
+            "blob": "CAFE",
+            "gone": None,
+        }
+    )
+
+
+# Pairs a silver row and a batch row may hold for an unchanged source row (``<=>`` holds): after
+# a widening, with a column added since (null), under another session time zone.
+SAME = [
+    ((("n", IntegerType(), 5),), (("n", LongType(), 5),)),
+    ((("f", FloatType(), 1.1),), (("f", DoubleType(), 1.100000023841858),)),
+    ((("d", DecimalType(10, 2), Decimal("1.25")),), (("d", DecimalType(12, 2), Decimal("1.25")),)),
+    ((("x", DoubleType(), -0.0),), (("x", DoubleType(), 0.0),)),
+    ((("x", DoubleType(), math.nan),), (("x", DoubleType(), math.nan),)),
+    ((("a", IntegerType(), 1),), (("a", IntegerType(), 1), ("added", StringType(), None))),
+]
+# Rows that differ somewhere.
+DIFFERENT = [
+    ((("n", LongType(), 5),), (("n", LongType(), 6),)),
+    ((("s", StringType(), ""),), (("s", StringType(), None),)),
+    ((("x", DoubleType(), 0.1),), (("x", DoubleType(), 0.2),)),
+    (
+        (("a", StringType(), "x"), ("b", StringType(), "y")),
+        (("a", StringType(), "y"), ("b", StringType(), "x")),
+    ),
+    (
+        (("a", StringType(), "1"), ("b", StringType(), None)),
+        (("a", StringType(), None), ("b", StringType(), "1")),
+    ),
+    ((("a", IntegerType(), 1),), (("a", IntegerType(), 1), ("added", StringType(), "new"))),
+]
+
+
+@pytest.mark.parametrize(("left", "right"), SAME)
+def test_equal_values_hash_alike_across_widenings_and_added_columns(
+    spark: SparkSession, left: tuple[Value, ...], right: tuple[Value, ...]
+) -> None:
+    assert hash_of(spark, *left) == hash_of(spark, *right)
+
+
+@pytest.mark.parametrize(("left", "right"), DIFFERENT)
+def test_different_values_hash_apart(
+    spark: SparkSession, left: tuple[Value, ...], right: tuple[Value, ...]
+) -> None:
+    assert hash_of(spark, *left) != hash_of(spark, *right)
+
+
+def test_a_timestamp_hashes_alike_in_every_session_time_zone(spark: SparkSession) -> None:
+    at = ("at", TimestampType(), datetime(2026, 11, 21, 7, 0, tzinfo=UTC))
+    zone = str(spark.conf.get("spark.sql.session.timeZone"))
+    hashes = []
+    try:
+        for other in ("UTC", "America/Los_Angeles", "Asia/Kolkata"):
+            spark.conf.set("spark.sql.session.timeZone", other)
+            hashes.append(hash_of(spark, at))
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    assert len(set(hashes)) == 1
+
+
+CHANGES = pa.schema(
+    [
+        ("Op", pa.string()),
+        ("dms_timestamp", pa.string()),
+        ("id", pa.int32()),
+        ("name", pa.string()),
+        ("qty", pa.int32()),
+    ]
+)
+COUNTS = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
+
+
+def counts(manifest: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(manifest[name] for name in COUNTS)
+
+
+def stored_hashes(spark: SparkSession, table: str) -> dict[int, int | None]:
+    rows = spark.table(silver_table(table)).select("id", VALUES_HASH).collect()
+    return {row["id"]: row[VALUES_HASH] for row in rows}
+
+
+def oracle(name: str | None, qty: int | None) -> int:
+    return values_hash({"name": name, "qty": None if qty is None else str(qty)})
+
+
+def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = "values_hash_upgrade"
+
+    def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+        bronze = tmp_path / f"run{number}"
+        write_dms_file(bronze, f"20261121-07{number:04d}000.parquet", CHANGES, rows)
+        return load_into_silver(spark, table, f"upgrade-{number}", bronze, expected_rows=len(rows))
+
+    first = [
+        ("I", "2026-11-21 07:00:01", 1, "one", 1),
+        ("I", "2026-11-21 07:00:01", 2, "two", 2),
+        ("I", "2026-11-21 07:00:01", 3, "three", None),
+        ("I", "2026-11-21 07:00:01", 4, "four", 4),
+    ]
+    assert counts(run(1, first)) == (4, 0, 0, 0)
+    assert stored_hashes(spark, table) == {
+        1: oracle("one", 1),
+        2: oracle("two", 2),
+        3: oracle("three", None),
+        4: oracle("four", 4),
+    }
+    # An earlier icetide's table: no hash column. The next run adds it, null in every old row.
+    spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
+    second = [
+        ("U", "2026-11-21 08:00:01", 1, "one", 1),  # re-read, unchanged
+        ("U", "2026-11-21 08:00:01", 2, "two", 20),  # changed
+        ("U", "2026-11-21 08:00:01", 3, "three", None),  # re-read, unchanged (a null value)
+        ("I", "2026-11-21 08:00:01", 5, "five", 5),
+    ]
+    assert counts(run(2, second)) == (1, 1, 0, 2)
+    assert stored_hashes(spark, table) == {
+        1: None,
+        2: oracle("two", 20),
+        3: None,
+        4: None,
+        5: oracle("five", 5),
+    }
+    properties = {
+        row["key"]: row["value"] for row in spark.sql(f"SHOW TBLPROPERTIES {silver_table(table)}").collect()
+    }
+    assert properties[f"write.metadata.metrics.column.{VALUES_HASH}"] == "counts"
+    # Stored and legacy rows side by side: re-reads are unchanged, changes are found in both.
+    third = [
+        ("U", "2026-11-21 09:00:01", 1, "one", 1),  # legacy row, unchanged
+        ("U", "2026-11-21 09:00:01", 2, "two", 20),  # stored hash, unchanged
+        ("U", "2026-11-21 09:00:01", 3, "three", 3),  # legacy row: null became 3
+        ("U", "2026-11-21 09:00:01", 5, None, 5),  # stored hash: a value became null
+        ("D", "2026-11-21 09:00:01", 4, "four", 4),
+    ]
+    assert counts(run(3, third)) == (0, 2, 1, 2)
+    assert stored_hashes(spark, table) == {
+        1: None,
+        2: oracle("two", 20),
+        3: oracle("three", 3),
+        5: oracle(None, 5),
+    }
+
+
+def test_a_soft_delete_table_stores_no_hash(spark: SparkSession, tmp_path: Path) -> None:
+    bronze = tmp_path / "soft"
+    write_dms_file(bronze, "20261121-070000000.parquet", CHANGES, [("I", "2026-11-21 07:00:01", 1, "one", 1)])
+    load_into_silver(spark, "values_hash_soft", "soft-1", bronze, delete_mode=DeleteMode.SOFT)
+    assert VALUES_HASH not in spark.table(silver_table("values_hash_soft")).columns

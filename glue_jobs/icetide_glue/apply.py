@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, MapType, StructType
 
 from icetide_glue.columns import (
     ACTION,
@@ -133,12 +133,17 @@ def values_hash_types(
     silver: StructType, value_columns: Sequence[str], keys: Sequence[str], soft_delete: bool
 ) -> dict[str, str] | None:
     """The compared columns' Spark type names when the classification compares hashes of them:
-    silver stores the hash (a hard-delete table, icetide_glue.silver) and there is a column to
-    compare. None: the values are compared."""
+    silver stores the hash (a hard-delete table, icetide_glue.silver), there is a column to
+    compare and none is a struct, array or map (whose text form is not one the hash's definition
+    covers: a float or binary inside one). None: the values are compared, and the rows the run
+    writes store no hash."""
     compared = compared_columns(value_columns, keys)
     if soft_delete or not compared or VALUES_HASH not in silver.fieldNames():
         return None
-    return {name: silver[name].dataType.simpleString() for name in compared}
+    types = {name: silver[name].dataType for name in compared}
+    if any(isinstance(data_type, (StructType, ArrayType, MapType)) for data_type in types.values()):
+        return None
+    return {name: data_type.simpleString() for name, data_type in types.items()}
 
 
 def classify_changes(

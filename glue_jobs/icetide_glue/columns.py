@@ -27,7 +27,8 @@ ROW_HASH = "_icetide_row_hash"
 # Stored only in merge tables with hard deletes: an 8-byte hash of a row's source columns other than
 # the keys (sql.values_hash_sql), so a run tells a re-read row from a changed one by reading this
 # column of silver instead of every value column. Null in rows written before the column existed,
-# and in rows a soft delete wrote: those are compared by their values.
+# in rows a soft delete wrote, and in tables whose only columns are keys or that have a struct,
+# array or map column (apply.values_hash_types): those are compared by their values.
 VALUES_HASH = "_icetide_values_hash"
 
 # Stored only in merge tables loaded with --delete_mode soft: the change time of the delete that

@@ -135,10 +135,13 @@ def _metadata(load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD) ->
 def add_missing_metadata_columns(
     spark: SparkSession, table: SilverTable, load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD
 ) -> list[str]:
-    """Add the metadata columns this version stores and the table's creator did not (one ALTER).
+    """Add the metadata columns this version stores and the table's creator did not (one ALTER),
+    and the values hash's metrics property where the table stores the hash without one.
 
     A table created by an earlier icetide keeps working: its rows read the new columns as null.
-    Returns the manifest's ``schemaChanges`` lines.
+    The property is a commit of its own after the column (Iceberg refuses one naming a column the
+    table lacks), so it is checked on every run: a run that stopped in between is mended by the
+    next. Returns the manifest's ``schemaChanges`` lines.
     """
     present = {name.lower() for name in silver_schema(spark, table).fieldNames()}
     missing = [
@@ -146,12 +149,14 @@ def add_missing_metadata_columns(
         for f in _metadata(load_mode, delete_mode).fields
         if f.name.lower() not in present
     ]
-    if not missing:
-        return []
-    spark.sql(add_columns_sql(table.sql_name, missing))
-    if any(name == VALUES_HASH for name, _ in missing):
-        spark.sql(set_properties_sql(table.sql_name, VALUES_HASH_METRICS))
-    return [f"added metadata column(s) {', '.join(name for name, _ in missing)}"]
+    if missing:
+        spark.sql(add_columns_sql(table.sql_name, missing))
+    if _stores_values_hash(load_mode, delete_mode):
+        properties = iceberg_table(spark, table.sql_name, refreshed=True).properties()
+        # A mode set by the table's owner (say "full") is kept: every mode but "none" counts nulls.
+        if any(properties.get(key) is None for key in VALUES_HASH_METRICS):
+            spark.sql(set_properties_sql(table.sql_name, VALUES_HASH_METRICS))
+    return [f"added metadata column(s) {', '.join(name for name, _ in missing)}"] if missing else []
 
 
 def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPlan) -> list[str]:

@@ -256,13 +256,16 @@ def values_hash_sql(columns: Sequence[tuple[str, str]], alias: str | None = None
     """An 8-byte hash (Spark's ``xxhash64``) of a row's ``columns``, given as (name, Spark type
     name as ``DataType.simpleString()`` spells it), of the table ``alias`` (none: unqualified).
 
-    Two rows hash alike when :func:`same_values` holds for them, however silver's schema moved in
-    between: the hash covers JSON text of the values (``to_json`` leaves null fields out, so a
-    column added later with nulls changes nothing; an int reads as a bigint does, a decimal as its
+    Two rows of scalar columns hash alike when :func:`same_values` holds for them (strings as text),
+    however silver's schema moved in between: the hash covers JSON text of the values (null fields
+    left out, whatever the session's ``spark.sql.jsonGenerator.ignoreNullFields``, so a column
+    added later with nulls changes nothing; an int reads as a bigint does, a decimal as its
     wider precision with the same scale does); a float is read as the double it widens to, and
     -0.0 as 0.0 (``<=>`` holds for them); a timestamp is its microseconds since the epoch (the
     session's time zone cannot change it); binary is hex. A changed row hashes alike only by a
     64-bit collision. One definition for the batch's side and silver's stored and legacy rows.
+    Not for struct, array or map columns: Spark's text of those is ambiguous
+    (icetide_glue.apply.values_hash_types compares their values instead).
     """
     if not columns:
         raise ValueError("hashing values needs at least one column")
@@ -271,7 +274,7 @@ def values_hash_sql(columns: Sequence[tuple[str, str]], alias: str | None = None
         f"{string_literal(name)}, {_exact_text(prefix + quote_identifier(name), kind)}"
         for name, kind in columns
     )
-    return f"xxhash64(to_json(named_struct({fields})))"
+    return f"xxhash64(to_json(named_struct({fields}), map('ignoreNullFields', 'true')))"
 
 
 def _exact_text(value: str, kind: str) -> str:
@@ -300,8 +303,10 @@ def passes_memory(source: str = "s", memory: str = "m") -> str:
 
 
 def compared_columns(value_columns: Sequence[str], keys: Sequence[str]) -> list[str]:
-    """The source columns the classification compares with silver's: all but the keys."""
-    return [c for c in value_columns if c not in keys]
+    """The source columns the classification compares with silver's: all but the keys (names
+    case-insensitive, as the batch's key may be spelled otherwise than silver's)."""
+    lowered = {key.lower() for key in keys}
+    return [c for c in value_columns if c.lower() not in lowered]
 
 
 def classify_changes_sql(
@@ -325,7 +330,8 @@ def classify_changes_sql(
     whose ``value_columns`` (the source's columns, not icetide's) all equal silver's is
     ``unchanged``: a ``gte`` watermark re-reads its boundary rows every run, and DMS stamps them
     with a new transfer time, so without this check every re-read would rewrite an identical row.
-    Only those columns of silver are read (and, with soft deletes, kept for the commit).
+    Only those columns of silver are read (and, with soft deletes, kept for the commit), or,
+    with ``value_types``, the stored hash of them.
 
     ``memory_table`` (the tombstone table) holds, per key, the newest delete and the newest update
     skipped as unchanged: a change it does not pass (:func:`passes_memory`) is ``unchanged``. The
@@ -351,7 +357,7 @@ def classify_changes_sql(
     hashed = value_types is not None and bool(compared)
     if hashed and soft_delete:
         raise ValueError("a soft delete may keep silver's values: soft deletes compare values, not hashes")
-    if value_types is not None and hashed:
+    if hashed and value_types is not None:  # (value_types is known here: for the type checker)
         silver_rows = hashed_rows_of_batch(
             table, source_view, keys, [(c, value_types[c]) for c in compared], key_ranges, broadcast_changes
         )
@@ -442,10 +448,11 @@ def rows_of_batch(
     computed: Sequence[tuple[str, str]] = (),
     condition: str | None = None,
 ) -> str:
-    """``columns`` of a keyed table (silver, or its tombstone table) plus a ``marker`` column that
-    is true, for the rows a batch can match; then ``computed`` (SQL of a row ``r``, name) columns;
-    with ``row_positions`` also each row's data file and position in it (Iceberg's ``_file`` and
-    ``_pos``) as ``_icetide_silver_file`` / ``_pos``. ``condition`` (of ``r``) filters rows too.
+    """For the rows a batch can match of a keyed table (silver, or its tombstone table): its
+    ``columns``, then ``computed`` (SQL of a row ``r``, name) columns, with ``row_positions`` each
+    row's data file and position in it (Iceberg's ``_file`` and ``_pos``) as
+    ``_icetide_silver_file`` / ``_pos``, and last a ``marker`` column that is true.
+    ``condition`` (of ``r``) filters rows too.
 
     ``key_ranges`` become a static filter Iceberg prunes files with; ``broadcast_changes`` adds a
     semi join with the batch's keys, broadcast into the scan, so the classification's join sees

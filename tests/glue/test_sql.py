@@ -342,9 +342,11 @@ def test_the_values_hash_is_xxhash64_of_exact_json_text_of_each_value() -> None:
         "'f', CAST(CASE WHEN r.`f` = 0 THEN 0.0D ELSE CAST(r.`f` AS DOUBLE) END AS STRING), "
         "'at', CAST(unix_micros(r.`at`) AS STRING), "
         "'b', hex(r.`b`), "
-        "'it\\'s `x`', CAST(r.`it's ``x``` AS STRING))))"
+        "'it\\'s `x`', CAST(r.`it's ``x``` AS STRING)), map('ignoreNullFields', 'true')))"
     )
-    assert values_hash_sql([("n", "bigint")]) == "xxhash64(to_json(named_struct('n', CAST(`n` AS STRING))))"
+    assert values_hash_sql([("n", "bigint")]) == (
+        "xxhash64(to_json(named_struct('n', CAST(`n` AS STRING)), map('ignoreNullFields', 'true')))"
+    )
     with pytest.raises(ValueError, match="at least one column"):
         values_hash_sql([])
 
@@ -369,7 +371,8 @@ def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_s
         "WHERE r.`_icetide_values_hash` IS NOT NULL AND (r.`order_id` BETWEEN 5 AND 9) "
         "UNION ALL "
         "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
-        "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)))) AS `_icetide_values_hash`, "
+        "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)), map('ignoreNullFields', 'true'))) "
+        "AS `_icetide_values_hash`, "
         "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
         "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
         "WHERE r.`_icetide_values_hash` IS NULL AND (r.`order_id` BETWEEN 5 AND 9)) t\n"

@@ -145,6 +145,24 @@ def stored_hashes(spark: SparkSession, table: str) -> dict[int, int | None]:
     return {row["id"]: row[VALUES_HASH] for row in rows}
 
 
+def load_changes(
+    spark: SparkSession, folder: Path, table: str, number: int, schema: pa.Schema, rows: list[tuple[Any, ...]]
+) -> dict[str, Any]:
+    """Run ``number`` of ``table``: one DMS file of ``rows``; its manifest."""
+    bronze = folder / f"run{number}"
+    write_dms_file(bronze, f"20261121-07{number:04d}000.parquet", schema, rows)
+    return load_into_silver(spark, table, f"{table}-{number}", bronze, expected_rows=len(rows))
+
+
+METRICS_PROPERTY = f"write.metadata.metrics.column.{VALUES_HASH}"
+
+
+def metrics_mode(spark: SparkSession, table: str) -> str | None:
+    """The table's metrics mode for the values hash (None: not set)."""
+    shown = spark.sql(f"SHOW TBLPROPERTIES {silver_table(table)}").collect()
+    return {row["key"]: row["value"] for row in shown}.get(METRICS_PROPERTY)
+
+
 def oracle(name: str | None, qty: int | None) -> int:
     return values_hash({"name": name, "qty": None if qty is None else str(qty)})
 
@@ -155,9 +173,7 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
     table = "values_hash_upgrade"
 
     def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-        bronze = tmp_path / f"run{number}"
-        write_dms_file(bronze, f"20261121-07{number:04d}000.parquet", CHANGES, rows)
-        return load_into_silver(spark, table, f"upgrade-{number}", bronze, expected_rows=len(rows))
+        return load_changes(spark, tmp_path, table, number, CHANGES, rows)
 
     first = [
         ("I", "2026-11-21 07:00:01", 1, "one", 1),
@@ -188,10 +204,10 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         4: None,
         5: oracle("five", 5),
     }
-    properties = {
-        row["key"]: row["value"] for row in spark.sql(f"SHOW TBLPROPERTIES {silver_table(table)}").collect()
-    }
-    assert properties[f"write.metadata.metrics.column.{VALUES_HASH}"] == "counts"
+    assert metrics_mode(spark, table) == "counts"
+    # A run that stopped between the column and its property: the next run sets the property.
+    spark.sql(f"ALTER TABLE {silver_table(table)} UNSET TBLPROPERTIES ('{METRICS_PROPERTY}')")
+    assert metrics_mode(spark, table) is None
     # Stored and legacy rows side by side: re-reads are unchanged, changes are found in both.
     third = [
         ("U", "2026-11-21 09:00:01", 1, "one", 1),  # legacy row, unchanged
@@ -201,6 +217,7 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         ("D", "2026-11-21 09:00:01", 4, "four", 4),
     ]
     assert counts(run(3, third)) == (0, 2, 1, 2)
+    assert metrics_mode(spark, table) == "counts"
     assert stored_hashes(spark, table) == {
         1: None,
         2: oracle("two", 20),
@@ -214,3 +231,49 @@ def test_a_soft_delete_table_stores_no_hash(spark: SparkSession, tmp_path: Path)
     write_dms_file(bronze, "20261121-070000000.parquet", CHANGES, [("I", "2026-11-21 07:00:01", 1, "one", 1)])
     load_into_silver(spark, "values_hash_soft", "soft-1", bronze, delete_mode=DeleteMode.SOFT)
     assert VALUES_HASH not in spark.table(silver_table("values_hash_soft")).columns
+
+
+NESTED = pa.schema(
+    [
+        ("Op", pa.string()),
+        ("dms_timestamp", pa.string()),
+        ("id", pa.int32()),
+        ("tags", pa.list_(pa.string())),
+        ("qty", pa.int32()),
+    ]
+)
+
+
+def test_a_table_with_a_nested_column_compares_values_and_stores_no_hash(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = "values_hash_nested"
+
+    def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+        return load_changes(spark, tmp_path, table, number, NESTED, rows)
+
+    first = [
+        ("I", "2026-11-21 07:00:01", 1, ["a"], 1),
+        ("I", "2026-11-21 07:00:01", 2, ["b"], 2),
+        ("I", "2026-11-21 07:00:01", 3, ["a", "b"], 3),
+    ]
+    assert counts(run(1, first)) == (3, 0, 0, 0)
+    again = [
+        ("U", "2026-11-21 08:00:01", 1, ["a"], 1),  # re-read, unchanged
+        ("U", "2026-11-21 08:00:01", 2, ["b", "c"], 2),
+        ("U", "2026-11-21 08:00:01", 3, ["a, b"], 3),  # Spark's text of the array is the same
+    ]
+    assert counts(run(2, again)) == (0, 2, 0, 1)
+    assert stored_hashes(spark, table) == {1: None, 2: None, 3: None}
+
+
+def test_a_key_spelled_otherwise_than_silver_s_is_not_a_compared_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = "values_hash_key_case"
+    upper = pa.schema([field.with_name("ID") if field.name == "id" else field for field in CHANGES])
+    first = [("I", "2026-11-21 07:00:01", 1, "one", 1)]
+    assert counts(load_changes(spark, tmp_path, table, 1, CHANGES, first)) == (1, 0, 0, 0)
+    again = [("U", "2026-11-21 08:00:01", 1, "one", 1)]
+    assert counts(load_changes(spark, tmp_path, table, 2, upper, again)) == (0, 0, 0, 1)
+    assert stored_hashes(spark, table) == {1: oracle("one", 1)}

@@ -9,7 +9,7 @@ JARS_DIR ?= $(HOME)/.cache/icetide/jars
 BENCH_ARGS ?=
 export ICETIDE_JARS_DIR := $(JARS_DIR)
 
-.PHONY: help venv jars test test-fast demo lint build clean bench bench-maintenance
+.PHONY: help venv jars test test-fast demo lint build clean bench bench-maintenance bench-hash
 .DEFAULT_GOAL := help
 
 help: ## list the targets
@@ -39,7 +39,7 @@ demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step
 
 lint: venv ## ruff and mypy over every package, the Glue entrypoint and the tests (make test runs it first)
 	$(BIN)/ruff check contracts functions deploy glue_jobs cli local tests benchmarks
-	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/table_maintenance.py tests
+	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/table_maintenance.py benchmarks/values_hash.py tests
 
 bench: venv jars ## what a merge costs as the table grows: icetide, append, naive MERGE, reload, a bare MERGE, the floor (BENCH_ARGS="--scale 0.01")
 	@$(BIN)/python -c 'import matplotlib' 2>/dev/null || { echo "installing the bench extra (matplotlib) into $(VENV)"; $(BIN)/pip install --quiet -e '.[dev,bench]'; }
@@ -47,6 +47,9 @@ bench: venv jars ## what a merge costs as the table grows: icetide, append, naiv
 
 bench-maintenance: venv jars ## 24 hourly merges into 2M rows, then maintenance, against a fresh table (BENCH_ARGS="--rows 20000")
 	$(BIN)/python benchmarks/table_maintenance.py $(BENCH_ARGS)
+
+bench-hash: venv jars ## a run's classification comparing the stored values hash against comparing values, narrow and wide tables (BENCH_ARGS="--rows 20000")
+	$(BIN)/python benchmarks/values_hash.py $(BENCH_ARGS)
 
 build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
 	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }

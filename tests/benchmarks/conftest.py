@@ -16,17 +16,27 @@ from types import ModuleType
 import pytest
 from pyspark.sql import SparkSession
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "merge_cost.py"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-@pytest.fixture(scope="session")
-def merge_cost() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("merge_cost", BENCHMARK)
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def merge_cost() -> ModuleType:
+    return load_benchmark("merge_cost")
+
+
+@pytest.fixture(scope="session")
+def values_hash_benchmark() -> ModuleType:
+    return load_benchmark("values_hash")
 
 
 @pytest.fixture(scope="session")

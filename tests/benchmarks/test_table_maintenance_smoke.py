@@ -5,10 +5,7 @@ the 2M run are also shown to fail, without Spark."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -16,18 +13,14 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "table_maintenance.py"
+from benchmarks.conftest import load_benchmark
+
 MERGES = 1
 
 
 @pytest.fixture(scope="module")
 def table_maintenance() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("table_maintenance", BENCHMARK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("table_maintenance")
 
 
 @pytest.fixture(scope="module")

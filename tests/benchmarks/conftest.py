@@ -1,6 +1,6 @@
-"""Fixtures of the benchmark tests: the benchmark module, and the process's one Spark session.
+"""Fixtures of the benchmark tests: the benchmark modules, and the process's one Spark session.
 
-``benchmarks/`` is a folder of scripts, not a package: the module is loaded from its file. The
+``benchmarks/`` is a folder of scripts, not a package: each module is loaded from its file. The
 benchmark reuses an active session (``getOrCreate``) and leaves it running, so these tests share
 the JVM with every other Spark test of the run instead of starting a second one.
 """

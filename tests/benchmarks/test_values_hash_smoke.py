@@ -29,16 +29,19 @@ def test_both_widths_are_measured_and_label_alike(
 ) -> None:
     assert values_hash_benchmark.main(arguments(tmp_path, "narrow", "wide")) == 0
 
-    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert document["command"][0] == "benchmarks/values_hash.py" and document["spark"] == spark.version
+    results = document["results"]
     assert [result["width"] for result in results] == ["narrow", "wide"]
     # id, 3 or 16 value columns, then icetide's 4 metadata columns.
     assert [result["columns"] for result in results] == [8, 21]
     for result in results:
-        assert result["same_labels"] is True
-        found = result["labels"]["hash"]
+        assert result["same_labels"] is True and result["differing_labels"] == 0
         # Even keys changed their name, odd keys were re-read unchanged.
-        assert set(found) == {"update", "unchanged"}
-        assert sum(found.values()) == result["changes"] > 0
+        unchanged = result["odd_keys"]
+        for found in result["labels"].values():
+            assert found == {"unchanged": unchanged, "update": result["changes"] - unchanged}
+        assert 0 < unchanged < result["changes"]
         assert all(len(times) == 1 and times[0] > 0 for times in result["seconds"].values())
 
 
@@ -52,4 +55,4 @@ def test_a_wrong_hash_fails_the_run(
     # The batch's hash of a constant: every change looks updated to the hash classification.
     monkeypatch.setattr(values_hash_benchmark, "values_hash_sql", lambda columns: "xxhash64('same')")
     assert values_hash_benchmark.main(arguments(tmp_path, "narrow")) == 1
-    assert "narrow: labels differ" in capsys.readouterr().out
+    assert "narrow: labels differ for " in capsys.readouterr().out

@@ -124,6 +124,17 @@ def test_a_timestamp_hashes_alike_in_every_session_time_zone(spark: SparkSession
     assert len(set(hashes)) == 1
 
 
+def test_null_fields_are_left_out_whatever_the_session_says(spark: SparkSession) -> None:
+    with_null = (("a", IntegerType(), 1), ("added", StringType(), None))
+    setting = "spark.sql.jsonGenerator.ignoreNullFields"
+    before = spark.conf.get(setting)
+    try:
+        spark.conf.set(setting, "false")
+        assert hash_of(spark, *with_null) == hash_of(spark, ("a", IntegerType(), 1))
+    finally:
+        spark.conf.set(setting, str(before))
+
+
 CHANGES = pa.schema(
     [
         ("Op", pa.string()),
@@ -274,6 +285,9 @@ def test_a_key_spelled_otherwise_than_silver_s_is_not_a_compared_column(
     upper = pa.schema([field.with_name("ID") if field.name == "id" else field for field in CHANGES])
     first = [("I", "2026-11-21 07:00:01", 1, "one", 1)]
     assert counts(load_changes(spark, tmp_path, table, 1, CHANGES, first)) == (1, 0, 0, 0)
+    # The table's owner chose another metrics mode: runs keep it.
+    spark.sql(f"ALTER TABLE {silver_table(table)} SET TBLPROPERTIES ('{METRICS_PROPERTY}' = 'full')")
     again = [("U", "2026-11-21 08:00:01", 1, "one", 1)]
     assert counts(load_changes(spark, tmp_path, table, 2, upper, again)) == (0, 0, 0, 1)
     assert stored_hashes(spark, table) == {1: oracle("one", 1)}
+    assert metrics_mode(spark, table) == "full"

@@ -43,13 +43,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.apply import values_hash_types
+from icetide_glue.apply import values_hash_types, with_values_hash
 from icetide_glue.arguments import JobArguments
 from icetide_glue.changes import align_to_silver
-from icetide_glue.columns import ACTION, CHANGE_SEQ, CHANGE_TS, OP, VALUES_HASH, is_metadata_column
+from icetide_glue.columns import ACTION, CHANGE_SEQ, CHANGE_TS, OP, is_metadata_column
 from icetide_glue.job import run_job
 from icetide_glue.silver import TOMBSTONE_TABLE_SUFFIX
-from icetide_glue.sql import classify_changes_sql, values_hash_sql
+from icetide_glue.sql import classify_changes_sql
 from icetide_local.spark import local_spark_session
 
 CATALOG = "values_hash_bench"
@@ -129,9 +129,7 @@ def statements(spark: SparkSession, table: str, batch: DataFrame, rows: int) -> 
     types = values_hash_types(silver.schema, value_columns, [KEY], soft_delete=False)
     if types is None:
         raise RuntimeError(f"{table} does not store the values hash")
-    batch.withColumn(VALUES_HASH, F.expr(values_hash_sql(list(types.items())))).createOrReplaceTempView(
-        "hashed"
-    )
+    with_values_hash(batch, types).createOrReplaceTempView("hashed")
     batch.createOrReplaceTempView("valued")
     shared: dict[str, Any] = {"key_ranges": [(0, rows)], "broadcast_changes": True}
     return {

@@ -146,6 +146,13 @@ def values_hash_types(
     return {name: data_type.simpleString() for name, data_type in types.items()}
 
 
+def with_values_hash(changes: DataFrame, value_types: Mapping[str, str]) -> DataFrame:
+    """``changes`` with ``_icetide_values_hash``, the hash of their compared columns
+    (``value_types``, :func:`values_hash_types`), as the classification compares and the commit
+    stores it."""
+    return changes.withColumn(VALUES_HASH, F.expr(values_hash_sql(list(value_types.items()))))
+
+
 def classify_changes(
     spark: SparkSession,
     table: SilverTable,
@@ -173,7 +180,7 @@ def classify_changes(
     the classification's read of silver with other results.
     """
     if value_types is not None:
-        latest = latest.withColumn(VALUES_HASH, F.expr(values_hash_sql(list(value_types.items()))))
+        latest = with_values_hash(latest, value_types)
     latest.createOrReplaceTempView(CHANGES_VIEW)
     statement = classify_changes_sql(
         table.sql_name,

@@ -8,7 +8,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icetide_glue.columns import VALUES_HASH
 
 pytestmark = pytest.mark.spark
 
@@ -53,6 +56,9 @@ def test_a_wrong_hash_fails_the_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # The batch's hash of a constant: every change looks updated to the hash classification.
-    monkeypatch.setattr(values_hash_benchmark, "values_hash_sql", lambda columns: "xxhash64('same')")
+    def constant_hash(changes: DataFrame, value_types: object) -> DataFrame:
+        return changes.withColumn(VALUES_HASH, F.xxhash64(F.lit("same")))
+
+    monkeypatch.setattr(values_hash_benchmark, "with_values_hash", constant_hash)
     assert values_hash_benchmark.main(arguments(tmp_path, "narrow")) == 1
     assert "narrow: labels differ for " in capsys.readouterr().out

@@ -35,7 +35,7 @@ from pyspark.sql import SparkSession
 
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, silver_table
-from glue.values_hash import values_hash
+from glue.values_hash import int_text, values_hash
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
 
@@ -294,13 +294,9 @@ def wrong_hashes(spark: SparkSession, table: str, hashed_from: int) -> list[str]
         stored, run = row[VALUES_HASH], int(row["_icetide_run_id"].rsplit("-", 1)[1])
         if stored is None and run < hashed_from:
             continue
-        if stored != values_hash({"name": row["name"], "v": _text(row["v"])}):
+        if stored != values_hash({"name": row["name"], "v": int_text(row["v"])}):
             wrong.append(f"key {row['id']} (run {run}) stores hash {stored} of {row['name']!r}, {row['v']!r}")
     return wrong
-
-
-def _text(value: int | None) -> str | None:
-    return None if value is None else str(value)
 
 
 COUNTS = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")

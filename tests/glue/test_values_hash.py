@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, silver_table
-from glue.values_hash import values_hash
+from glue.values_hash import int_text, values_hash
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
 from icetide_glue.sql import values_hash_sql
@@ -175,7 +175,7 @@ def metrics_mode(spark: SparkSession, table: str) -> str | None:
 
 
 def oracle(name: str | None, qty: int | None) -> int:
-    return values_hash({"name": name, "qty": None if qty is None else str(qty)})
+    return values_hash({"name": name, "qty": int_text(qty)})
 
 
 def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change(

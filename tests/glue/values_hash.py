@@ -21,3 +21,8 @@ def values_hash(texts: Mapping[str, str | None]) -> int:
     document = json.dumps(present, separators=(",", ":"), ensure_ascii=False)
     digest = xxhash.xxh64_intdigest(document.encode("utf-8"), seed=_SPARK_SEED)
     return digest - 2**64 if digest >= 2**63 else digest
+
+
+def int_text(value: int | None) -> str | None:
+    """An integer column's text in the hash (None: null, left out)."""
+    return None if value is None else str(value)

@@ -59,9 +59,13 @@ bytes Iceberg scanned (its scan metrics, which Spark keeps as custom SQL metrics
 node, read from the SQL status store); bytes and files written (summed from the summaries of
 every snapshot the approach committed, icetide's tombstone table included). Times on a shared
 2-core machine are noisy, so ratios use the minimum over rounds; bytes and files are not noisy.
+Five rounds by default (the issue's own measurement took five): the first pattern at a size pays
+the JVM's warm-up at that size, in every approach (run 12's three scattered rounds at 20M: naive
+39.0, 34.6, 26.9 s; icetide 15.0, 11.6, 9.0 s; reload 10.9, 9.7, 7.7 s), so three rounds had not
+settled there.
 Run (``make bench`` runs the defaults; the targets are set for 20M rows):
 
-    .venv/bin/python benchmarks/merge_cost.py [--scale 0.01] [--rounds 3] [--out docs/benchmarks]
+    .venv/bin/python benchmarks/merge_cost.py [--scale 0.01] [--rounds 5] [--out docs/benchmarks]
 """
 
 from __future__ import annotations
@@ -1248,7 +1252,7 @@ def parse_arguments(argv: Sequence[str]) -> tuple[argparse.Namespace, Config]:
     )
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every size and change count")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds per size and pattern (>= 3 for the ratios)"
+        "--rounds", type=int, default=5, help="rounds per size and pattern (>= 3 for the ratios)"
     )
     parser.add_argument("--patterns", nargs="+", choices=PATTERN_NAMES, default=list(PATTERN_NAMES))
     parser.add_argument(

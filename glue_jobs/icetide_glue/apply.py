@@ -164,6 +164,7 @@ def classify_changes(
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     value_types: Mapping[str, str] | None = None,
+    unhashed_rows: bool = True,
 ) -> ClassifiedChanges:
     """Label each change (one per key, aligned to silver) with what the run's commit will do to it.
 
@@ -172,7 +173,9 @@ def classify_changes(
     ``key_ranges`` and ``broadcast_changes`` limit silver's read to the batch's keys
     (:func:`icetide_glue.sql.rows_of_batch`). With ``value_types`` (:func:`values_hash_types`)
     each change gets the hash of its values (``_icetide_values_hash``), which the classification
-    compares with silver's and the commit stores with the row.
+    compares with silver's and the commit stores with the row; ``unhashed_rows`` false says no row
+    of silver lacks a stored hash (:func:`icetide_glue.silver.has_rows_without_values_hash`), so
+    none is read for its values.
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table
@@ -192,6 +195,7 @@ def classify_changes(
         key_ranges=key_ranges,
         broadcast_changes=broadcast_changes,
         value_types=value_types,
+        unhashed_rows=unhashed_rows,
     )
     frame = spark.sql(statement).localCheckpoint(eager=True)
     removes = removes_silver_row()

@@ -72,6 +72,7 @@ from icetide_glue.silver import (
     ensure_tombstone_table,
     evolve_silver_table,
     find_committed_run,
+    has_rows_without_values_hash,
     main_snapshot_id,
     silver_schema,
     table_exists,
@@ -241,8 +242,19 @@ def _merge(
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.
     base_snapshot_id = main_snapshot_id(spark, table)
     value_types = values_hash_types(silver, value_columns, keys, soft)
+    unhashed_rows = value_types is not None and has_rows_without_values_hash(spark, table, base_snapshot_id)
     classified = classify_changes(
-        spark, table, latest, keys, value_columns, tombstones, soft, key_ranges, broadcast, value_types
+        spark,
+        table,
+        latest,
+        keys,
+        value_columns,
+        tombstones,
+        soft,
+        key_ranges,
+        broadcast,
+        value_types,
+        unhashed_rows,
     )
     try:
         counts = classified.counts

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
 from icetide_glue.columns import APPEND_METADATA, HARD_DELETE_METADATA, SOFT_DELETE_METADATA, VALUES_HASH
-from icetide_glue.iceberg_tables import iceberg_table
+from icetide_glue.iceberg_tables import iceberg_table, jvm
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
     MEMORY_COLUMNS,
@@ -174,6 +174,26 @@ def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
     """Main's current snapshot id (None: no snapshot yet)."""
     row = spark.sql(main_snapshot_sql(table.sql_name)).first()
     return None if row is None else int(row["snapshot_id"])
+
+
+def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapshot_id: int | None) -> bool:
+    """Whether a data file of ``snapshot_id`` may hold a row without a stored values hash (one
+    written before the table stored it): Iceberg's planning of a ``hash IS NULL`` scan, which
+    keeps only files whose null counts say so or that have none (a file written before the column
+    existed reads it as null). A question to the manifests on the driver, no Spark job: when it
+    says no, the classification reads no row for its values and tests none for a null hash
+    (:func:`icetide_glue.sql.hashed_rows_of_batch`). A file whose null-hash rows are all deleted
+    still counts: the answer may say yes needlessly, never no wrongly.
+    """
+    if snapshot_id is None:
+        return False
+    iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
+    expressions = jvm(spark).org.apache.iceberg.expressions.Expressions
+    tasks = iceberg.newScan().useSnapshot(snapshot_id).filter(expressions.isNull(VALUES_HASH)).planFiles()
+    try:
+        return bool(tasks.iterator().hasNext())
+    finally:
+        tasks.close()
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

@@ -319,6 +319,7 @@ def classify_changes_sql(
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     value_types: Mapping[str, str] | None = None,
+    unhashed_rows: bool = True,
 ) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
     whether the key's order memory must keep it (``_icetide_remember``).
@@ -349,7 +350,7 @@ def classify_changes_sql(
     ``value_types`` (the compared columns' Spark type names) says silver stores the hash of its
     values (``_icetide_values_hash``, hard deletes only) and the batch view carries the hash of its
     own: the hashes are compared instead of the values, and silver's values are read only for its
-    rows without a stored hash (:func:`hashed_rows_of_batch`).
+    rows without a stored hash (:func:`hashed_rows_of_batch`), none when ``unhashed_rows`` is false.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
@@ -359,7 +360,13 @@ def classify_changes_sql(
         raise ValueError("a soft delete may keep silver's values: soft deletes compare values, not hashes")
     if hashed and value_types is not None:  # (value_types is known here: for the type checker)
         silver_rows = hashed_rows_of_batch(
-            table, source_view, keys, [(c, value_types[c]) for c in compared], key_ranges, broadcast_changes
+            table,
+            source_view,
+            keys,
+            [(c, value_types[c]) for c in compared],
+            key_ranges,
+            broadcast_changes,
+            unhashed_rows,
         )
     else:
         silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
@@ -487,6 +494,7 @@ def hashed_rows_of_batch(
     compared: Sequence[tuple[str, str]],
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
+    unhashed_rows: bool = True,
 ) -> str:
     """Silver's side of a classification that compares hashes (:func:`rows_of_batch` with row
     positions): keys, change time and sequence, and ``_icetide_values_hash``, stored or, for a row
@@ -494,7 +502,10 @@ def hashed_rows_of_batch(
 
     Two reads of the same rows, split on the stored hash being null: the first never reads a value
     column, and Iceberg skips every data file without a null hash in the second (the column's null
-    counts, which the table keeps: :data:`icetide_glue.silver.VALUES_HASH_METRICS`).
+    counts, which the table keeps: :data:`icetide_glue.silver.VALUES_HASH_METRICS`). Without
+    ``unhashed_rows`` (the table's metadata says no data file holds a null hash:
+    :func:`icetide_glue.silver.has_rows_without_values_hash`) the first read is the only one and
+    tests no row for null: that test over every row of a 20M-row table cost 0.2-0.3 s.
     """
     narrow = [*keys, CHANGE_TS, CHANGE_SEQ]
     stored_hash = f"r.{quote_identifier(VALUES_HASH)}"
@@ -507,8 +518,10 @@ def hashed_rows_of_batch(
         key_ranges,
         broadcast_changes,
         row_positions=True,
-        condition=f"{stored_hash} IS NOT NULL",
+        condition=f"{stored_hash} IS NOT NULL" if unhashed_rows else None,
     )
+    if not unhashed_rows:
+        return stored
     legacy = rows_of_batch(
         table,
         source_view,

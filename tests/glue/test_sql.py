@@ -351,32 +351,54 @@ def test_the_values_hash_is_xxhash64_of_exact_json_text_of_each_value() -> None:
         values_hash_sql([])
 
 
-def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_stored_hash() -> None:
-    statement = classify_changes_sql(
+def hashed_classification(unhashed_rows: bool) -> str:
+    """The classification of a table storing the values hash, key range [5, 9]."""
+    return classify_changes_sql(
         TABLE,
         "icetide_changes",
         ["order_id"],
         ["order_id", "note"],
         key_ranges=[(5, 9)],
         value_types={"note": "string"},
+        unhashed_rows=unhashed_rows,
     )
+
+
+# Silver's rows with their stored hash, up to the WHERE clause.
+STORED_HASH_READ = (
+    "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+    "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+    "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r WHERE "
+)
+
+
+def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_stored_hash() -> None:
+    statement = hashed_classification(unhashed_rows=True)
     assert (
         "  WHEN s.`_icetide_op` <> 'D' AND s.`_icetide_values_hash` <=> t.`_icetide_values_hash` "
         "THEN 'unchanged'\n"
     ) in statement
     assert (
-        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
-        "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
-        "WHERE r.`_icetide_values_hash` IS NOT NULL AND (r.`order_id` BETWEEN 5 AND 9) "
-        "UNION ALL "
-        "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
-        "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)), map('ignoreNullFields', 'true'))) "
-        "AS `_icetide_values_hash`, "
-        "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
-        "WHERE r.`_icetide_values_hash` IS NULL AND (r.`order_id` BETWEEN 5 AND 9)) t\n"
-    ) in statement
+        (
+            STORED_HASH_READ  # noqa: S608 (an expected text, not a query to run)
+            + "r.`_icetide_values_hash` IS NOT NULL AND (r.`order_id` BETWEEN 5 AND 9) "
+            "UNION ALL "
+            "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+            "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)), "
+            "map('ignoreNullFields', 'true'))) AS `_icetide_values_hash`, "
+            "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+            "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
+            "WHERE r.`_icetide_values_hash` IS NULL AND (r.`order_id` BETWEEN 5 AND 9)) t\n"
+        )
+        in statement
+    )
+
+
+def test_a_table_whose_rows_all_store_a_hash_is_read_once_and_never_tested_for_null() -> None:
+    statement = hashed_classification(unhashed_rows=False)
+    assert STORED_HASH_READ + "(r.`order_id` BETWEEN 5 AND 9)) t\n" in statement
+    assert "UNION" not in statement
+    assert "`_icetide_values_hash` IS" not in statement
 
 
 def test_soft_deletes_never_compare_hashes() -> None:

@@ -28,10 +28,11 @@ from pyspark.sql.types import (
 )
 
 from glue.dms_files import write_dms_file
-from glue.silver_tables import load_into_silver, silver_table
+from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table
 from glue.values_hash import int_text, values_hash
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
+from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id
 from icetide_glue.sql import values_hash_sql
 
 pytestmark = pytest.mark.spark
@@ -174,6 +175,12 @@ def metrics_mode(spark: SparkSession, table: str) -> str | None:
     return {row["key"]: row["value"] for row in shown}.get(METRICS_PROPERTY)
 
 
+def unhashed_rows(spark: SparkSession, table: str) -> bool:
+    """What the job asks before it classifies: may a row of main lack a stored hash?"""
+    silver = SilverTable(CATALOG, SILVER_DATABASE, table)
+    return has_rows_without_values_hash(spark, silver, main_snapshot_id(spark, silver))
+
+
 def oracle(name: str | None, qty: int | None) -> int:
     return values_hash({"name": name, "qty": int_text(qty)})
 
@@ -199,6 +206,7 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         3: oracle("three", None),
         4: oracle("four", 4),
     }
+    assert unhashed_rows(spark, table) is False
     # An earlier icetide's table: no hash column. The next run adds it, null in every old row.
     spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
     second = [
@@ -215,6 +223,7 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         4: None,
         5: oracle("five", 5),
     }
+    assert unhashed_rows(spark, table) is True
     assert metrics_mode(spark, table) == "counts"
     # A run that stopped between the column and its property: the next run sets the property.
     spark.sql(f"ALTER TABLE {silver_table(table)} UNSET TBLPROPERTIES ('{METRICS_PROPERTY}')")
@@ -235,6 +244,22 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         3: oracle("three", 3),
         5: oracle(None, 5),
     }
+
+
+def test_files_without_null_counts_may_hold_rows_without_a_hash(spark: SparkSession, tmp_path: Path) -> None:
+    """An owner's metrics mode "none" keeps no null counts: the job cannot rule a null hash out."""
+    table = "values_hash_no_metrics"
+    first = [("I", "2026-11-21 07:00:01", 1, "one", 1)]
+    assert counts(load_changes(spark, tmp_path, table, 1, CHANGES, first)) == (1, 0, 0, 0)
+    assert unhashed_rows(spark, table) is False
+    spark.sql(f"ALTER TABLE {silver_table(table)} SET TBLPROPERTIES ('{METRICS_PROPERTY}' = 'none')")
+    second = [
+        ("U", "2026-11-21 08:00:01", 1, "one", 1),  # re-read, unchanged
+        ("I", "2026-11-21 08:00:01", 2, "two", 2),
+    ]
+    assert counts(load_changes(spark, tmp_path, table, 2, CHANGES, second)) == (1, 0, 0, 1)
+    assert metrics_mode(spark, table) == "none"
+    assert unhashed_rows(spark, table) is True
 
 
 def test_a_soft_delete_table_stores_no_hash(spark: SparkSession, tmp_path: Path) -> None:

@@ -249,12 +249,12 @@ def _merge(
         latest,
         keys,
         value_columns,
-        tombstones,
-        soft,
-        key_ranges,
-        broadcast,
-        value_types,
-        unhashed_rows,
+        memory=tombstones,
+        soft_delete=soft,
+        key_ranges=key_ranges,
+        broadcast_changes=broadcast,
+        value_types=value_types,
+        unhashed_rows=unhashed_rows,
     )
     try:
         counts = classified.counts

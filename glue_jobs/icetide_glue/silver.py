@@ -178,22 +178,27 @@ def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
 
 def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapshot_id: int | None) -> bool:
     """Whether a data file of ``snapshot_id`` may hold a row without a stored values hash (one
-    written before the table stored it): Iceberg's planning of a ``hash IS NULL`` scan, which
-    keeps only files whose null counts say so or that have none (a file written before the column
-    existed reads it as null). A question to the manifests on the driver, no Spark job: when it
-    says no, the classification reads no row for its values and tests none for a null hash
-    (:func:`icetide_glue.sql.hashed_rows_of_batch`). A file whose null-hash rows are all deleted
-    still counts: the answer may say yes needlessly, never no wrongly.
+    written before the table stored it): Iceberg's ``FindFiles`` with ``hash IS NULL``, which keeps
+    only live data files whose null counts say so or that have none (a file written before the
+    column existed has no metrics for it: it reads the column as null). A question to the data
+    manifests on the driver (not the delete manifests a scan's planning also reads), no Spark job,
+    stopping at the first such file: when it says no, the classification reads no row for its
+    values and tests none for a null hash (:func:`icetide_glue.sql.hashed_rows_of_batch`). A file
+    whose null-hash rows are all deleted still counts: the answer may say yes needlessly, never no
+    wrongly; and a wrong no would cost a needless rewrite, not a change (a null stored hash never
+    equals a batch's hash: the row would count as updated and get its hash).
     """
     if snapshot_id is None:
         return False
     iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
-    expressions = jvm(spark).org.apache.iceberg.expressions.Expressions
-    tasks = iceberg.newScan().useSnapshot(snapshot_id).filter(expressions.isNull(VALUES_HASH)).planFiles()
+    api = jvm(spark).org.apache.iceberg
+    # ``in`` is a Python keyword: FindFiles.in(table) by name.
+    finder = getattr(api.FindFiles, "in")(iceberg).inSnapshot(snapshot_id)
+    files = finder.withRecordsMatching(api.expressions.Expressions.isNull(VALUES_HASH)).collect()
     try:
-        return bool(tasks.iterator().hasNext())
+        return bool(files.iterator().hasNext())
     finally:
-        tasks.close()
+        files.close()
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

@@ -505,7 +505,7 @@ def hashed_rows_of_batch(
     counts, which the table keeps: :data:`icetide_glue.silver.VALUES_HASH_METRICS`). Without
     ``unhashed_rows`` (the table's metadata says no data file holds a null hash:
     :func:`icetide_glue.silver.has_rows_without_values_hash`) the first read is the only one and
-    tests no row for null: that test over every row of a 20M-row table cost 0.2-0.3 s.
+    tests no row for null (that test over a 20M-row table: docs/benchmarks/merge-cost.md, eighth round).
     """
     narrow = [*keys, CHANGE_TS, CHANGE_SEQ]
     stored_hash = f"r.{quote_identifier(VALUES_HASH)}"

@@ -30,6 +30,8 @@ from pyspark.sql.types import (
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table
 from glue.values_hash import int_text, values_hash
+from icetide_glue import job
+from icetide_glue.apply import classify_changes
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
 from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id
@@ -246,20 +248,40 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
     }
 
 
-def test_files_without_null_counts_may_hold_rows_without_a_hash(spark: SparkSession, tmp_path: Path) -> None:
-    """An owner's metrics mode "none" keeps no null counts: the job cannot rule a null hash out."""
+def test_files_without_null_counts_may_hold_rows_without_a_hash(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner's metrics mode "none" keeps no null counts: the job cannot rule a null hash out,
+    and its classification reads silver twice again (what each run told it is recorded)."""
     table = "values_hash_no_metrics"
-    first = [("I", "2026-11-21 07:00:01", 1, "one", 1)]
-    assert counts(load_changes(spark, tmp_path, table, 1, CHANGES, first)) == (1, 0, 0, 0)
+    told: list[bool] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        told.append(kwargs["unhashed_rows"])
+        return classify_changes(*args, **kwargs)
+
+    monkeypatch.setattr(job, "classify_changes", recording)
+
+    def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+        return load_changes(spark, tmp_path, table, number, CHANGES, rows)
+
+    assert counts(run(1, [("I", "2026-11-21 07:00:01", 1, "one", 1)])) == (1, 0, 0, 0)
     assert unhashed_rows(spark, table) is False
     spark.sql(f"ALTER TABLE {silver_table(table)} SET TBLPROPERTIES ('{METRICS_PROPERTY}' = 'none')")
     second = [
         ("U", "2026-11-21 08:00:01", 1, "one", 1),  # re-read, unchanged
         ("I", "2026-11-21 08:00:01", 2, "two", 2),
     ]
-    assert counts(load_changes(spark, tmp_path, table, 2, CHANGES, second)) == (1, 0, 0, 1)
+    assert counts(run(2, second)) == (1, 0, 0, 1)
     assert metrics_mode(spark, table) == "none"
     assert unhashed_rows(spark, table) is True
+    third = [
+        ("U", "2026-11-21 09:00:01", 2, "two", 2),  # re-read, unchanged: its file has no counts
+        ("U", "2026-11-21 09:00:01", 1, "one", 10),
+    ]
+    assert counts(run(3, third)) == (0, 1, 0, 1)
+    # The first run met no table; the second, files with null counts of 0; the third, one without.
+    assert told == [False, False, True]
 
 
 def test_a_soft_delete_table_stores_no_hash(spark: SparkSession, tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
     real_classify = job_module.classify_changes
 
     def classify(*args: Any, **kwargs: Any) -> Any:
-        seen.append(list(args[7]))
+        seen.append(list(kwargs["key_ranges"]))
         return real_classify(*args, **kwargs)
 
     monkeypatch.setattr(job_module, "classify_changes", classify)

@@ -49,16 +49,12 @@ from icetide_glue.arguments import JobArguments
 from icetide_glue.changes import align_to_silver
 from icetide_glue.columns import ACTION, CHANGE_SEQ, CHANGE_TS, OP, is_metadata_column
 from icetide_glue.job import run_job
-from icetide_glue.silver import (
-    TOMBSTONE_TABLE_SUFFIX,
-    SilverTable,
-    has_rows_without_values_hash,
-    main_snapshot_id,
-)
+from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id, tombstone_table
 from icetide_glue.sql import classify_changes_sql
 from icetide_local.spark import local_spark_session
 
 CATALOG = "values_hash_bench"
+DATABASE = "bench"
 KEY = "id"
 ROWS_PER_LOAD_FILE = 1_000_000
 WIDTHS = ("narrow", "wide")
@@ -85,12 +81,12 @@ def source_columns(width: str) -> list[Column]:
     return columns
 
 
-def build_silver(spark: SparkSession, workspace: Path, width: str, rows: int) -> str:
-    """A DMS full load of ``rows`` rows, loaded by icetide's job into a new table; its SQL name."""
-    table = f"{CATALOG}.bench.{width}"
+def build_silver(spark: SparkSession, workspace: Path, width: str, rows: int) -> SilverTable:
+    """A DMS full load of ``rows`` rows, loaded by icetide's job into a new table."""
+    table = SilverTable(CATALOG, DATABASE, width)
     # A reused workspace or session: start afresh (the table and its tombstone table).
-    for name in (table, table + TOMBSTONE_TABLE_SUFFIX):
-        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    for dropped in (table, tombstone_table(table)):
+        spark.sql(f"DROP TABLE IF EXISTS {dropped.sql_name} PURGE")
     folder = workspace / f"bronze-{width}"
     shutil.rmtree(folder, ignore_errors=True)
     files = folder / "bench" / "source_table"
@@ -99,7 +95,7 @@ def build_silver(spark: SparkSession, workspace: Path, width: str, rows: int) ->
     for number, part in enumerate(sorted(files.glob("part-*.parquet")), start=1):
         part.rename(part.with_name(f"LOAD{number:08d}.parquet"))
     options = {
-        "target_table": f"bench.{width}",
+        "target_table": f"{DATABASE}.{width}",
         "run_id": f"{width}-load",
         "bronze_uri": str(folder),
         "primary_keys": KEY,
@@ -128,9 +124,9 @@ def scattered_updates(silver: DataFrame, fraction: float) -> DataFrame:
     return align_to_silver(batch, silver.schema).localCheckpoint(eager=True)
 
 
-def statements(spark: SparkSession, table: str, batch: DataFrame, rows: int) -> dict[str, str]:
+def statements(spark: SparkSession, table: SilverTable, batch: DataFrame, rows: int) -> dict[str, str]:
     """The classification with the hash (the job's) and with every value column (before it)."""
-    silver = spark.table(table)
+    silver = spark.table(table.sql_name)
     value_columns = [name for name in silver.columns if not is_metadata_column(name)]
     types = values_hash_types(silver.schema, value_columns, [KEY], soft_delete=False)
     if types is None:
@@ -138,15 +134,14 @@ def statements(spark: SparkSession, table: str, batch: DataFrame, rows: int) -> 
     with_values_hash(batch, types).createOrReplaceTempView("hashed")
     batch.createOrReplaceTempView("valued")
     # As the job asks it: every row of a table its job built stores a hash, so silver is read once.
-    catalog, database, name = table.split(".")
-    located = SilverTable(catalog, database, name)
-    unhashed = has_rows_without_values_hash(spark, located, main_snapshot_id(spark, located))
+    unhashed = has_rows_without_values_hash(spark, table, main_snapshot_id(spark, table))
     shared: dict[str, Any] = {"key_ranges": [(0, rows)], "broadcast_changes": True}
+    sql_name = table.sql_name
     return {
         "hash": classify_changes_sql(
-            table, "hashed", [KEY], value_columns, value_types=types, unhashed_rows=unhashed, **shared
+            sql_name, "hashed", [KEY], value_columns, value_types=types, unhashed_rows=unhashed, **shared
         ),
-        "values": classify_changes_sql(table, "valued", [KEY], value_columns, **shared),
+        "values": classify_changes_sql(sql_name, "valued", [KEY], value_columns, **shared),
     }
 
 
@@ -173,8 +168,9 @@ def time_rounds(spark: SparkSession, named: dict[str, str], rounds: int) -> dict
     return seconds
 
 
-def table_megabytes(spark: SparkSession, table: str) -> float:
-    row = spark.sql(f"SELECT sum(file_size_in_bytes) AS bytes FROM {table}.files").first()  # noqa: S608
+def table_megabytes(spark: SparkSession, table: SilverTable) -> float:
+    files = f"{table.sql_name}.files"
+    row = spark.sql(f"SELECT sum(file_size_in_bytes) AS bytes FROM {files}").first()  # noqa: S608
     return float(row["bytes"] or 0) / 1e6 if row is not None else 0.0
 
 
@@ -182,7 +178,7 @@ def measure_width(
     spark: SparkSession, workspace: Path, width: str, rows: int, fraction: float, rounds: int
 ) -> dict[str, Any]:
     table = build_silver(spark, workspace, width, rows)
-    batch = scattered_updates(spark.table(table), fraction)
+    batch = scattered_updates(spark.table(table.sql_name), fraction)
     named = statements(spark, table, batch, rows)
     found = {name: labels(spark, statement) for name, statement in named.items()}
     differing = differing_labels(spark, named)
@@ -191,7 +187,7 @@ def measure_width(
     middle = {name: statistics.median(times) for name, times in seconds.items()}
     return {
         "width": width,
-        "columns": len(spark.table(table).columns),
+        "columns": len(spark.table(table.sql_name).columns),
         "table_mb": round(table_megabytes(spark, table), 1),
         "changes": batch.count(),
         # What the batch was made of (scattered_updates): odd keys re-read unchanged.

@@ -8,12 +8,14 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
+SESSION_TIME_ZONE = "spark.sql.session.timeZone"
+
 
 def build_session() -> SparkSession:
     """The Glue job's session; its catalog comes from the job's configuration."""
     spark = SparkSession.builder.getOrCreate()
     # Watermarks and change times are compared in UTC, whatever zone the cluster runs in.
-    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    spark.conf.set(SESSION_TIME_ZONE, "UTC")
     return spark
 
 

@@ -21,6 +21,7 @@ from icetide_glue.batch import inspect_batch
 from icetide_glue.bronze import file_rank, read_bronze, unreadable_file_in
 from icetide_glue.changes import latest_change_per_key, normalize_changes
 from icetide_glue.errors import BronzeSchemaError, NoParquetInBronze, UnreadableBronzeFile
+from icetide_glue.session import session_settings
 
 pytestmark = pytest.mark.spark
 
@@ -471,3 +472,22 @@ def test_only_dms_timestamp_strings_become_change_times(spark: SparkSession, tmp
         ],
         StructType([StructField("id", IntegerType()), StructField("_icetide_change_ts", TimestampType())]),
     )
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
+def test_change_times_are_utc_whatever_the_session_s_zone(
+    spark: SparkSession, tmp_path: Path, zone: str
+) -> None:
+    """DMS writes UTC without saying so: a session in another zone (at analysis and at the read)
+    must neither shift the times nor lose one that does not exist on its clocks (New York skips
+    02:00-03:00 on 2026-03-08)."""
+    values = ["2026-03-08 02:30:00", "2026-11-01 01:30:00.5", "1999-12-31 23:59:59.999999"]
+    schema = pa.schema([("dms_timestamp", pa.string()), ("id", pa.int32())])
+    write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [(v, i) for i, v in enumerate(values)])
+    with session_settings(spark, {"spark.sql.session.timeZone": zone}):
+        bronze = read_bronze(spark, str(tmp_path))
+        assert bronze is not None
+        changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-12")
+        rows = changes.select("id", F.unix_micros("_icetide_change_ts")).collect()
+    found = {row[0]: row[1] for row in rows}
+    assert found == {i: round(utc(value).timestamp() * 1_000_000) for i, value in enumerate(values)}

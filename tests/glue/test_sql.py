@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -201,6 +203,62 @@ def test_key_ranges_condition_is_closed_ranges_of_whole_numbers() -> None:
         key_ranges_condition("id", [])
     with pytest.raises(ValueError, match=r"key range 9\.\.1 is empty"):
         key_ranges_condition("id", [(9, 1)])
+
+
+def test_several_key_ranges_are_a_search_tree_split_at_the_upper_half_s_first_key() -> None:
+    # Unsorted and overlapping ranges mean the same keys as their sorted union.
+    condition = key_ranges_condition("id", [(13, 20), (4, 5), (1, 2), (11, 11), (7, 9), (8, 9)])
+    assert condition == (
+        "(t.`id` < 7 AND (t.`id` BETWEEN 1 AND 2 OR t.`id` BETWEEN 4 AND 5) OR "
+        "t.`id` >= 7 AND (t.`id` BETWEEN 7 AND 9 OR "
+        "t.`id` >= 11 AND (t.`id` = 11 OR t.`id` BETWEEN 13 AND 20)))"
+    )
+
+
+def _top_level_terms(condition: str) -> list[str]:
+    """``condition``'s parts joined by OR outside any parentheses (its outer pair removed)."""
+    inner, depth, terms, start = condition[1:-1], 0, [], 0
+    for i, char in enumerate(inner):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and inner.startswith(" OR ", i):
+            terms.append(inner[start:i])
+            start = i + len(" OR ")
+    return [*terms, inner[start:]]
+
+
+def test_a_row_meets_a_few_comparisons_not_one_per_range() -> None:
+    # 32 ranges (the most a batch gets): two guarded halves at the top, each split again, so the
+    # depth of nesting grows with the halvings (5), not with the ranges.
+    ranges = [(10 * i, 10 * i + 3) for i in range(32)]
+    condition = key_ranges_condition("id", ranges)
+    lower, upper = _top_level_terms(condition)
+    assert lower.startswith("t.`id` < 160 AND (t.`id` < 80 AND (")
+    assert upper.startswith("t.`id` >= 160 AND (t.`id` < 240 AND (")
+    depth = deepest = 0
+    for char in condition:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    assert deepest == 5
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_key_ranges_condition_holds_exactly_the_keys_in_a_range(seed: int) -> None:
+    # Oracle: Python's own membership test; the SQL is evaluated by SQLite (the same comparison
+    # and boolean syntax), over every key in and around the ranges.
+    rng = random.Random(seed)
+    ranges = []
+    for _ in range(rng.randint(1, 40)):
+        low = rng.randint(-60, 400)
+        ranges.append((low, low + rng.choice([0, 0, 1, 2, 5, 17])))
+    keys = range(-70, 430)
+    with sqlite3.connect(":memory:") as connection:
+        connection.execute("CREATE TABLE t (id INTEGER)")
+        connection.executemany("INSERT INTO t VALUES (?)", [(key,) for key in keys])
+        found = {
+            row[0]
+            for row in connection.execute(f"SELECT id FROM t WHERE {key_ranges_condition('id', ranges)}")  # noqa: S608
+        }
+    assert found == {key for key in keys if any(low <= key <= high for low, high in ranges)}
 
 
 def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extracted() -> None:

@@ -27,7 +27,8 @@ from pyspark.sql import functions as F
 
 from icetide_glue.changes import column, is_whole_number_type
 
-# More ranges skip more files, but every scanned row is tested against each: a few dozen is cheap.
+# More ranges skip more files; every scanned row is tested against them, as a search tree (a few
+# comparisons per halving: icetide_glue.sql.key_ranges_condition), so a few dozen is cheap.
 MAX_KEY_RANGES = 32
 # Past this many keys the batch is a large share of any table it can skip files in, and its
 # sorted keys (a list on the driver) would cost more than the skipped files save.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -475,19 +475,27 @@ def test_only_dms_timestamp_strings_become_change_times(spark: SparkSession, tmp
 
 
 @pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
+@pytest.mark.parametrize("written_as", [pa.string(), pa.timestamp("us")])
 def test_change_times_are_utc_whatever_the_session_s_zone(
-    spark: SparkSession, tmp_path: Path, zone: str
+    spark: SparkSession, tmp_path: Path, zone: str, written_as: pa.DataType
 ) -> None:
-    """DMS writes UTC without saying so: a session in another zone (at analysis and at the read)
-    must neither shift the times nor lose one that does not exist on its clocks (New York skips
-    02:00-03:00 on 2026-03-08)."""
+    """DMS writes UTC without saying so (a string, or a timestamp without zone where files were
+    converted): a session in another zone, when the batch is normalized and when it is read as
+    the job reads it (a view queried by SQL, checkpointed), must neither shift the times nor lose
+    one that does not exist on its clocks (New York skips 02:00-03:00 on 2026-03-08)."""
     values = ["2026-03-08 02:30:00", "2026-11-01 01:30:00.5", "1999-12-31 23:59:59.999999"]
-    schema = pa.schema([("dms_timestamp", pa.string()), ("id", pa.int32())])
-    write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [(v, i) for i, v in enumerate(values)])
+    written = values if pa.types.is_string(written_as) else [datetime.fromisoformat(v) for v in values]
+    schema = pa.schema([("dms_timestamp", written_as), ("id", pa.int32())])
+    write_dms_file(tmp_path, "LOAD00000001.parquet", schema, [(v, i) for i, v in enumerate(written)])
     with session_settings(spark, {"spark.sql.session.timeZone": zone}):
         bronze = read_bronze(spark, str(tmp_path))
         assert bronze is not None
         changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-12")
-        rows = changes.select("id", F.unix_micros("_icetide_change_ts")).collect()
-    found = {row[0]: row[1] for row in rows}
-    assert found == {i: round(utc(value).timestamp() * 1_000_000) for i, value in enumerate(values)}
+        changes.createOrReplaceTempView("zoned")
+        assert spark.conf.get("spark.sql.session.timeZone") == zone
+        query = "SELECT id, unix_micros(_icetide_change_ts) AS micros FROM zoned"
+        rows = spark.sql(query).localCheckpoint(eager=True).collect()
+    spark.catalog.dropTempView("zoned")
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    expected = {i: (utc(value) - epoch) // timedelta(microseconds=1) for i, value in enumerate(values)}
+    assert {row["id"]: row["micros"] for row in rows} == expected

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from icetide_glue.key_ranges import ranges_of_sorted_keys
 from icetide_glue.maintenance_sql import (
     expire_snapshots_sql,
     file_counts_sql,
@@ -215,6 +217,82 @@ def test_several_key_ranges_are_a_search_tree_split_at_the_upper_half_s_first_ke
     )
 
 
+def test_touching_ranges_stay_apart_and_overlapping_ones_are_joined() -> None:
+    # Apart, Iceberg's dictionary filter can still skip a row group holding neither key.
+    assert key_ranges_condition("id", [(6, 6), (5, 5)]) == "(t.`id` = 5 OR t.`id` = 6)"
+    assert key_ranges_condition("id", [(5, 9), (1, 5)]) == "(t.`id` BETWEEN 1 AND 9)"
+
+
+_TOKEN = re.compile(r"\s*(\(|\)|AND\b|OR\b|BETWEEN\b|<|>=|=|-?\d+|t\.`id`)")
+
+
+def _file_might_match(condition: str, lowest: int, highest: int) -> bool:
+    """Whether a data file whose keys lie in ``lowest``..``highest`` can hold a row meeting
+    ``condition``, as Iceberg's metrics evaluator decides it: each comparison against the bounds,
+    then AND / OR as written (BETWEEN is Spark's two comparisons)."""
+    tokens, position = [], 0
+    while position < len(condition):
+        found = _TOKEN.match(condition, position)
+        assert found, f"unexpected text at {condition[position:]!r}"
+        tokens.append(found.group(1))
+        position = found.end()
+    tokens.reverse()
+
+    def either() -> bool:
+        result = both()
+        while tokens and tokens[-1] == "OR":
+            tokens.pop()
+            result = both() | result
+        return result
+
+    def both() -> bool:
+        result = comparison()
+        while tokens and tokens[-1] == "AND":
+            tokens.pop()
+            result = comparison() & result
+        return result
+
+    def comparison() -> bool:
+        if tokens.pop() == "(":
+            result = either()
+            assert tokens.pop() == ")"
+            return result
+        operator, value = tokens.pop(), int(tokens.pop())
+        if operator == "<":
+            return lowest < value
+        if operator == ">=":
+            return highest >= value
+        if operator == "=":
+            return lowest <= value <= highest
+        assert operator == "BETWEEN" and tokens.pop() == "AND"
+        upper = int(tokens.pop())
+        return highest >= value and lowest <= upper
+
+    result = either()
+    assert not tokens
+    return result
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_iceberg_skips_the_same_files_as_with_one_range_test_per_range(seed: int) -> None:
+    # Oracle: the flat OR of the ranges, which a file's bounds meet when they overlap any range.
+    rng = random.Random(seed)
+    for case in range(20):
+        if case % 2:  # as a batch gets them: at the widest gaps between its keys
+            ranges = ranges_of_sorted_keys(sorted(rng.sample(range(0, 5000), rng.randint(1, 300))))
+        else:  # any disjoint ones, down to gaps of one key
+            ranges, start = [], rng.randint(0, 100)
+            for _ in range(rng.randint(1, 40)):
+                ranges.append((start, start + rng.choice([0, 0, 1, 3, 20])))
+                start = ranges[-1][1] + rng.choice([2, 3, 5, 50, 400])
+        condition = key_ranges_condition("id", ranges)
+        for _ in range(30):
+            lowest = rng.randint(-50, ranges[-1][1] + 50)
+            highest = lowest + rng.choice([0, 0, 3, 40, 400])
+            overlaps = any(lowest <= high and highest >= low for low, high in ranges)
+            assert _file_might_match(condition, lowest, highest) == overlaps, (ranges, lowest, highest)
+
+
 def _top_level_terms(condition: str) -> list[str]:
     """``condition``'s parts joined by OR outside any parentheses (its outer pair removed)."""
     inner, depth, terms, start = condition[1:-1], 0, [], 0
@@ -226,7 +304,7 @@ def _top_level_terms(condition: str) -> list[str]:
     return [*terms, inner[start:]]
 
 
-def test_a_row_meets_a_few_comparisons_not_one_per_range() -> None:
+def test_the_tree_nests_as_deep_as_the_ranges_halve() -> None:
     # 32 ranges (the most a batch gets): two guarded halves at the top, each split again, so the
     # depth of nesting grows with the halvings (5), not with the ranges.
     ranges = [(10 * i, 10 * i + 3) for i in range(32)]

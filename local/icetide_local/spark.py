@@ -22,6 +22,14 @@ ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 DEFAULT_LOCAL_CATALOG = "local"
 # Two cores on a laptop: the default 200 shuffle partitions would turn tiny batches into 200 tasks.
 LOCAL_SHUFFLE_PARTITIONS = 4
+# Spark keeps the classes it generates for a plan (whole-stage and expression code) in one cache per
+# process, of 100 classes by default. One merge run compiles about 80, so in a process that runs
+# several (the local stack, `icetide job run` over several tables, the tests, the benchmarks) each
+# run evicted the previous one's classes: it compiled them all again, and ran them interpreted until
+# the JVM's JIT caught up. With room for 1,000, a repeated run compiles only the code its literals
+# change (its key ranges): 81 -> 7-9 compilations per scattered run at 20M rows
+# (docs/benchmarks/merge-cost.md, tenth round). A Glue run has a JVM of its own: nothing to keep.
+LOCAL_CODEGEN_CACHE_ENTRIES = 1000
 # Spark's own log4j2 defaults print WARN lines (loopback host, native-hadoop library) before any
 # setLogLevel can run, on the terminal where `icetide job run` promises one error line. The JVM starts
 # with this configuration instead: those two loggers quiet, the rest at WARN (the level PySpark sets
@@ -76,6 +84,7 @@ def local_spark_session(
         .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
         .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
         .config("spark.default.parallelism", "2")
+        .config("spark.sql.codegen.cache.maxEntries", str(LOCAL_CODEGEN_CACHE_ENTRIES))
         # Watermarks and change times are compared in UTC, whatever the laptop's zone.
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")

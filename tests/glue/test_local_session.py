@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +32,7 @@ def test_a_querys_classes_outlive_more_other_queries_than_sparks_default_cache_h
     others_start = compilations(spark)
     # Each with code of its own: Spark writes a long literal into the generated code.
     for factor in range(1000, 1000 + SPARK_DEFAULT_CACHE_ENTRIES + 50):
-        spark.sql(f"SELECT sum(id * {factor}L) FROM range(0, 10, 1, 1)").collect()
+        spark.range(0, 10, 1, 1).select(F.sum(F.col("id") * F.lit(factor))).collect()
     others_end = compilations(spark)
     assert others_end - others_start > SPARK_DEFAULT_CACHE_ENTRIES  # they did fill Spark's default
 

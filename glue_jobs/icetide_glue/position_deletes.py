@@ -27,6 +27,7 @@ run's snapshot).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -88,6 +89,18 @@ def data_file_of(path: str, data_files: Sequence[str]) -> str:
                 return data_files[int(index)]
             break
     raise IcetideJobError(f"position delete file {path} is not in a data file's folder")
+
+
+def data_file_index(spark: SparkSession, data_files: Sequence[str]) -> DataFrame:
+    """``data_files`` as rows of ``file_path`` and its index in the list (``data_file_index``).
+
+    Built from one JSON literal, which Spark's optimizer folds into a constant. The write joins
+    it by broadcast: built with ``createDataFrame`` from a Python list instead, that join took
+    0.15-0.25 s longer per run (side by side, 10 and 2,000 paths, 180k positions); one literal
+    per path instead would make a plan as large as the list (5-6.5 s at 2,000 paths).
+    """
+    paths = F.from_json(F.lit(json.dumps(list(data_files))), "array<string>")
+    return spark.range(1).select(F.posexplode(paths).alias(_DATA_FILE_INDEX, "file_path"))
 
 
 def position_delete_rows(removed: DataFrame) -> DataFrame:
@@ -232,10 +245,7 @@ def _write_delete_files(
     then drops any sort that does not start with it (the positions would come in shuffle order).
     """
     folder = str(iceberg.locationProvider().newDataLocation(f"icetide-position-deletes-{uuid.uuid4()}"))
-    index = spark.createDataFrame(
-        [(path, i) for i, path in enumerate(data_files)], f"file_path string, {_DATA_FILE_INDEX} int"
-    )
-    rows = position_delete_rows(removed).join(F.broadcast(index), "file_path")
+    rows = position_delete_rows(removed).join(F.broadcast(data_file_index(spark, data_files)), "file_path")
     with session_settings(spark, {FIELD_ID_WRITE: "true"}):
         (
             rows.repartition(_DATA_FILE_INDEX)

@@ -32,6 +32,7 @@ from icetide_glue.position_deletes import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
     LiveDeleteFile,
+    data_file_index,
     data_file_of,
     files_to_replace,
     remove_rows,
@@ -294,6 +295,26 @@ def test_a_written_delete_file_is_matched_to_its_data_file_by_its_folder() -> No
     ):
         with pytest.raises(IcetideJobError, match="not in a data file's folder"):
             data_file_of(stray, data_files)
+
+
+def test_the_data_file_index_numbers_every_path_as_listed_hostile_ones_too(spark: SparkSession) -> None:
+    hostile = [
+        's3://b/t/data/quote"d.parquet',
+        "s3://b/t/data/back\\slash.parquet",
+        "s3://b/t/data/new\nline.parquet",
+        "s3://b/t/data/comma,],[bracket.parquet",
+        "s3://b/t/data/ünï cödé 😀.parquet",
+        "file:/tmp/w h/data/%2F.parquet",
+        "s3://b/t/data/null.parquet",
+        "",
+    ]
+    data_files = hostile + [f"s3://b/t/data/{n:05d}-0-f.parquet" for n in range(1500)]
+    rows = data_file_index(spark, data_files).collect()
+    assert len(rows) == len(data_files)
+    assert {row["file_path"]: row["data_file_index"] for row in rows} == {
+        path: i for i, path in enumerate(data_files)
+    }
+    assert [row["data_file_index"] for row in data_file_index(spark, ["a", "b"]).collect()] == [0, 1]
 
 
 def _table_of_two_files(spark: SparkSession, name: str, version: int = 2) -> SilverTable:

@@ -97,8 +97,8 @@ def data_file_index(spark: SparkSession, data_files: Sequence[str]) -> DataFrame
     Built from one JSON literal, one expression however many paths, which Spark's optimizer
     folds into a constant. The write joins it by broadcast. Side by side (180k positions, the
     join and a no-op write per call), an index made with ``createDataFrame`` from a Python list
-    took 0.15-0.25 s longer per call at 10 and at 2,000 paths, about the same at 20,000; a
-    literal per path (an expression each) took 5-6.5 s at 2,000.
+    took 0.12-0.33 s longer per call at 10 paths, 0.00-0.26 s at 2,000 and about the same at
+    20,000; a literal per path (an expression each) took 5.2-6.6 s at 2,000.
     """
     paths = F.from_json(F.lit(json.dumps(list(data_files))), "array<string>")
     return spark.range(1).select(F.posexplode(paths).alias(_DATA_FILE_INDEX, "file_path"))

@@ -73,22 +73,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from icetide_glue import planned_scan
 from icetide_glue.arguments import JobArguments
 from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.job import run_job
@@ -452,16 +455,58 @@ def written_figures(
     return totals
 
 
+class PlannedScans(logging.Handler):
+    """Iceberg's scan figures of the reads the job planned itself (icetide_glue.planned_scan logs
+    them: a read of staged tasks reports no scan metrics to Spark), summed while attached."""
+
+    _FIGURES: ClassVar[dict[str, str]] = {
+        "data_files": "scanned_data_files",
+        "data_bytes": "scanned_data_bytes",
+        "skipped_data_files": "skipped_data_files",
+        "delete_files": "scanned_delete_files",
+        "delete_bytes": "scanned_delete_bytes",
+    }
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.figures = dict.fromkeys(self._FIGURES.values(), 0)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        scan = getattr(record, "scan", None)
+        if isinstance(scan, dict):
+            for field, figure in self._FIGURES.items():
+                self.figures[figure] += int(scan[field])
+
+    @contextmanager
+    def attached(self) -> Iterator[PlannedScans]:
+        """Receive the planner's INFO records (its level restored after), not passing them on to
+        the root logger's handlers."""
+        planner = logging.getLogger(planned_scan.__name__)
+        level, propagate = planner.level, planner.propagate
+        planner.setLevel(logging.INFO)
+        planner.propagate = False
+        planner.addHandler(self)
+        try:
+            yield self
+        finally:
+            planner.removeHandler(self)
+            planner.setLevel(level)
+            planner.propagate = propagate
+
+
 def measure(
     spark: SparkSession, written_tables: Callable[[], list[str]], action: Callable[[], None]
 ) -> dict[str, Any]:
     """Time ``action`` and collect what it read and wrote; only ``action`` runs inside the timer."""
     before = {table: set(snapshot_summaries(spark, table)) for table in written_tables()}
     probe = StatusProbe(spark).start()
-    started = time.perf_counter()
-    action()
-    seconds = time.perf_counter() - started
+    with PlannedScans().attached() as planned:
+        started = time.perf_counter()
+        action()
+        seconds = time.perf_counter() - started
     figures: dict[str, Any] = {"seconds": seconds, **probe.finish()}
+    for figure, value in planned.figures.items():
+        figures[figure] += value
     figures.update(written_figures(spark, written_tables(), before))
     return figures
 

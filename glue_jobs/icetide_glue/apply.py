@@ -11,6 +11,7 @@ main (icetide_glue.staging), so readers still see the run whole or not at all.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -29,6 +30,7 @@ from icetide_glue.columns import (
     silver_value_column,
 )
 from icetide_glue.errors import IcetideJobError
+from icetide_glue.planned_scan import rows_in_key_ranges
 from icetide_glue.position_deletes import remove_rows
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
@@ -47,6 +49,10 @@ from icetide_glue.sql import (
 from icetide_glue.staging import staged_commit
 
 CHANGES_VIEW = "icetide_changes"
+# The rows of silver and of its tombstone table a classification reads (planned by Iceberg).
+SILVER_ROWS_VIEW = "icetide_silver_rows"
+UNHASHED_ROWS_VIEW = "icetide_silver_unhashed_rows"
+MEMORY_ROWS_VIEW = "icetide_memory_rows"
 # A commit that appends at most this many rows writes them in one task, sorted there in the table's
 # order, without Spark's range distribution: one data file (per 64 MB, per partition of a legacy
 # bucketed table) instead of one per range partition, and no sampling job or shuffle (200k narrow
@@ -170,12 +176,13 @@ def classify_changes(
 
     ``value_columns`` are the source columns compared with silver to tell a real update from a
     re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults;
-    ``key_ranges`` and ``broadcast_changes`` limit silver's read to the batch's keys
-    (:func:`icetide_glue.sql.rows_of_batch`). With ``value_types`` (:func:`values_hash_types`)
-    each change gets the hash of its values (``_icetide_values_hash``), which the classification
-    compares with silver's and the commit stores with the row; ``unhashed_rows`` false says no row
-    of silver lacks a stored hash (:func:`icetide_glue.silver.has_rows_without_values_hash`), so
-    none is read for its values.
+    ``key_ranges`` (closed ranges of the first key: Iceberg plans the reads of silver and of the
+    tombstone table with them, icetide_glue.planned_scan) and ``broadcast_changes``
+    (:func:`icetide_glue.sql.rows_of_batch`) limit those reads to the batch's keys. With
+    ``value_types`` (:func:`values_hash_types`) each change gets the hash of its values
+    (``_icetide_values_hash``), which the classification compares with silver's and the commit
+    stores with the row; ``unhashed_rows`` false says no row of silver lacks a stored hash
+    (:func:`icetide_glue.silver.has_rows_without_values_hash`), so none is read for its values.
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table
@@ -186,18 +193,35 @@ def classify_changes(
         latest = with_values_hash(latest, value_types)
     latest.createOrReplaceTempView(CHANGES_VIEW)
     statement = classify_changes_sql(
-        table.sql_name,
+        quote_identifier(SILVER_ROWS_VIEW),
         CHANGES_VIEW,
         keys,
         value_columns,
-        memory_table=memory.sql_name if memory is not None else None,
+        memory_table=quote_identifier(MEMORY_ROWS_VIEW) if memory is not None else None,
         soft_delete=soft_delete,
-        key_ranges=key_ranges,
         broadcast_changes=broadcast_changes,
         value_types=value_types,
         unhashed_rows=unhashed_rows,
+        unhashed_table=quote_identifier(UNHASHED_ROWS_VIEW),
     )
-    frame = spark.sql(statement).localCheckpoint(eager=True)
+    # The key ranges go to Iceberg's planning, not into the statement (icetide_glue.planned_scan):
+    # (view, table, row positions, only files that may hold a null in this column).
+    views: list[tuple[str, SilverTable, bool, str | None]] = [(SILVER_ROWS_VIEW, table, True, None)]
+    if value_types is not None and unhashed_rows:
+        views.append((UNHASHED_ROWS_VIEW, table, True, VALUES_HASH))
+    if memory is not None:
+        views.append((MEMORY_ROWS_VIEW, memory, False, None))
+    with ExitStack() as staged:
+        for view, read, positions, nulls in views:
+            planned = rows_in_key_ranges(
+                spark, read.sql_name, keys[0], key_ranges, row_positions=positions, with_nulls_in=nulls
+            )
+            staged.enter_context(planned).createOrReplaceTempView(view)
+        try:
+            frame = spark.sql(statement).localCheckpoint(eager=True)
+        finally:
+            for view, *_ in views:
+                spark.catalog.dropTempView(view)
     removes = removes_silver_row()
     rows = (
         frame.groupBy(ACTION, MATCHED)

@@ -225,60 +225,6 @@ def key_condition(keys: Sequence[str], source: str = "s", target: str = "t") -> 
     return " AND ".join(f"{target}.{quote_identifier(k)} = {source}.{quote_identifier(k)}" for k in keys)
 
 
-def key_ranges_condition(column: str, ranges: Sequence[tuple[int, int]], alias: str = "t") -> str:
-    """True when ``alias.column`` lies in one of the closed ``ranges`` (whole numbers, low <= high).
-
-    A static predicate on silver's own column: Iceberg prunes data files (and Parquet row groups)
-    whose key bounds miss every range, which a join condition alone never does. It is only ever
-    added next to a key equality whose batch keys all lie in the ranges, so it removes no match.
-
-    Spark also tests it on every row it reads (Iceberg leaves it as a residual), so several ranges
-    are a search tree rather than one ``OR`` chain: a row takes a few comparisons per halving of
-    the ranges instead of two per range below it. With the 32 ranges of a 1 % scattered batch, a
-    20M-row read's median was about 0.3 s shorter (its minimum within the noise:
-    docs/benchmarks/merge-cost.md, ninth round). Iceberg prunes a file with it as with the chain:
-    the file's key bounds can meet a branch only by meeting one of the branch's ranges.
-    """
-    if not ranges:
-        raise ValueError("a key range condition needs at least one range")
-    for low, high in ranges:
-        if low > high:
-            raise ValueError(f"key range {low}..{high} is empty")
-    quoted = f"{alias}.{quote_identifier(column)}" if alias else quote_identifier(column)
-    return "(" + _ranges_tree(quoted, _disjoint_ranges(ranges)) + ")"
-
-
-def _disjoint_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``ranges`` in key order, overlapping ones joined (the same keys; the tree needs disjoint
-    ones). Touching ones are kept apart: ``= 5 OR = 6`` lets Iceberg's dictionary filter skip a
-    row group that ``BETWEEN 5 AND 6`` does not (batch_key_ranges never makes either)."""
-    joined: list[tuple[int, int]] = []
-    for low, high in sorted((int(low), int(high)) for low, high in ranges):
-        if joined and low <= joined[-1][1]:
-            joined[-1] = (joined[-1][0], max(joined[-1][1], high))
-        else:
-            joined.append((low, high))
-    return joined
-
-
-def _ranges_tree(quoted: str, ranges: Sequence[tuple[int, int]]) -> str:
-    """The condition for disjoint ``ranges`` in key order: one range is a test of it; more are
-    split at the first key of the upper half, each half of several ranges guarded by its side of
-    that key (a half of one range needs no guard: its own test is as short)."""
-    if len(ranges) == 1:
-        low, high = ranges[0]
-        return f"{quoted} = {low}" if low == high else f"{quoted} BETWEEN {low} AND {high}"
-    middle = len(ranges) // 2
-    split = ranges[middle][0]
-    lower = _ranges_tree(quoted, ranges[:middle])
-    upper = _ranges_tree(quoted, ranges[middle:])
-    if middle > 1:
-        lower = f"{quoted} < {split} AND ({lower})"
-    if len(ranges) - middle > 1:
-        upper = f"{quoted} >= {split} AND ({upper})"
-    return f"{lower} OR {upper}"
-
-
 def same_values(columns: Sequence[str], source: str = "s", target: str = "t") -> str:
     """True when every listed column of the change equals silver's, nulls included (``<=>``)."""
     if not columns:
@@ -350,10 +296,10 @@ def classify_changes_sql(
     value_columns: Sequence[str] = (),
     memory_table: str | None = None,
     soft_delete: bool = False,
-    key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     value_types: Mapping[str, str] | None = None,
     unhashed_rows: bool = True,
+    unhashed_table: str | None = None,
 ) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
     whether the key's order memory must keep it (``_icetide_remember``).
@@ -377,14 +323,16 @@ def classify_changes_sql(
     or silver's (``_icetide_silver_value_<i>``: silver's value of the i-th compared column).
 
     Silver and the tombstone table are read only where the batch can match
-    (:func:`rows_of_batch`): files outside ``key_ranges`` (of the first key, from the batch's own
-    keys) are skipped, and with ``broadcast_changes`` the batch's keys are broadcast into their
-    scans, so only their rows of the batch's keys reach the joins, never whole tables.
+    (:func:`rows_of_batch`): ``table`` and ``memory_table`` may be views of their rows in the files
+    the batch's key ranges can touch (icetide_glue.planned_scan), and with ``broadcast_changes``
+    the batch's keys are broadcast into their scans, so only their rows of the batch's keys reach
+    the joins, never whole tables.
 
     ``value_types`` (the compared columns' Spark type names) says silver stores the hash of its
     values (``_icetide_values_hash``, hard deletes only) and the batch view carries the hash of its
     own: the hashes are compared instead of the values, and silver's values are read only for its
-    rows without a stored hash (:func:`hashed_rows_of_batch`), none when ``unhashed_rows`` is false.
+    rows without a stored hash (:func:`hashed_rows_of_batch`, in ``unhashed_table``), none when
+    ``unhashed_rows`` is false.
     """
     op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
@@ -398,9 +346,9 @@ def classify_changes_sql(
             source_view,
             keys,
             [(c, value_types[c]) for c in compared],
-            key_ranges,
             broadcast_changes,
             unhashed_rows,
+            unhashed_table,
         )
     else:
         silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
@@ -410,7 +358,6 @@ def classify_changes_sql(
             keys,
             silver_side,
             IN_SILVER,
-            key_ranges,
             broadcast_changes,
             row_positions=True,
         )
@@ -443,7 +390,6 @@ def classify_changes_sql(
             keys,
             (*keys, CHANGE_TS, CHANGE_SEQ, OP),
             IN_MEMORY,
-            key_ranges,
             broadcast_changes,
         )
         memory_join = [f"LEFT JOIN ({memory_rows}) m", f"ON {key_condition(keys, 's', 'm')}"]
@@ -483,7 +429,6 @@ def rows_of_batch(
     keys: Sequence[str],
     columns: Sequence[str],
     marker: str,
-    key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     row_positions: bool = False,
     computed: Sequence[tuple[str, str]] = (),
@@ -495,10 +440,12 @@ def rows_of_batch(
     ``_icetide_silver_file`` / ``_pos``, and last a ``marker`` column that is true.
     ``condition`` (of ``r``) filters rows too.
 
-    ``key_ranges`` become a static filter Iceberg prunes files with; ``broadcast_changes`` adds a
-    semi join with the batch's keys, broadcast into the scan, so the classification's join sees
-    only matching rows instead of shuffling all of silver's. Both drop only rows whose key is not
-    in the batch, which the classification's left join would not match anyway.
+    ``table`` is the table, or a view of its rows in the files the batch's keys can be in
+    (icetide_glue.planned_scan: the key ranges go to Iceberg's planning, never into this text);
+    ``broadcast_changes`` adds a semi join with the batch's keys, broadcast into the scan, so the
+    classification's join sees only matching rows instead of shuffling all of silver's. It drops
+    only rows whose key is not in the batch, which the classification's left join would not match
+    anyway.
     """
     hint = "/*+ BROADCAST(k) */ " if broadcast_changes else ""
     selected = ", ".join(
@@ -513,11 +460,8 @@ def rows_of_batch(
     ]
     if broadcast_changes:
         lines.append(f"LEFT SEMI JOIN {quote_identifier(source_view)} k ON {key_condition(keys, 'k', 'r')}")
-    conditions = [condition] if condition else []
-    if key_ranges:
-        conditions.append(key_ranges_condition(keys[0], key_ranges, "r"))
-    if conditions:
-        lines.append("WHERE " + " AND ".join(conditions))
+    if condition:
+        lines.append(f"WHERE {condition}")
     return " ".join(lines)
 
 
@@ -526,17 +470,18 @@ def hashed_rows_of_batch(
     source_view: str,
     keys: Sequence[str],
     compared: Sequence[tuple[str, str]],
-    key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     unhashed_rows: bool = True,
+    unhashed_table: str | None = None,
 ) -> str:
     """Silver's side of a classification that compares hashes (:func:`rows_of_batch` with row
     positions): keys, change time and sequence, and ``_icetide_values_hash``, stored or, for a row
     written before silver stored it, computed from its ``compared`` (name, type) columns.
 
     Two reads of the same rows, split on the stored hash being null: the first never reads a value
-    column, and Iceberg skips every data file without a null hash in the second (the column's null
-    counts, which the table keeps: :data:`icetide_glue.silver.VALUES_HASH_METRICS`). Without
+    column, and the second reads ``unhashed_table`` (default ``table``), where Iceberg skipped every
+    data file without a null hash (the column's null counts, which the table keeps:
+    :data:`icetide_glue.silver.VALUES_HASH_METRICS`; icetide_glue.planned_scan). Without
     ``unhashed_rows`` (the table's metadata says no data file holds a null hash:
     :func:`icetide_glue.silver.has_rows_without_values_hash`) the first read is the only one and
     tests no row for null (that test over a 20M-row table: docs/benchmarks/merge-cost.md, eighth round).
@@ -549,7 +494,6 @@ def hashed_rows_of_batch(
         keys,
         [*narrow, VALUES_HASH],
         IN_SILVER,
-        key_ranges,
         broadcast_changes,
         row_positions=True,
         condition=f"{stored_hash} IS NOT NULL" if unhashed_rows else None,
@@ -557,12 +501,11 @@ def hashed_rows_of_batch(
     if not unhashed_rows:
         return stored
     legacy = rows_of_batch(
-        table,
+        unhashed_table or table,
         source_view,
         keys,
         narrow,
         IN_SILVER,
-        key_ranges,
         broadcast_changes,
         row_positions=True,
         computed=[(values_hash_sql(compared, "r"), VALUES_HASH)],

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import random
-import re
-import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from icetide_glue.key_ranges import ranges_of_sorted_keys
 from icetide_glue.maintenance_sql import (
     expire_snapshots_sql,
     file_counts_sql,
@@ -27,7 +23,6 @@ from icetide_glue.sql import (
     create_table_sql,
     drop_branch_sql,
     fast_forward_sql,
-    key_ranges_condition,
     main_snapshot_sql,
     memory_merge_sql,
     order_guard,
@@ -170,173 +165,31 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
 
 
 def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
+    # The key ranges are Iceberg's planning (icetide_glue.planned_scan), never a filter in the text.
     statement = classify_changes_sql(
-        TABLE,
+        "`planned_silver`",
         "icetide_changes",
         ["tenant", "order_id"],
-        key_ranges=[(5, 9), (42, 42)],
         broadcast_changes=True,
         memory_table="`m`.`t`",
     )
     assert (
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
         "r.`_icetide_change_seq`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
-        "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id` "
-        "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) t\n"
+        "TRUE AS `_icetide_in_silver` FROM `planned_silver` r "
+        "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id`) t\n"
         "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
     ) in statement
+    assert "WHERE" not in statement
     # With a tombstone table, a change to remember says whether its key already has an entry.
     assert "m.`_icetide_in_memory` IS NOT NULL AS `_icetide_remembered`,\n" in statement
     # The tombstone table is read the same way.
     assert statement.endswith(
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
         "r.`_icetide_change_seq`, r.`_icetide_op`, TRUE AS `_icetide_in_memory` FROM `m`.`t` r "
-        "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id` "
-        "WHERE (r.`tenant` BETWEEN 5 AND 9 OR r.`tenant` = 42)) m\n"
+        "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id`) m\n"
         "ON m.`tenant` = s.`tenant` AND m.`order_id` = s.`order_id`"
     )
-
-
-def test_key_ranges_condition_is_closed_ranges_of_whole_numbers() -> None:
-    assert key_ranges_condition("id", [(-3, 7), (10, 10)]) == "(t.`id` BETWEEN -3 AND 7 OR t.`id` = 10)"
-    assert key_ranges_condition("we`ird", [(1, 2)], alias="") == "(`we``ird` BETWEEN 1 AND 2)"
-    with pytest.raises(ValueError, match="at least one range"):
-        key_ranges_condition("id", [])
-    with pytest.raises(ValueError, match=r"key range 9\.\.1 is empty"):
-        key_ranges_condition("id", [(9, 1)])
-
-
-def test_several_key_ranges_are_a_search_tree_split_at_the_upper_half_s_first_key() -> None:
-    # Unsorted and overlapping ranges mean the same keys as their sorted union.
-    condition = key_ranges_condition("id", [(13, 20), (4, 5), (1, 2), (11, 11), (7, 9), (8, 9)])
-    assert condition == (
-        "(t.`id` < 7 AND (t.`id` BETWEEN 1 AND 2 OR t.`id` BETWEEN 4 AND 5) OR "
-        "t.`id` >= 7 AND (t.`id` BETWEEN 7 AND 9 OR "
-        "t.`id` >= 11 AND (t.`id` = 11 OR t.`id` BETWEEN 13 AND 20)))"
-    )
-
-
-def test_touching_ranges_stay_apart_and_overlapping_ones_are_joined() -> None:
-    # Apart, Iceberg's dictionary filter can still skip a row group holding neither key.
-    assert key_ranges_condition("id", [(6, 6), (5, 5)]) == "(t.`id` = 5 OR t.`id` = 6)"
-    assert key_ranges_condition("id", [(5, 9), (1, 5)]) == "(t.`id` BETWEEN 1 AND 9)"
-
-
-_TOKEN = re.compile(r"\s*(\(|\)|AND\b|OR\b|BETWEEN\b|<|>=|=|-?\d+|t\.`id`)")
-
-
-def _file_might_match(condition: str, lowest: int, highest: int) -> bool:
-    """Whether a data file whose keys lie in ``lowest``..``highest`` can hold a row meeting
-    ``condition``, as Iceberg's metrics evaluator decides it: each comparison against the bounds,
-    then AND / OR as written (BETWEEN is Spark's two comparisons)."""
-    tokens, position = [], 0
-    while position < len(condition):
-        found = _TOKEN.match(condition, position)
-        assert found, f"unexpected text at {condition[position:]!r}"
-        tokens.append(found.group(1))
-        position = found.end()
-    tokens.reverse()
-
-    def either() -> bool:
-        result = both()
-        while tokens and tokens[-1] == "OR":
-            tokens.pop()
-            result = both() | result
-        return result
-
-    def both() -> bool:
-        result = comparison()
-        while tokens and tokens[-1] == "AND":
-            tokens.pop()
-            result = comparison() & result
-        return result
-
-    def comparison() -> bool:
-        if tokens.pop() == "(":
-            result = either()
-            assert tokens.pop() == ")"
-            return result
-        operator, value = tokens.pop(), int(tokens.pop())
-        if operator == "<":
-            return lowest < value
-        if operator == ">=":
-            return highest >= value
-        if operator == "=":
-            return lowest <= value <= highest
-        assert operator == "BETWEEN" and tokens.pop() == "AND"
-        upper = int(tokens.pop())
-        return highest >= value and lowest <= upper
-
-    result = either()
-    assert not tokens
-    return result
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_iceberg_skips_the_same_files_as_with_one_range_test_per_range(seed: int) -> None:
-    # Oracle: the flat OR of the ranges, which a file's bounds meet when they overlap any range.
-    rng = random.Random(seed)
-    for case in range(20):
-        if case % 2:  # as a batch gets them: at the widest gaps between its keys
-            ranges = ranges_of_sorted_keys(sorted(rng.sample(range(0, 5000), rng.randint(1, 300))))
-        else:  # any disjoint ones, down to gaps of one key
-            ranges, start = [], rng.randint(0, 100)
-            for _ in range(rng.randint(1, 40)):
-                ranges.append((start, start + rng.choice([0, 0, 1, 3, 20])))
-                start = ranges[-1][1] + rng.choice([2, 3, 5, 50, 400])
-        condition = key_ranges_condition("id", ranges)
-        for _ in range(30):
-            lowest = rng.randint(-50, ranges[-1][1] + 50)
-            highest = lowest + rng.choice([0, 0, 3, 40, 400])
-            overlaps = any(lowest <= high and highest >= low for low, high in ranges)
-            assert _file_might_match(condition, lowest, highest) == overlaps, (ranges, lowest, highest)
-
-
-def _top_level_terms(condition: str) -> list[str]:
-    """``condition``'s parts joined by OR outside any parentheses (its outer pair removed)."""
-    inner, depth, terms, start = condition[1:-1], 0, [], 0
-    for i, char in enumerate(inner):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and inner.startswith(" OR ", i):
-            terms.append(inner[start:i])
-            start = i + len(" OR ")
-    return [*terms, inner[start:]]
-
-
-def test_the_tree_nests_as_deep_as_the_ranges_halve() -> None:
-    # 32 ranges (the most a batch gets): two guarded halves at the top, each split again, so the
-    # depth of nesting grows with the halvings (5), not with the ranges.
-    ranges = [(10 * i, 10 * i + 3) for i in range(32)]
-    condition = key_ranges_condition("id", ranges)
-    lower, upper = _top_level_terms(condition)
-    assert lower.startswith("t.`id` < 160 AND (t.`id` < 80 AND (")
-    assert upper.startswith("t.`id` >= 160 AND (t.`id` < 240 AND (")
-    depth = deepest = 0
-    for char in condition:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        deepest = max(deepest, depth)
-    assert deepest == 5
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_key_ranges_condition_holds_exactly_the_keys_in_a_range(seed: int) -> None:
-    # Oracle: Python's own membership test; the SQL is evaluated by SQLite (the same comparison
-    # and boolean syntax), over every key in and around the ranges.
-    rng = random.Random(seed)
-    ranges = []
-    for _ in range(rng.randint(1, 40)):
-        low = rng.randint(-60, 400)
-        ranges.append((low, low + rng.choice([0, 0, 1, 2, 5, 17])))
-    keys = range(-70, 430)
-    with sqlite3.connect(":memory:") as connection:
-        connection.execute("CREATE TABLE t (id INTEGER)")
-        connection.executemany("INSERT INTO t VALUES (?)", [(key,) for key in keys])
-        found = {
-            row[0]
-            for row in connection.execute(f"SELECT id FROM t WHERE {key_ranges_condition('id', ranges)}")  # noqa: S608
-        }
-    assert found == {key for key in keys if any(low <= key <= high for low, high in ranges)}
 
 
 def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extracted() -> None:
@@ -488,23 +341,24 @@ def test_the_values_hash_is_xxhash64_of_exact_json_text_of_each_value() -> None:
 
 
 def hashed_classification(unhashed_rows: bool) -> str:
-    """The classification of a table storing the values hash, key range [5, 9]."""
+    """The classification of a table storing the values hash; its rows without a stored hash are
+    read from a view of their own (Iceberg planned it with the hash's null counts)."""
     return classify_changes_sql(
         TABLE,
         "icetide_changes",
         ["order_id"],
         ["order_id", "note"],
-        key_ranges=[(5, 9)],
         value_types={"note": "string"},
         unhashed_rows=unhashed_rows,
+        unhashed_table="`unhashed_orders`",
     )
 
 
-# Silver's rows with their stored hash, up to the WHERE clause.
+# Silver's rows with their stored hash, up to where the WHERE clause would be.
 STORED_HASH_READ = (
     "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
     "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-    "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r WHERE "
+    "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r"
 )
 
 
@@ -517,14 +371,14 @@ def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_s
     assert (
         (
             STORED_HASH_READ  # noqa: S608 (an expected text, not a query to run)
-            + "r.`_icetide_values_hash` IS NOT NULL AND (r.`order_id` BETWEEN 5 AND 9) "
+            + " WHERE r.`_icetide_values_hash` IS NOT NULL "
             "UNION ALL "
             "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
             "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)), "
             "map('ignoreNullFields', 'true'))) AS `_icetide_values_hash`, "
             "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-            "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r "
-            "WHERE r.`_icetide_values_hash` IS NULL AND (r.`order_id` BETWEEN 5 AND 9)) t\n"
+            "TRUE AS `_icetide_in_silver` FROM `unhashed_orders` r "
+            "WHERE r.`_icetide_values_hash` IS NULL) t\n"
         )
         in statement
     )
@@ -532,7 +386,7 @@ def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_s
 
 def test_a_table_whose_rows_all_store_a_hash_is_read_once_and_never_tested_for_null() -> None:
     statement = hashed_classification(unhashed_rows=False)
-    assert STORED_HASH_READ + "(r.`order_id` BETWEEN 5 AND 9)) t\n" in statement
+    assert STORED_HASH_READ + ") t\n" in statement
     assert "UNION" not in statement
     assert "`_icetide_values_hash` IS" not in statement
 

@@ -1,0 +1,170 @@
+"""A keyed table's rows in the data files a batch's key ranges can touch, planned by Iceberg on the
+driver and read by Spark with no filter in its plan.
+
+Why not a ``WHERE`` on the ranges: Spark keeps a filter it pushed to Iceberg in its plan and tests
+every row read against it (Iceberg does not promise to filter rows), and it compiles the filter's
+numbers into the stage's generated Java code. Each batch has other ranges, so each run of a
+process that runs several compiled the stage that reads silver anew and ran it slowly until the
+JVM had compiled it again: 0.6-0.9 s more per scattered run at 20M rows, side by side
+(docs/benchmarks/merge-cost.md, twelfth round). Here Iceberg plans the scan with the ranges (the
+same skipping of files by their key bounds), the planned tasks are staged under an id (Iceberg's
+``ScanTaskSetManager``, which its own rewrite procedures use the same way) and Spark reads exactly
+those (read option ``scan-task-set-id``): a plan without the ranges, the same code every run.
+No row filter is lost: the classification's semi join with the batch's keys drops every row
+outside the batch (icetide_glue.sql.rows_of_batch).
+
+What Iceberg planned is logged (data and delete files, bytes, files skipped): a staged read
+reports none of Iceberg's scan metrics to Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icetide_glue.iceberg_tables import iceberg_table, jvm
+
+logger = logging.getLogger(__name__)
+
+# Iceberg's read option naming staged tasks (SparkReadOptions.SCAN_TASK_SET_ID).
+SCAN_TASK_SET_ID = "scan-task-set-id"
+# Iceberg's metadata columns a removal by position needs: the row's data file and position in it.
+ROW_POSITION_COLUMNS = ("_file", "_pos")
+
+
+@dataclass(frozen=True)
+class PlannedScan:
+    """What Iceberg planned for one read (its scan report): logged as the log record's ``scan``."""
+
+    table: str
+    data_files: int
+    data_bytes: int
+    skipped_data_files: int
+    delete_files: int
+    delete_bytes: int
+
+
+@contextmanager
+def rows_in_key_ranges(
+    spark: SparkSession,
+    sql_name: str,
+    key: str,
+    key_ranges: Sequence[tuple[int, int]],
+    row_positions: bool = False,
+    with_nulls_in: str | None = None,
+) -> Iterator[DataFrame]:
+    """Every column of ``sql_name``'s rows (main's newest snapshot) in the data files whose bounds
+    of ``key`` meet one of ``key_ranges`` (closed ranges; none: every file) and, with
+    ``with_nulls_in``, whose null counts say that column may be null in them; with
+    ``row_positions`` also ``_file`` and ``_pos``. Files are chosen, not rows: a row outside the
+    ranges, or not null, may be read too. The frame is valid inside the ``with`` only: the staged
+    tasks are dropped on leaving it, so compute (checkpoint) what needs them inside.
+
+    Each planned task keeps the filters as its residual, which Iceberg's reader tests Parquet row
+    groups with, as in any scan of the table: a query of the frame must read ``key`` (and
+    ``with_nulls_in``), as every join on the key does.
+    """
+    table = iceberg_table(spark, sql_name, refreshed=True)
+    tasks, planned = _plan(spark, table, sql_name, key, key_ranges, with_nulls_in)
+    logger.info("planned read of %s", sql_name, extra={"scan": asdict(planned)})
+    positions = list(ROW_POSITION_COLUMNS) if row_positions else []
+    if tasks.isEmpty():
+        # Iceberg stages no empty task set: no file to read is no row (Spark reads nothing).
+        frame = spark.read.table(sql_name)
+        yield frame.select("*", *positions).where(F.lit(False))
+        return
+    manager = jvm(spark).org.apache.iceberg.spark.ScanTaskSetManager.get()
+    set_id = f"icetide-{uuid.uuid4()}"
+    manager.stageTasks(table, set_id, tasks)
+    try:
+        frame = spark.read.option(SCAN_TASK_SET_ID, set_id).table(sql_name)
+        yield frame.select("*", *positions)
+    finally:
+        manager.removeTasks(table, set_id)
+
+
+def _plan(
+    spark: SparkSession,
+    table: Any,
+    sql_name: str,
+    key: str,
+    key_ranges: Sequence[tuple[int, int]],
+    with_nulls_in: str | None,
+) -> tuple[Any, PlannedScan]:
+    """The file scan tasks of main's newest snapshot that the filters can touch (a Java list),
+    and Iceberg's report of that planning."""
+    api = jvm(spark).org.apache.iceberg
+    reporter = api.metrics.InMemoryMetricsReporter()
+    scan = table.newScan().caseSensitive(False).metricsReporter(reporter)
+    snapshot = table.currentSnapshot()
+    if snapshot is not None:
+        scan = scan.useSnapshot(snapshot.snapshotId())
+    if key_ranges:
+        scan = scan.filter(_ranges_expression(spark, table, key, key_ranges))
+    if with_nulls_in is not None:
+        scan = scan.filter(api.expressions.Expressions.isNull(_field(table, with_nulls_in).name()))
+    planned = scan.planFiles()
+    try:
+        tasks = api.relocated.com.google.common.collect.Lists.newArrayList(planned)
+    finally:
+        planned.close()
+    report = reporter.scanReport()
+    metrics = report.scanMetrics() if report is not None else None
+
+    def counted(name: str) -> int:
+        counter = getattr(metrics, name)() if metrics is not None else None
+        return int(counter.value()) if counter is not None else 0
+
+    return tasks, PlannedScan(
+        table=sql_name,
+        data_files=counted("resultDataFiles"),
+        data_bytes=counted("totalFileSizeInBytes"),
+        skipped_data_files=counted("skippedDataFiles"),
+        delete_files=counted("resultDeleteFiles"),
+        delete_bytes=counted("totalDeleteFileSizeInBytes"),
+    )
+
+
+def _ranges_expression(
+    spark: SparkSession, table: Any, key: str, key_ranges: Sequence[tuple[int, int]]
+) -> Any:
+    """Iceberg's expression ``low <= key <= high OR ...`` for ``key_ranges`` (whole numbers: a
+    decimal key gets decimal literals of scale 0, which Iceberg binds to it exactly)."""
+    expressions = jvm(spark).org.apache.iceberg.expressions.Expressions
+    field = _field(table, key)
+    name = field.name()
+    decimal = field.type().typeId().toString() == "DECIMAL"
+
+    def literal(value: int) -> Any:
+        return jvm(spark).java.math.BigDecimal(str(Decimal(value))) if decimal else value
+
+    # ``and``/``or`` are Python keywords: Expressions.and / .or by name.
+    both, either = getattr(expressions, "and"), getattr(expressions, "or")
+    combined = expressions.alwaysFalse()
+    for low, high in key_ranges:
+        in_range = (
+            expressions.equal(name, literal(low))
+            if low == high
+            else both(
+                expressions.greaterThanOrEqual(name, literal(low)),
+                expressions.lessThanOrEqual(name, literal(high)),
+            )
+        )
+        combined = either(combined, in_range)
+    return combined
+
+
+def _field(table: Any, name: str) -> Any:
+    """``table``'s column ``name`` (any case), as Iceberg knows it."""
+    field = table.schema().caseInsensitiveFindField(name)
+    if field is None:
+        raise ValueError(f"{name!r} is not a column of {table.name()}")
+    return field

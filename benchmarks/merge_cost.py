@@ -56,8 +56,10 @@ is printed, never an exit code.
 Per approach and round: wall time; bytes read (Spark's stage input bytes: bronze, exports, every
 read of the table, and re-reads of data a run cached, which Spark counts as input too); files and
 bytes Iceberg scanned (its scan metrics, which Spark keeps as custom SQL metrics of each BatchScan
-node, read from the SQL status store); bytes and files written (summed from the summaries of
-every snapshot the approach committed, icetide's tombstone table included). Times on a shared
+node, read from the SQL status store; for the reads icetide's job plans itself, which report none
+to Spark, the planning figures the job logs: icetide_glue.planned_scan); bytes and files written
+(summed from the summaries of every snapshot the approach committed, icetide's tombstone table
+included). Times on a shared
 2-core machine are noisy, so ratios use the minimum over rounds; bytes and files are not noisy.
 Five rounds by default (the issue's own measurement took five): at 20M rows the first pattern's
 times were still falling at its third round for icetide, the naive MERGE and the reload (run 12's

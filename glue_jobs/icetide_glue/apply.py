@@ -171,6 +171,7 @@ def classify_changes(
     broadcast_changes: bool = False,
     value_types: Mapping[str, str] | None = None,
     unhashed_rows: bool = True,
+    snapshot_id: int | None = None,
 ) -> ClassifiedChanges:
     """Label each change (one per key, aligned to silver) with what the run's commit will do to it.
 
@@ -183,6 +184,8 @@ def classify_changes(
     (``_icetide_values_hash``), which the classification compares with silver's and the commit
     stores with the row; ``unhashed_rows`` false says no row of silver lacks a stored hash
     (:func:`icetide_glue.silver.has_rows_without_values_hash`), so none is read for its values.
+    Silver is read as of ``snapshot_id`` (main's, which the run's commit builds on; None: its
+    newest).
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table
@@ -205,19 +208,27 @@ def classify_changes(
         unhashed_table=quote_identifier(UNHASHED_ROWS_VIEW),
     )
     # The key ranges go to Iceberg's planning, not into the statement (icetide_glue.planned_scan):
-    # (view, table, row positions, only files that may hold a null in this column).
-    views: list[tuple[str, SilverTable, bool, str | None]] = [(SILVER_ROWS_VIEW, table, True, None)]
+    # (view, table, row positions, only files that may hold a null in this column, snapshot).
+    views: list[tuple[str, SilverTable, bool, str | None, int | None]] = [
+        (SILVER_ROWS_VIEW, table, True, None, snapshot_id)
+    ]
     if value_types is not None and unhashed_rows:
-        views.append((UNHASHED_ROWS_VIEW, table, True, VALUES_HASH))
+        views.append((UNHASHED_ROWS_VIEW, table, True, VALUES_HASH, snapshot_id))
     if memory is not None:
-        views.append((MEMORY_ROWS_VIEW, memory, False, None))
+        views.append((MEMORY_ROWS_VIEW, memory, False, None, None))
     with ExitStack() as staged:
-        for view, read, positions, nulls in views:
-            planned = rows_in_key_ranges(
-                spark, read.sql_name, keys[0], key_ranges, row_positions=positions, with_nulls_in=nulls
-            )
-            staged.enter_context(planned).createOrReplaceTempView(view)
         try:
+            for view, read, positions, nulls, snapshot in views:
+                planned = rows_in_key_ranges(
+                    spark,
+                    read.sql_name,
+                    keys[0],
+                    key_ranges,
+                    row_positions=positions,
+                    with_nulls_in=nulls,
+                    snapshot_id=snapshot,
+                )
+                staged.enter_context(planned).createOrReplaceTempView(view)
             frame = spark.sql(statement).localCheckpoint(eager=True)
         finally:
             for view, *_ in views:

@@ -255,6 +255,7 @@ def _merge(
         broadcast_changes=broadcast,
         value_types=value_types,
         unhashed_rows=unhashed_rows,
+        snapshot_id=base_snapshot_id,
     )
     try:
         counts = classified.counts

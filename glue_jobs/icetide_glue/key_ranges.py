@@ -2,17 +2,17 @@
 
 Silver merge tables are written in key order (silver.py), so each data file holds a narrow band of
 keys and Iceberg keeps each file's lowest and highest key. A batch of recent changes (the newest
-keys, plus new ones) then lies in the last few files; a filter on those ranges lets Iceberg skip
-every other file in the classification's read of silver (the run's only read of its rows). A join
-condition alone never skips a file.
+keys, plus new ones) then lies in the last few files; Iceberg plans the classification's read of
+silver (the run's only read of its rows) with those ranges and skips every other file
+(icetide_glue.planned_scan). A join condition alone never skips a file.
 
 The ranges are exact, not estimated: they are cut from the batch's own distinct keys at the widest
-gaps between neighbours, so every key of the batch is inside one (the filter may never hide a
+gaps between neighbours, so every key of the batch is inside one (the ranges may never hide a
 match: a hidden match would become a second row for its key). A handful of old keys among many
 recent ones become ranges of their own instead of widening one range over the whole table.
 Only whole-number keys get ranges (the common auto-increment case, where recency means locality);
-for any other type, and for batches too large to sort cheaply on the driver's side, there is no
-filter and silver is read as before.
+for any other type, and for batches too large to sort cheaply on the driver's side, there are no
+ranges and every file of silver is read.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pyspark.sql import functions as F
 
 from icetide_glue.changes import column, is_whole_number_type
 
-# More ranges skip more files; every scanned row is tested against them, as a search tree (a few
-# comparisons per halving: icetide_glue.sql.key_ranges_condition), so a few dozen is cheap.
+# More ranges skip more files; Iceberg tests each file's (and row group's) key bounds against them
+# while it plans and reads, never each row (icetide_glue.planned_scan), so a few dozen is cheap.
 MAX_KEY_RANGES = 32
 # Past this many keys the batch is a large share of any table it can skip files in, and its
 # sorted keys (a list on the driver) would cost more than the skipped files save.

@@ -5,7 +5,7 @@ Why not a ``WHERE`` on the ranges: Spark keeps a filter it pushed to Iceberg in 
 every row read against it (Iceberg does not promise to filter rows), and it compiles the filter's
 numbers into the stage's generated Java code. Each batch has other ranges, so each run of a
 process that runs several compiled the stage that reads silver anew and ran it slowly until the
-JVM had compiled it again: 0.6-0.9 s more per scattered run at 20M rows, side by side
+JVM had compiled it again: 0.6-0.8 s more per read of a 1 % scattered batch at 20M rows, side by side
 (docs/benchmarks/merge-cost.md, twelfth round). Here Iceberg plans the scan with the ranges (the
 same skipping of files by their key bounds), the planned tasks are staged under an id (Iceberg's
 ``ScanTaskSetManager``, which its own rewrite procedures use the same way) and Spark reads exactly
@@ -60,8 +60,10 @@ def rows_in_key_ranges(
     key_ranges: Sequence[tuple[int, int]],
     row_positions: bool = False,
     with_nulls_in: str | None = None,
+    snapshot_id: int | None = None,
 ) -> Iterator[DataFrame]:
-    """Every column of ``sql_name``'s rows (main's newest snapshot) in the data files whose bounds
+    """Every column of ``sql_name``'s rows (in ``snapshot_id``, by default the table's newest
+    snapshot, the table refreshed first) in the data files whose bounds
     of ``key`` meet one of ``key_ranges`` (closed ranges; none: every file) and, with
     ``with_nulls_in``, whose null counts say that column may be null in them; with
     ``row_positions`` also ``_file`` and ``_pos``. Files are chosen, not rows: a row outside the
@@ -73,7 +75,7 @@ def rows_in_key_ranges(
     ``with_nulls_in``), as every join on the key does.
     """
     table = iceberg_table(spark, sql_name, refreshed=True)
-    tasks, planned = _plan(spark, table, sql_name, key, key_ranges, with_nulls_in)
+    tasks, planned = _plan(spark, table, sql_name, key, key_ranges, with_nulls_in, snapshot_id)
     logger.info("planned read of %s", sql_name, extra={"scan": asdict(planned)})
     positions = list(ROW_POSITION_COLUMNS) if row_positions else []
     if tasks.isEmpty():
@@ -98,15 +100,18 @@ def _plan(
     key: str,
     key_ranges: Sequence[tuple[int, int]],
     with_nulls_in: str | None,
+    snapshot_id: int | None,
 ) -> tuple[Any, PlannedScan]:
-    """The file scan tasks of main's newest snapshot that the filters can touch (a Java list),
-    and Iceberg's report of that planning."""
+    """The file scan tasks of ``snapshot_id`` (None: the newest, or none for a table without a
+    snapshot) that the filters can touch (a Java list), and Iceberg's report of that planning."""
     api = jvm(spark).org.apache.iceberg
     reporter = api.metrics.InMemoryMetricsReporter()
     scan = table.newScan().caseSensitive(False).metricsReporter(reporter)
-    snapshot = table.currentSnapshot()
-    if snapshot is not None:
-        scan = scan.useSnapshot(snapshot.snapshotId())
+    if snapshot_id is None:
+        current = table.currentSnapshot()
+        snapshot_id = None if current is None else int(current.snapshotId())
+    if snapshot_id is not None:
+        scan = scan.useSnapshot(snapshot_id)
     if key_ranges:
         scan = scan.filter(_ranges_expression(spark, table, key, key_ranges))
     if with_nulls_in is not None:

@@ -441,7 +441,8 @@ def rows_of_batch(
     ``condition`` (of ``r``) filters rows too.
 
     ``table`` is the table, or a view of its rows in the files the batch's keys can be in
-    (icetide_glue.planned_scan: the key ranges go to Iceberg's planning, never into this text);
+    (icetide_glue.planned_scan: the key ranges go to Iceberg's planning, never into this text;
+    such a view must be read with its key, and with the column of its null filter, as here);
     ``broadcast_changes`` adds a semi join with the batch's keys, broadcast into the scan, so the
     classification's join sees only matching rows instead of shuffling all of silver's. It drops
     only rows whose key is not in the batch, which the classification's left join would not match

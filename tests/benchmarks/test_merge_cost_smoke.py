@@ -4,6 +4,7 @@ results are written, and the comparison that guards them does fail when silver i
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -90,6 +91,30 @@ def test_a_silver_row_missing_fails_the_run(
         "bare vs naive": True,
     }
     assert "MISMATCH icetide vs naive" in capsys.readouterr().out
+
+
+def test_the_job_s_planned_reads_are_counted_and_the_planner_s_logger_left_as_found(
+    merge_cost: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without Spark: the scan figures icetide_glue.planned_scan logs (its staged reads report none
+    to Spark) are summed per figure; records without them count nothing; none reaches the root."""
+    planner = logging.getLogger("icetide_glue.planned_scan")
+    as_found = (planner.level, planner.propagate, list(planner.handlers))
+    first = {"table": "a", "data_files": 3, "data_bytes": 100, "skipped_data_files": 2}
+    second = {"table": "b", "data_files": 4, "data_bytes": 50, "skipped_data_files": 0}
+    with caplog.at_level(logging.INFO), merge_cost.PlannedScans().attached() as planned:
+        planner.info("planned", extra={"scan": {**first, "delete_files": 1, "delete_bytes": 10}})
+        planner.info("planned", extra={"scan": {**second, "delete_files": 0, "delete_bytes": 0}})
+        planner.info("a record without figures")
+    assert planned.figures == {
+        "scanned_data_files": 7,
+        "scanned_data_bytes": 150,
+        "skipped_data_files": 2,
+        "scanned_delete_files": 1,
+        "scanned_delete_bytes": 10,
+    }
+    assert (planner.level, planner.propagate, list(planner.handlers)) == as_found
+    assert not [record for record in caplog.records if record.name == planner.name]
 
 
 def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:

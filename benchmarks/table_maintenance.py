@@ -8,8 +8,8 @@ snapshots behind, and every full read pays for them. This benchmark, in ONE Spar
    on a DMS full-load folder), then applies ``--merges`` merges, each a DMS CDC folder of
    ``--batch-fraction`` of the table (70 % updates, 20 % inserts, 10 % deletes; updated and
    deleted keys drawn uniformly from all live keys, so every data file is touched), each its own
-   run id, one hour apart on the source's clock: two snapshots per merge (it updates and
-   inserts: a MERGE and an append, published together);
+   run id, one hour apart on the source's clock: one snapshot per merge (it updates and
+   inserts: a removal by position and an append, in one commit);
 2. writes two fresh tables, the layout a table has when nothing has been merged into it:
    - FRESH: the same final source rows through the same job (a first load of a DMS full load of
      the final source). Its icetide columns record one run at one time;

@@ -4,18 +4,21 @@ The classification reads silver once, where the batch's keys can be, and finds f
 a key silver holds the row it replaces (its data file and position). The commit
 (:func:`commit_changes`) removes those rows by position (icetide_glue.position_deletes) and appends
 the rows the changes leave (updates, inserts, soft deletes): no MERGE, so no second read of silver.
-A run with both commits them on a staging branch and publishes the branch in one fast-forward of
-main (icetide_glue.staging), so readers still see the run whole or not at all.
+A run with both commits them in one Iceberg commit (its appended rows written without a commit of
+their own, icetide_glue.unpublished_files), so readers see the run whole or not at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.readwriter import DataFrameWriterV2
 from pyspark.sql.types import ArrayType, MapType, StructType
 
 from icetide_glue.columns import (
@@ -37,7 +40,6 @@ from icetide_glue.sql import (
     MAIN_BRANCH,
     MEMORY_COLUMNS,
     ChangeAction,
-    branch_name,
     classify_changes_sql,
     compared_columns,
     expired_memory_condition,
@@ -46,7 +48,7 @@ from icetide_glue.sql import (
     quote_identifier,
     values_hash_sql,
 )
-from icetide_glue.staging import staged_commit
+from icetide_glue.unpublished_files import check_rows_written, write_unpublished_data_files
 
 CHANGES_VIEW = "icetide_changes"
 # The rows of silver and of its tombstone table a classification reads (planned by Iceberg).
@@ -328,11 +330,15 @@ def commit_changes(
     soft_delete: bool = False,
     base_snapshot_id: int | None = None,
 ) -> None:
-    """Commit the changes that change something, as ONE new state of main that carries
+    """Commit the changes that change something as ONE new state of main that carries
     ``snapshot_properties``: a removal of the silver rows they replace (by position, validated
     against ``base_snapshot_id``, main's snapshot read before the classification), an append of
-    the rows they leave, or both staged on a branch made at ``base_snapshot_id`` and published
-    together (icetide_glue.staging)."""
+    the rows they leave, or both in one Iceberg ``RowDelta``.
+
+    With both, the rows are written while the delete files are (a second thread: each write is
+    one task, and the machine has more than one core), without a commit of their own
+    (icetide_glue.unpublished_files); the removal's commit adds them once both writes are done.
+    A failure of either write commits nothing."""
     plan = classified.plan
     counts = classified.counts
     if (
@@ -356,16 +362,20 @@ def commit_changes(
         if not plan.to_write:
             remove_rows(spark, table, MAIN_BRANCH, removed, files, plan.to_remove, base, snapshot_properties)
             return
-        # The removal first: its validation (nothing added since the base) would meet the append.
-        staged_commit(
-            spark,
-            table,
-            base,
-            lambda branch: remove_rows(spark, table, branch, removed, files, plan.to_remove, base, {}),
-            lambda branch: append_changes(
-                branch_name(table.sql_name, branch), rows, snapshot_properties, row_count=plan.to_write
-            ),
-        )
+        # Leaving the block waits for the append's write, also when the removal failed first.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="icetide-append") as writing:
+            appended = writing.submit(write_appended_rows, spark, table.sql_name, rows, plan.to_write)
+            remove_rows(
+                spark,
+                table,
+                MAIN_BRANCH,
+                removed,
+                files,
+                plan.to_remove,
+                base,
+                snapshot_properties,
+                added_data_files=appended.result,
+            )
     elif plan.to_write:
         append_changes(table.sql_name, rows, snapshot_properties, row_count=plan.to_write)
 
@@ -396,10 +406,23 @@ def append_changes(
     """Append rows already aligned to silver's columns into ``target`` (a table's or a branch's
     SQL name), committed with ``snapshot_properties``. ``row_count``, when known, is how many
     there are: at most :data:`ONE_TASK_WRITE_ROWS` are written by one task."""
+    writer = _append_writer(target, aligned, row_count)
+    for key, value in snapshot_properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    writer.append()
+
+
+def write_appended_rows(spark: SparkSession, target: str, aligned: DataFrame, row_count: int) -> list[Any]:
+    """Write ``row_count`` rows aligned to silver's columns as :func:`append_changes` writes them,
+    without a commit; return the Iceberg ``DataFile`` objects, checked to hold exactly those rows."""
+    data_files = write_unpublished_data_files(spark, target, _append_writer(target, aligned, row_count))
+    check_rows_written(target, data_files, row_count)
+    return data_files
+
+
+def _append_writer(target: str, aligned: DataFrame, row_count: int | None) -> DataFrameWriterV2:
     one_task = row_count is not None and row_count <= ONE_TASK_WRITE_ROWS
     writer = (aligned.coalesce(1) if one_task else aligned).writeTo(target)
     if one_task:
         writer = writer.option(_DISTRIBUTION_MODE, "none")
-    for key, value in snapshot_properties.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    writer.append()
+    return writer

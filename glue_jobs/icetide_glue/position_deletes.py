@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,10 +121,13 @@ def remove_rows(
     positions: int,
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
+    added_data_files: Callable[[], Sequence[Any]] | None = None,
 ) -> None:
     """Commit the removal of ``removed``'s ``positions`` silver rows (their ``SILVER_FILE`` and
     ``SILVER_POS``, in ``data_files``: the classification finds both with its counts) to
-    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``.
+    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``; with
+    ``added_data_files`` (called once the delete files are written: it may wait for another write,
+    icetide_glue.unpublished_files) the same commit adds the data files it returns.
 
     The delete files written must hold exactly those positions plus the ones of the delete files
     they replace, or nothing is committed: a row left out would stay beside its key's new row.
@@ -134,9 +137,8 @@ def remove_rows(
     positions point into was removed since (a compaction), if a delete file it replaces was
     removed since (a compaction of delete files), or if another writer added a data or delete
     file since (the positions, and the run's labels, may be stale; a compaction's rewritten
-    delete files hold positions already deleted, and meet a run that only adds one). On the
-    staging branch, made at that snapshot, the removal must be the branch's first commit, or
-    these checks would meet the run's own files; the fast-forward then checks main.
+    delete files hold positions already deleted, and meet a run that only adds one). The checks
+    look at the snapshots committed since the base, never at this commit's own files.
     """
     if not data_files or not all(data_files):
         raise IcetideJobError(
@@ -166,6 +168,7 @@ def remove_rows(
         data_files,
         base_snapshot_id,
         snapshot_properties,
+        added_data_files() if added_data_files is not None else (),
     )
 
 
@@ -272,8 +275,10 @@ def _commit_row_delta(
     data_files: Sequence[str],
     base_snapshot_id: int,
     snapshot_properties: Mapping[str, str],
+    added_data_files: Sequence[Any] = (),
 ) -> None:
-    """One ``RowDelta``: the new delete files in, the ones they replace out.
+    """One ``RowDelta``: the new delete files in, the ones they replace out, ``added_data_files``
+    (Iceberg ``DataFile`` objects) in.
 
     ``validateDeletedFiles`` also fails it when a replaced delete file left since the run's
     snapshot (a compaction of delete files): the run built on a state of silver that is gone.
@@ -305,6 +310,8 @@ def _commit_row_delta(
     for old in replaced:
         builder = _delete_file_builder(api, partitions, old)
         delta = delta.removeDeletes(builder.withRecordCount(old.record_count).build())
+    for data_file in added_data_files:
+        delta = delta.addRows(data_file)
     for key, value in snapshot_properties.items():
         delta = delta.set(key, value)
     delta.commit()

@@ -132,22 +132,9 @@ def call_procedure_sql(catalog: str, procedure: str, arguments: Sequence[tuple[s
     return f"CALL {procedure_name(catalog, procedure)}({named})"
 
 
-# The branch a run stages its row removal and its append on when it needs both (icetide_glue.staging).
+# The branch earlier versions staged a run's removal and append on (icetide_glue.staging).
 STAGING_BRANCH = "icetide_staging"
 MAIN_BRANCH = "main"
-
-
-def branch_name(table: str, branch: str) -> str:
-    """The name that reads and writes ``branch`` of ``table`` (Iceberg's ``branch_<name>`` part)."""
-    return f"{table}.{quote_identifier('branch_' + branch)}"
-
-
-def replace_branch_sql(table: str, branch: str, snapshot_id: int) -> str:
-    """Point ``branch`` at snapshot ``snapshot_id`` of main, creating it or dropping what it held."""
-    return (
-        f"ALTER TABLE {table} CREATE OR REPLACE BRANCH {quote_identifier(branch)} "
-        f"AS OF VERSION {int(snapshot_id)}"
-    )
 
 
 def main_snapshot_sql(table: str) -> str:
@@ -157,20 +144,6 @@ def main_snapshot_sql(table: str) -> str:
 
 def drop_branch_sql(table: str, branch: str) -> str:
     return f"ALTER TABLE {table} DROP BRANCH IF EXISTS {quote_identifier(branch)}"
-
-
-def fast_forward_sql(catalog: str, database: str, table: str, branch: str) -> str:
-    """Move ``main`` to ``branch``'s head in one metadata commit. Iceberg refuses unless main's
-    head is an ancestor of it: a commit to main since the branch was made fails the call."""
-    return call_procedure_sql(
-        catalog,
-        "fast_forward",
-        [
-            ("table", table_argument(database, table)),
-            ("branch", string_literal(MAIN_BRANCH)),
-            ("to", string_literal(branch)),
-        ],
-    )
 
 
 def add_columns_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:

@@ -68,9 +68,9 @@ def test_the_merges_left_work_and_maintenance_did_it(tiny_run: tuple[int, dict[s
     before, after, fresh = (results["files"][name] for name in ("merged before", "merged after", "fresh"))
 
     assert len(results["merge_seconds"]) == MERGES
-    # The build, then two snapshots per merge: each updates and inserts, so it is a MERGE and an
-    # append (staged on a branch, published together); each added data files and delete files.
-    assert before["snapshots"] == 2 * MERGES + 1
+    # The build, then one snapshot per merge: each updates and inserts, so it removes rows by
+    # position and appends rows in one commit; each added data files and delete files.
+    assert before["snapshots"] == MERGES + 1
     assert before["data_files"] > fresh["data_files"] and before["delete_files"] > 0
     assert after["data_files"] < before["data_files"]
     assert after["snapshots"] <= 1 + results["maintenance_commits"]

@@ -191,12 +191,11 @@ def test_each_run_is_one_new_state_of_main(spark: SparkSession, cdc_runs: dict[s
     }
     first, second = cdc_runs["full_load"]["snapshotId"], cdc_runs["cdc"]["snapshotId"]
     # The first load into the empty table appends (in key order). The CDC run both updates or
-    # deletes rows silver holds and inserts new keys: a removal by position, then an append on top, both
-    # staged on a branch; main went from the first run's snapshot straight to the second's.
+    # deletes rows silver holds and inserts new keys: a removal by position and an append in one
+    # commit on top of the first run's; no other snapshot.
     assert snapshots[first][1:] == ("append", "cdc-1")
-    assert snapshots[second][1:] == ("append", "cdc-2")
-    staged_removal = snapshots[second][0]
-    assert snapshots[staged_removal] == (first, "delete", None)
+    assert snapshots[second] == (first, "overwrite", "cdc-2")
+    assert len(snapshots) == 2
     made_current = [
         row["snapshot_id"]
         for row in spark.table(f"{silver_table('cdc')}.history").orderBy("made_current_at").collect()

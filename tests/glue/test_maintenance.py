@@ -142,9 +142,9 @@ def test_maintenance_keeps_rows_and_cuts_files_and_snapshots(
     silver = report["silver"]
     assert silver["before"]["dataFiles"] == before.data_files
     assert silver["before"]["positionDeleteFiles"] == before.position_delete_files
-    # Run 1 made one snapshot (an append); runs 2, 3 and 4 update: a removal of the old rows and an
-    # append of the new ones, staged on a branch, both on main once it was fast-forwarded.
-    assert silver["before"]["snapshots"] == before.snapshots == 7
+    # Run 1 made one snapshot (an append); runs 2, 3 and 4 update: each one commit that removes the
+    # old rows and adds the new ones.
+    assert silver["before"]["snapshots"] == before.snapshots == 4
     assert (silver["after"]["dataFiles"], silver["after"]["snapshots"]) == (after.data_files, after.snapshots)
     assert after.data_files < before.data_files
     assert after.delete_files == 0
@@ -286,8 +286,8 @@ def test_a_run_rolled_back_before_its_snapshot_expired_loads_again(
     table = SilverTable(CATALOG, SILVER_DATABASE, "rolled")
     keep_all = MaintenancePolicy(snapshot_retention_hours=0, min_snapshots=50)
     assert maintain_table(spark, table, keep_all).silver.runs_recorded == 3
-    # Run 2 (an update) made two snapshots, a removal and an append: main's state after it is the
-    # append's, the one carrying its run id.
+    # Run 2 (an update) made one snapshot, the removal of its old row and the append of its new
+    # one, carrying its run id.
     run_2 = spark.sql(
         f"SELECT snapshot_id FROM {silver_table('rolled')}.snapshots "  # noqa: S608
         "WHERE summary['icetide.run-id'] = 'rolled-2'"

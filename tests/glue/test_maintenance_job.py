@@ -118,11 +118,14 @@ def test_glue_entrypoint_maintains_and_prints_the_report(
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == returned == json.loads(report_path.read_text())
     silver = returned["silver"]
-    # Runs 2 and 3 update: each a removal and an append (staged, published together).
-    assert (silver["before"]["snapshots"], silver["runsRecorded"]) == (5, 3)
-    # The three runs' five snapshots expired; the rewrite's commit came after the cutoff (now). It
-    # also dropped the runs' delete files, each scoped to a data file it rewrote: no second rewrite.
-    assert (silver["after"]["snapshots"], silver["snapshotsExpired"]) == (1, 5)
+    # Runs 2 and 3 update: each one commit that removes the old rows and adds the new ones.
+    assert (silver["before"]["snapshots"], silver["runsRecorded"]) == (3, 3)
+    # The three runs' three snapshots expired; maintenance's two commits came after the cutoff
+    # (now). The rewrite of the data files leaves the last run's delete file (its files take the
+    # sequence number the table had when it started, the last run's commit's, which that delete
+    # file carries too); the rewrite of delete files then drops it, as it names no live file.
+    assert (silver["after"]["snapshots"], silver["snapshotsExpired"]) == (2, 3)
+    assert silver["deleteFilesRewritten"] == 1
     assert silver["after"]["deleteFiles"] == 0
     assert returned["policy"]["minSnapshots"] == 1
 

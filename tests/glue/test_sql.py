@@ -17,19 +17,16 @@ from icetide_glue.maintenance_sql import (
 from icetide_glue.sql import (
     add_columns_sql,
     alter_column_type_sql,
-    branch_name,
     classify_changes_sql,
     create_namespace_sql,
     create_table_sql,
     drop_branch_sql,
-    fast_forward_sql,
     main_snapshot_sql,
     memory_merge_sql,
     order_guard,
     qualified_name,
     quote_identifier,
     reconcile_candidates_sql,
-    replace_branch_sql,
     set_properties_sql,
     string_literal,
     take_image,
@@ -244,23 +241,12 @@ def test_sort_order_statement() -> None:
         write_ordered_by_sql(TABLE, [])
 
 
-def test_staging_branch_statements_name_the_quoted_branch() -> None:
-    assert branch_name(TABLE, "icetide_staging") == (
-        "`glue_catalog`.`silver`.`orders`.`branch_icetide_staging`"
-    )
-    assert replace_branch_sql(TABLE, "st`age", 8_123_456_789) == (
-        "ALTER TABLE `glue_catalog`.`silver`.`orders` CREATE OR REPLACE BRANCH `st``age` "
-        "AS OF VERSION 8123456789"
-    )
+def test_branch_statements_name_the_quoted_branch() -> None:
     assert main_snapshot_sql(TABLE) == (
         "SELECT snapshot_id FROM `glue_catalog`.`silver`.`orders`.`refs` WHERE name = 'main'"
     )
-    assert drop_branch_sql(TABLE, "icetide_staging") == (
-        "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `icetide_staging`"
-    )
-    assert fast_forward_sql("glue_catalog", "sil.ver", "or'ders", "icetide_staging") == (
-        "CALL `glue_catalog`.`system`.`fast_forward`(table => '`sil.ver`.`or\\'ders`', "
-        "branch => 'main', to => 'icetide_staging')"
+    assert drop_branch_sql(TABLE, "st`age") == (
+        "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `st``age`"
     )
 
 

@@ -1,0 +1,435 @@
+"""A run that both removes silver rows and appends is published whole: ONE Iceberg commit.
+
+The rows the changes replace or delete are removed by position (found by the classification); the
+rows the changes leave are written, without a commit of their own, while the delete files are
+(icetide_glue.unpublished_files), and one ``RowDelta`` commits both. Readers of main must never see
+one without the other, a failure of either write must leave main as it was, and the rerun must
+land the run exactly once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import icetide_glue.apply as apply_module
+import icetide_glue.position_deletes as position_deletes_module
+from glue.conftest import LoadRun
+from glue.dms_files import write_dms_file
+from glue.silver_tables import silver_table
+from glue.sql_plans import plans_of
+from icetide_glue.errors import IcetideJobError
+from icetide_glue.maintenance import maintain_table
+from icetide_glue.silver import SilverTable
+from icetide_glue.sql import STAGING_BRANCH
+
+pytestmark = pytest.mark.spark
+
+BRONZE = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
+)
+FIRST = [("I", "2026-11-21 06:00:00", key, key * 10) for key in range(1, 7)]
+# Updates 1 and 2, deletes 3, inserts 7 and 8: both a removal (1, 2, 3) and an append (1, 2, 7, 8).
+SECOND = [
+    ("U", "2026-11-21 07:00:00", 1, 11),
+    ("U", "2026-11-21 07:00:00", 2, 21),
+    ("D", "2026-11-21 07:00:00", 3, 30),
+    ("I", "2026-11-21 07:00:00", 7, 70),
+    ("I", "2026-11-21 07:00:00", 8, 80),
+]
+AFTER_FIRST = {1: 10, 2: 20, 3: 30, 4: 40, 5: 50, 6: 60}
+AFTER_SECOND = {1: 11, 2: 21, 4: 40, 5: 50, 6: 60, 7: 70, 8: 80}
+# How long a test waits for the other write before it calls the writes not concurrent.
+WAIT_SECONDS = 120
+
+
+class InjectedFailure(RuntimeError):
+    pass
+
+
+def _rows(spark: SparkSession, table: str) -> dict[int, int]:
+    return {row["id"]: row["v"] for row in spark.table(silver_table(table)).select("id", "v").collect()}
+
+
+def _tombstones(spark: SparkSession, table: str) -> list[tuple[int, str, str]]:
+    """The tombstone entries as (key, op, change time as UTC text: PySpark hands timestamps back in
+    the machine's local time)."""
+    at_utc = F.date_format(
+        F.to_utc_timestamp("_icetide_change_ts", F.current_timezone()), "yyyy-MM-dd HH:mm:ss"
+    )
+    rows = (
+        spark.table(f"{silver_table(table)}__icetide_tombstones")
+        .select("id", "_icetide_op", at_utc)
+        .collect()
+    )
+    return sorted((row[0], row[1], row[2]) for row in rows)
+
+
+def _current_snapshot(spark: SparkSession, table: str) -> int:
+    row = spark.sql(f"SELECT snapshot_id FROM {silver_table(table)}.refs WHERE name = 'main'").first()  # noqa: S608
+    assert row is not None
+    return int(row[0])
+
+
+def _snapshots(spark: SparkSession, table: str) -> int:
+    return spark.table(f"{silver_table(table)}.snapshots").count()
+
+
+def _branches(spark: SparkSession, table: str) -> list[str]:
+    return sorted(row[0] for row in spark.table(f"{silver_table(table)}.refs").select("name").collect())
+
+
+def _two_batches(tmp_path: Path) -> tuple[Path, Path]:
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_dms_file(first, "LOAD00000001.parquet", BRONZE, FIRST)
+    write_dms_file(second, "20261121-070000000.parquet", BRONZE, SECOND)
+    return first, second
+
+
+def _three_batches(tmp_path: Path, third_rows: list[tuple[str, str, int, int]]) -> tuple[Path, Path, Path]:
+    """The two batches, then a third of ``third_rows`` (changes at 08:00)."""
+    third = tmp_path / "third"
+    write_dms_file(third, "20261121-080000000.parquet", BRONZE, third_rows)
+    return (*_two_batches(tmp_path), third)
+
+
+@pytest.fixture
+def append_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    """``append_hook(before, after=None)``: call ``before(target)`` ahead of every write of a run's
+    appended rows that commits with the removal, ``after(target)`` once it wrote them (a later call
+    replaces the earlier hook)."""
+    real = apply_module.write_appended_rows
+
+    def install(before: Callable[[str], None], after: Callable[[str], None] | None = None) -> None:
+        def write(spark: SparkSession, target: str, *args: Any, **kwargs: Any) -> Any:
+            before(target)
+            written = real(spark, target, *args, **kwargs)
+            if after is not None:
+                after(target)
+            return written
+
+        monkeypatch.setattr(apply_module, "write_appended_rows", write)
+
+    yield install
+
+
+@pytest.fixture
+def delete_write_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[], None]], None]]:
+    """``delete_write_hook(before)``: call ``before()`` ahead of every write of position delete files."""
+    real = position_deletes_module._write_delete_files
+
+    def install(before: Callable[[], None]) -> None:
+        def write(*args: Any, **kwargs: Any) -> Any:
+            before()
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(position_deletes_module, "_write_delete_files", write)
+
+    yield install
+
+
+def _load_first(spark: SparkSession, load_run: LoadRun, tmp_path: Path, table: str) -> tuple[int, int, Path]:
+    """Load the first batch into ``table``; main's snapshot and the snapshot count after it, and
+    the second batch."""
+    first, second = _two_batches(tmp_path)
+    load_run(table, f"{table}-1", first)
+    return _current_snapshot(spark, table), _snapshots(spark, table), second
+
+
+def _assert_untouched(spark: SparkSession, table: str, before: int, snapshots: int) -> None:
+    """Main still at ``before``, no snapshot added anywhere, no branch."""
+    assert _current_snapshot(spark, table) == before
+    assert _snapshots(spark, table) == snapshots
+    assert _rows(spark, table) == AFTER_FIRST
+    assert _branches(spark, table) == ["main"]
+
+
+def _rerun_lands_once(spark: SparkSession, load_run: LoadRun, table: str, second: Path) -> None:
+    manifest = load_run(table, f"{table}-2", second)
+    assert not manifest.get("alreadyCommitted")
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
+    assert _rows(spark, table) == AFTER_SECOND
+    again = load_run(table, f"{table}-2", second)
+    assert again["alreadyCommitted"] is True and again["snapshotId"] == manifest["snapshotId"]
+
+
+def test_removal_and_append_reach_main_in_one_commit_with_the_run_id_on_it(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+) -> None:
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_ok")
+    manifest = load_run("one_commit_ok", "one_commit_ok-2", second)
+
+    assert _rows(spark, "one_commit_ok") == AFTER_SECOND
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
+    head = _current_snapshot(spark, "one_commit_ok")
+    assert manifest["snapshotId"] == head
+    # One new snapshot, the child of the first run's: no state of main, and no snapshot anywhere,
+    # ever held the removal without the append.
+    assert _snapshots(spark, "one_commit_ok") == snapshots + 1
+    history = [
+        row["snapshot_id"]
+        for row in spark.table(f"{silver_table('one_commit_ok')}.history")
+        .orderBy("made_current_at")
+        .collect()
+    ]
+    assert history[-2:] == [before, head]
+    summary = (
+        spark.table(f"{silver_table('one_commit_ok')}.snapshots")
+        .where(F.col("snapshot_id") == head)
+        .select("parent_id", "operation", "summary")
+        .first()
+    )
+    assert summary is not None
+    assert (summary["parent_id"], summary["operation"]) == (before, "overwrite")
+    figures = summary["summary"]
+    assert figures["icetide.run-id"] == "one_commit_ok-2"
+    # The rows of 1, 2, 7 and 8 added; the positions of 1, 2 and 3 deleted.
+    assert (figures["added-records"], figures["added-position-deletes"]) == ("4", "3")
+    assert _branches(spark, "one_commit_ok") == ["main"]
+
+
+def test_the_appended_rows_are_written_while_the_delete_files_are(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[..., None],
+    delete_write_hook: Callable[[Callable[[], None]], None],
+) -> None:
+    """Each write waits at a barrier for the other to start: written one after the other, the
+    first would wait in vain and the run fail."""
+    _, _, second = _load_first(spark, load_run, tmp_path, "one_commit_overlap")
+    both_started = threading.Barrier(2, timeout=WAIT_SECONDS)
+    threads: dict[str, str] = {}
+
+    def append_starts(_: str) -> None:
+        threads["append"] = threading.current_thread().name
+        both_started.wait()
+
+    def delete_write_starts() -> None:
+        threads["deletes"] = threading.current_thread().name
+        both_started.wait()
+
+    append_hook(append_starts)
+    delete_write_hook(delete_write_starts)
+    load_run("one_commit_overlap", "one_commit_overlap-2", second)
+    assert threads["append"] != threads["deletes"]
+    assert _rows(spark, "one_commit_overlap") == AFTER_SECOND
+
+
+def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, append_hook: Callable[..., None]
+) -> None:
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_append_fails")
+
+    def fail(target: str) -> None:
+        raise InjectedFailure(f"append into {target} failed")
+
+    append_hook(fail)
+    with pytest.raises(InjectedFailure, match="append into"):
+        load_run("one_commit_append_fails", "one_commit_append_fails-2", second)
+    _assert_untouched(spark, "one_commit_append_fails", before, snapshots)
+    # The run remembered the delete of 3 before its commit; the rerun finds that entry.
+    append_hook(lambda target: None)
+    _rerun_lands_once(spark, load_run, "one_commit_append_fails", second)
+    tombstones = spark.table(f"{silver_table('one_commit_append_fails')}__icetide_tombstones").collect()
+    assert [(row["id"], row["_icetide_op"]) for row in tombstones] == [(3, "D")]
+
+
+def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[..., None],
+    delete_write_hook: Callable[[Callable[[], None]], None],
+) -> None:
+    """The run fails only once the append's write is over: no write of it runs on afterwards."""
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_deletes_fail")
+    append_started = threading.Event()
+    append_done = threading.Event()
+
+    def fail() -> None:
+        append_started.wait(WAIT_SECONDS)
+        raise InjectedFailure("the delete files were not written")
+
+    append_hook(lambda target: append_started.set(), lambda target: append_done.set())
+    delete_write_hook(fail)
+    with pytest.raises(InjectedFailure):
+        load_run("one_commit_deletes_fail", "one_commit_deletes_fail-2", second)
+    assert append_started.is_set() and append_done.is_set()
+    _assert_untouched(spark, "one_commit_deletes_fail", before, snapshots)
+    delete_write_hook(lambda: None)
+    _rerun_lands_once(spark, load_run, "one_commit_deletes_fail", second)
+
+
+def test_appended_rows_the_files_do_not_hold_commit_nothing(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files written must hold exactly the rows the labels leave (counted from their metrics)."""
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_lost_row")
+    real = apply_module.rows_to_write
+    monkeypatch.setattr(apply_module, "rows_to_write", lambda *args: real(*args).where(F.col("id") != 7))
+    with pytest.raises(IcetideJobError, match=r"hold 3 row\(s\), not the 4"):
+        load_run("one_commit_lost_row", "one_commit_lost_row-2", second)
+    _assert_untouched(spark, "one_commit_lost_row", before, snapshots)
+    monkeypatch.undo()
+    _rerun_lands_once(spark, load_run, "one_commit_lost_row", second)
+
+
+@pytest.mark.parametrize("when", ["before the writes", "while the run writes"])
+def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_builds_on_it(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    append_hook: Callable[..., None],
+    when: str,
+) -> None:
+    name = "one_commit_race_" + when.split()[0]
+    first, second = _two_batches(tmp_path)
+    load_run(name, "race-1", first)
+
+    def someone_else_commits(*_: Any) -> None:
+        spark.sql(f"DELETE FROM {silver_table(name)} WHERE id = 6")  # noqa: S608
+
+    if when == "while the run writes":
+        append_hook(someone_else_commits)
+    else:
+        real = apply_module.remove_rows
+
+        def commit_first(*args: Any, **kwargs: Any) -> None:
+            someone_else_commits()
+            real(*args, **kwargs)
+
+        monkeypatch.setattr(apply_module, "remove_rows", commit_first)
+    with pytest.raises(Exception, match=r"(?i)conflicting"):
+        load_run(name, "race-2", second)
+    # The other commit stays; the run's labels were made before it, so none of the run landed.
+    assert _rows(spark, name) == {key: value for key, value in AFTER_FIRST.items() if key != 6}
+
+    monkeypatch.undo()
+    manifest = load_run(name, "race-2", second)
+    assert not manifest.get("alreadyCommitted")
+    assert _rows(spark, name) == {key: value for key, value in AFTER_SECOND.items() if key != 6}
+    assert _branches(spark, name) == ["main"]
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["not landed", "landed"])
+def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_landed(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, landed: bool
+) -> None:
+    name = "one_commit_lost_" + ("landed" if landed else "not")
+    before, _, second = _load_first(spark, load_run, tmp_path, name)
+    real = position_deletes_module._commit_row_delta
+
+    def commit_fails(*args: Any, **kwargs: Any) -> None:
+        if landed:  # the commit went through, then the call failed (a lost response)
+            real(*args, **kwargs)
+        raise InjectedFailure("the commit's answer was lost")
+
+    monkeypatch.setattr(position_deletes_module, "_commit_row_delta", commit_fails)
+    with pytest.raises(InjectedFailure):
+        load_run(name, f"{name}-2", second)
+    assert _rows(spark, name) == (AFTER_SECOND if landed else AFTER_FIRST)
+    assert (_current_snapshot(spark, name) == before) is not landed
+
+    monkeypatch.undo()
+    manifest = load_run(name, f"{name}-2", second)
+    assert bool(manifest.get("alreadyCommitted")) is landed
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
+    assert manifest["snapshotId"] == _current_snapshot(spark, name)
+    assert _rows(spark, name) == AFTER_SECOND
+
+
+def test_a_staging_branch_an_earlier_version_left_stays_out_of_runs_and_maintenance_drops_it(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+) -> None:
+    """Versions before one commit per run staged a run on ``icetide_staging``; a failed run left it."""
+    first, second = _two_batches(tmp_path)
+    load_run("one_commit_old_branch", "old-1", first)
+    spark.sql(f"ALTER TABLE {silver_table('one_commit_old_branch')} CREATE BRANCH {STAGING_BRANCH}")
+    branch_head = _current_snapshot(spark, "one_commit_old_branch")
+    load_run("one_commit_old_branch", "old-2", second)
+    assert _rows(spark, "one_commit_old_branch") == AFTER_SECOND
+    refs = {
+        row["name"]: row["snapshot_id"]
+        for row in spark.table(f"{silver_table('one_commit_old_branch')}.refs").collect()
+    }
+    assert refs[STAGING_BRANCH] == branch_head and refs["main"] != branch_head
+    maintain_table(spark, SilverTable("local", "silver", "one_commit_old_branch"))
+    assert _branches(spark, "one_commit_old_branch") == ["main"]
+    assert _rows(spark, "one_commit_old_branch") == AFTER_SECOND
+
+
+def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position_deletes(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+) -> None:
+    """The classification is the only read of silver's rows: the commit removes the rows it found
+    by position, one new delete file per data file touched (Iceberg applies it to that file alone).
+    A MERGE would scan silver a second time (a ``WriteDelta`` plan over silver's scan)."""
+    first, second = _two_batches(tmp_path)
+    load_run("one_commit_reads", "reads-1", first)
+    _, plans = plans_of(spark, lambda: load_run("one_commit_reads", "reads-2", second))
+    silver_scan = f"BatchScan {silver_table('one_commit_reads')} ("  # not its metadata tables
+    reads = [plan for plan in plans if silver_scan in plan]
+    assert len(reads) == 1, [line for plan in plans for line in plan.splitlines() if "BatchScan" in line]
+    assert "_file" in reads[0] and "_pos" in reads[0]
+    assert not [plan for plan in plans if "WriteDelta" in plan or "ReplaceData" in plan]
+    deletes = (
+        spark.table(f"{silver_table('one_commit_reads')}.delete_files")
+        .select("content", "record_count", "referenced_data_file")
+        .collect()
+    )
+    data_files = {
+        row[0]
+        for row in spark.sql(f"SELECT file_path FROM {silver_table('one_commit_reads')}.data_files").collect()  # noqa: S608
+    }
+    assert [(row[0], row[1]) for row in deletes] == [(1, 3)]  # position deletes of 1, 2 and 3
+    assert deletes[0][2] in data_files
+    assert _rows(spark, "one_commit_reads") == AFTER_SECOND
+
+
+def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that both moves an existing tombstone entry (a MERGE) and adds new ones (an append)
+    fails in between: silver is untouched, and the rerun leaves exactly one entry per key."""
+    first, second, third = _three_batches(
+        tmp_path,
+        [
+            ("D", "2026-11-21 08:00:00", 3, 30),  # deleted again: its entry moves forward
+            ("D", "2026-11-21 08:00:00", 4, 40),  # a new entry
+            ("U", "2026-11-21 08:00:00", 1, 12),
+        ],
+    )
+    load_run("one_commit_memory", "memory-1", first)
+    load_run("one_commit_memory", "memory-2", second)  # remembers the delete of 3
+    real = apply_module.memory_merge_sql
+
+    def merge_then_fail(*args: Any) -> str:
+        spark.sql(real(*args))
+        raise InjectedFailure("the tombstone append never ran")
+
+    monkeypatch.setattr(apply_module, "memory_merge_sql", merge_then_fail)
+    with pytest.raises(InjectedFailure):
+        load_run("one_commit_memory", "memory-3", third)
+    assert _rows(spark, "one_commit_memory") == AFTER_SECOND
+    # The MERGE moved 3's entry forward; the new entry of 4 never arrived.
+    assert _tombstones(spark, "one_commit_memory") == [(3, "D", "2026-11-21 08:00:00")]
+
+    monkeypatch.undo()
+    manifest = load_run("one_commit_memory", "memory-3", third)
+    counts = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
+    # Unchanged: the delete of 3, a key silver no longer holds (still remembered).
+    assert tuple(manifest[name] for name in counts) == (0, 1, 1, 1)
+    assert _rows(spark, "one_commit_memory") == {1: 12, 2: 21, 5: 50, 6: 60, 7: 70, 8: 80}
+    assert _tombstones(spark, "one_commit_memory") == [
+        (3, "D", "2026-11-21 08:00:00"),
+        (4, "D", "2026-11-21 08:00:00"),
+    ]

@@ -10,7 +10,7 @@ their own, icetide_glue.unpublished_files), so readers see the run whole or not 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -329,16 +329,19 @@ def commit_changes(
     snapshot_properties: Mapping[str, str],
     soft_delete: bool = False,
     base_snapshot_id: int | None = None,
+    before_commit: Callable[[], object] | None = None,
 ) -> None:
     """Commit the changes that change something as ONE new state of main that carries
     ``snapshot_properties``: a removal of the silver rows they replace (by position, validated
     against ``base_snapshot_id``, main's snapshot read before the classification), an append of
-    the rows they leave, or both in one Iceberg ``RowDelta``.
+    the rows they leave, or both in one Iceberg ``RowDelta``. ``before_commit`` is work that must
+    be done before that commit (the job's: the tombstones' write), and never after a failure.
 
-    With both, the rows are written while the delete files are (a second thread: each write is
-    one task, and the machine has more than one core), without a commit of their own
-    (icetide_glue.unpublished_files); the removal's commit adds them once both writes are done.
-    A failure of either write commits nothing."""
+    A removal's delete files are written on the run's thread; beside them, on a second thread
+    (each write is one task, and the machine has more than one core), the rows the changes leave
+    are written without a commit of their own (icetide_glue.unpublished_files), then
+    ``before_commit`` runs. The removal's commit adds those rows' files once both sides are done.
+    A failure on either side commits nothing."""
     plan = classified.plan
     counts = classified.counts
     if (
@@ -351,33 +354,46 @@ def commit_changes(
             f"remove and {plan.to_write} to write"
         )
     rows = rows_to_write(classified, columns, soft_delete)
-    removed = classified.to_remove()
-    files = classified.removed_data_files
     if plan.to_remove:
         if base_snapshot_id is None:
             raise IcetideJobError(
                 f"{table}: rows appeared in a table that had no snapshot when the run read it"
             )
-        base = base_snapshot_id
-        if not plan.to_write:
-            remove_rows(spark, table, MAIN_BRANCH, removed, files, plan.to_remove, base, snapshot_properties)
-            return
-        # Leaving the block waits for the append's write, also when the removal failed first.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="icetide-append") as writing:
-            appended = writing.submit(write_appended_rows, spark, table.sql_name, rows, plan.to_write)
+        # Leaving the block waits for the second thread, also when the removal failed first.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="icetide-beside") as beside:
+            added = beside.submit(
+                _beside_the_removal, spark, table.sql_name, rows, plan.to_write, before_commit
+            )
             remove_rows(
                 spark,
                 table,
                 MAIN_BRANCH,
-                removed,
-                files,
+                classified.to_remove(),
+                classified.removed_data_files,
                 plan.to_remove,
-                base,
+                base_snapshot_id,
                 snapshot_properties,
-                added_data_files=appended.result,
+                added_data_files=added.result,
             )
     elif plan.to_write:
+        if before_commit is not None:
+            before_commit()
         append_changes(table.sql_name, rows, snapshot_properties, row_count=plan.to_write)
+
+
+def _beside_the_removal(
+    spark: SparkSession,
+    target: str,
+    rows: DataFrame,
+    row_count: int,
+    before_commit: Callable[[], object] | None,
+) -> list[Any]:
+    """What a removal's commit waits for, on the second thread: the files of the ``row_count``
+    rows it adds (none without rows), then ``before_commit``."""
+    data_files = write_appended_rows(spark, target, rows, row_count) if row_count else []
+    if before_commit is not None:
+        before_commit()
+    return data_files
 
 
 def rows_to_write(classified: ClassifiedChanges, columns: Sequence[str], soft_delete: bool) -> DataFrame:

@@ -12,10 +12,11 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    keys) and the whole schema change before any DDL;
 4. create or evolve the table; turn the keys a reconcile removes into deletes of the batch;
    remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
-   before silver: harmless if the silver commit fails); then ONE new state of main that carries
+   committed before silver's commit, written while silver's files are: harmless if the silver
+   commit fails); then ONE new state of main that carries
    the run id and the run's statistics in its snapshot summary (a removal by position of the silver
-   rows the changes replace or delete, an append of the rows they leave, or both staged on a branch
-   and published by one fast-forward: icetide_glue.apply; for key-less tables an append without the
+   rows the changes replace or delete, an append of the rows they leave, or both in one Iceberg
+   commit: icetide_glue.apply; for key-less tables an append without the
    rows silver already holds); then, if the run remembered something, forget tombstones
    older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.
@@ -267,13 +268,30 @@ def _merge(
             rows_unchanged=counts.unchanged,
         )
         newest = classified.newest_change_micros
-        # Before silver: a rerun of a committed run writes nothing, so the tombstones must be there.
-        remembered = remember_changes(spark, tombstones, classified, keys)
+        remembered = False
+
+        def remember() -> None:
+            nonlocal remembered
+            remembered = remember_changes(spark, tombstones, classified, keys)
+
         if counts.changing > 0:
             properties = _snapshot_properties(manifest)
-            commit_changes(spark, table, classified, silver.fieldNames(), properties, soft, base_snapshot_id)
+            # The tombstones land before silver's commit (a rerun of a committed run writes
+            # nothing, so they must be there), written beside silver's files.
+            commit_changes(
+                spark,
+                table,
+                classified,
+                silver.fieldNames(),
+                properties,
+                soft,
+                base_snapshot_id,
+                before_commit=remember,
+            )
             manifest = replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
-        # else nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
+        else:
+            # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
+            remember()
     finally:
         classified.release()
     if remembered and newest is not None:

@@ -137,11 +137,6 @@ STAGING_BRANCH = "icetide_staging"
 MAIN_BRANCH = "main"
 
 
-def main_snapshot_sql(table: str) -> str:
-    """Main's current snapshot id (no row: the table has no snapshot yet). Metadata only."""
-    return f"SELECT snapshot_id FROM {table}.{quote_identifier('refs')} WHERE name = '{MAIN_BRANCH}'"  # noqa: S608
-
-
 def drop_branch_sql(table: str, branch: str) -> str:
     return f"ALTER TABLE {table} DROP BRANCH IF EXISTS {quote_identifier(branch)}"
 

@@ -1,6 +1,7 @@
 """Finding a run's commit (icetide_glue.silver.find_committed_run): the newest of main's ancestors
-whose summary names the run, found by a walk up the table's metadata. The expected snapshot ids
-come from Iceberg's own metadata tables, queried here with SQL."""
+whose summary names the run, found by a walk up the table's metadata; and main's head
+(icetide_glue.silver.main_snapshot_id). The expected snapshot ids come from Iceberg's own metadata
+tables, queried here with SQL."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pyspark.sql import functions as F
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table, tagged_snapshots
-from icetide_glue.silver import SilverTable, find_committed_run
+from icetide_glue.silver import SilverTable, find_committed_run, main_snapshot_id
 from icetide_local.spark import hadoop_catalog_conf
 
 pytestmark = pytest.mark.spark
@@ -65,6 +66,7 @@ def test_every_committed_run_is_found_with_its_snapshot_and_statistics(
         assert (committed.snapshot_id, committed.run_stats) == (snapshot_id, stats)
         assert stats["rowsRead"] == manifest["rowsRead"] == len(RUNS[number - 1])
     assert find_committed_run(spark, table, "lookup_found-4") is None
+    assert main_snapshot_id(spark, table) == _main_head(spark, "lookup_found") == manifests[-1]["snapshotId"]
     # A run id is compared, never parsed: a hostile one is simply not found.
     assert find_committed_run(spark, table, "lookup_found-1' OR '1'='1") is None
 
@@ -121,3 +123,10 @@ def _another_writer_commits_after_the_run(spark: SparkSession, load_run: LoadRun
     elsewhere = find_committed_run(spark, table, "elsewhere")
     assert elsewhere is not None and elsewhere.snapshot_id != run_3
     assert elsewhere.run_stats == {}
+    # Main's head as the other writer left it, not as this session's catalog last saw it.
+    assert main_snapshot_id(spark, table) == elsewhere.snapshot_id == _main_head(spark, "lookup_shared")
+
+
+def test_a_table_without_a_snapshot_has_no_main_head(spark: SparkSession) -> None:
+    spark.sql(f"CREATE TABLE {silver_table('lookup_empty')} (id bigint) USING iceberg")
+    assert main_snapshot_id(spark, SilverTable(CATALOG, SILVER_DATABASE, "lookup_empty")) is None

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import icetide_glue.apply as apply_module
+import icetide_glue.job as job_module
 import icetide_glue.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
@@ -195,32 +196,45 @@ def test_removal_and_append_reach_main_in_one_commit_with_the_run_id_on_it(
     assert _branches(spark, "one_commit_ok") == ["main"]
 
 
-def test_the_appended_rows_are_written_while_the_delete_files_are(
+def test_the_appended_rows_and_the_tombstones_are_written_while_the_delete_files_are(
     spark: SparkSession,
     load_run: LoadRun,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     append_hook: Callable[..., None],
     delete_write_hook: Callable[[Callable[[], None]], None],
 ) -> None:
     """Each write waits at a barrier for the other to start: written one after the other, the
-    first would wait in vain and the run fail."""
+    first would wait in vain and the run fail. The tombstones follow the append on its thread."""
     _, _, second = _load_first(spark, load_run, tmp_path, "one_commit_overlap")
     both_started = threading.Barrier(2, timeout=WAIT_SECONDS)
-    threads: dict[str, str] = {}
+    events: list[tuple[str, str]] = []
 
     def append_starts(_: str) -> None:
-        threads["append"] = threading.current_thread().name
+        events.append(("append", threading.current_thread().name))
         both_started.wait()
 
     def delete_write_starts() -> None:
-        threads["deletes"] = threading.current_thread().name
+        events.append(("deletes", threading.current_thread().name))
         both_started.wait()
 
-    append_hook(append_starts)
+    real_remember = job_module.remember_changes
+
+    def remember(*args: Any) -> bool:
+        events.append(("tombstones", threading.current_thread().name))
+        return real_remember(*args)
+
+    append_hook(append_starts, lambda _: events.append(("append written", threading.current_thread().name)))
     delete_write_hook(delete_write_starts)
+    monkeypatch.setattr(job_module, "remember_changes", remember)
     load_run("one_commit_overlap", "one_commit_overlap-2", second)
-    assert threads["append"] != threads["deletes"]
+    threads = dict(events)
+    assert threads["append"] != threads["deletes"] == threading.current_thread().name
+    assert threads["tombstones"] == threads["append"]
+    beside = [what for what, thread in events if thread == threads["append"]]
+    assert beside == ["append", "append written", "tombstones"]
     assert _rows(spark, "one_commit_overlap") == AFTER_SECOND
+    assert _tombstones(spark, "one_commit_overlap") == [(3, "D", "2026-11-21 07:00:00")]
 
 
 def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
@@ -235,11 +249,11 @@ def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
     with pytest.raises(InjectedFailure, match="append into"):
         load_run("one_commit_append_fails", "one_commit_append_fails-2", second)
     _assert_untouched(spark, "one_commit_append_fails", before, snapshots)
-    # The run remembered the delete of 3 before its commit; the rerun finds that entry.
+    # The tombstones follow the append on its thread: the failed run remembered nothing.
+    assert _tombstones(spark, "one_commit_append_fails") == []
     append_hook(lambda target: None)
     _rerun_lands_once(spark, load_run, "one_commit_append_fails", second)
-    tombstones = spark.table(f"{silver_table('one_commit_append_fails')}__icetide_tombstones").collect()
-    assert [(row["id"], row["_icetide_op"]) for row in tombstones] == [(3, "D")]
+    assert _tombstones(spark, "one_commit_append_fails") == [(3, "D", "2026-11-21 07:00:00")]
 
 
 def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(

@@ -21,7 +21,6 @@ from icetide_glue.sql import (
     create_namespace_sql,
     create_table_sql,
     drop_branch_sql,
-    main_snapshot_sql,
     memory_merge_sql,
     order_guard,
     qualified_name,
@@ -242,9 +241,6 @@ def test_sort_order_statement() -> None:
 
 
 def test_branch_statements_name_the_quoted_branch() -> None:
-    assert main_snapshot_sql(TABLE) == (
-        "SELECT snapshot_id FROM `glue_catalog`.`silver`.`orders`.`refs` WHERE name = 'main'"
-    )
     assert drop_branch_sql(TABLE, "st`age") == (
         "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `st``age`"
     )

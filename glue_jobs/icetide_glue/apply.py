@@ -10,12 +10,14 @@ their own, icetide_glue.unpublished_files), so readers see the run whole or not 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriterV2
@@ -32,12 +34,11 @@ from icetide_glue.columns import (
     VALUES_HASH,
     silver_value_column,
 )
-from icetide_glue.errors import IcetideJobError
+from icetide_glue.errors import IcetideJobError, one_line
 from icetide_glue.planned_scan import rows_in_key_ranges
-from icetide_glue.position_deletes import remove_rows
+from icetide_glue.position_deletes import remove_rows, require_position_deletes
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
-    MAIN_BRANCH,
     MEMORY_COLUMNS,
     ChangeAction,
     classify_changes_sql,
@@ -49,6 +50,8 @@ from icetide_glue.sql import (
     values_hash_sql,
 )
 from icetide_glue.unpublished_files import check_rows_written, write_unpublished_data_files
+
+logger = logging.getLogger(__name__)
 
 CHANGES_VIEW = "icetide_changes"
 # The rows of silver and of its tombstone table a classification reads (planned by Iceberg).
@@ -191,8 +194,8 @@ def classify_changes(
 
     The result is checkpointed (computed once, its lineage cut), not merely cached: a cache is
     dropped and recomputed when a table it read changes, and the run writes the tombstone table
-    (and, staged, removes silver rows) before the commit reads these labels, which would repeat
-    the classification's read of silver with other results.
+    while its commit's writes still read these labels, which would repeat the classification's
+    reads with other results.
     """
     if value_types is not None:
         latest = with_values_hash(latest, value_types)
@@ -335,13 +338,17 @@ def commit_changes(
     ``snapshot_properties``: a removal of the silver rows they replace (by position, validated
     against ``base_snapshot_id``, main's snapshot read before the classification), an append of
     the rows they leave, or both in one Iceberg ``RowDelta``. ``before_commit`` is work that must
-    be done before that commit (the job's: the tombstones' write), and never after a failure.
+    be done before that commit, and whose failure must stop it (the job's: the tombstones' write).
 
     A removal's delete files are written on the run's thread; beside them, on a second thread
-    (each write is one task, and the machine has more than one core), the rows the changes leave
-    are written without a commit of their own (icetide_glue.unpublished_files), then
-    ``before_commit`` runs. The removal's commit adds those rows' files once both sides are done.
-    A failure on either side commits nothing."""
+    (at a run's usual sizes each write is a single Spark task, and the machine has more than one
+    core), the rows the changes leave are written without a commit of their own
+    (icetide_glue.unpublished_files), then ``before_commit`` runs. The removal's commit adds
+    those rows' files once both sides are done. A failure on either side commits nothing to
+    silver; the run fails once the second thread is done, so no write of it goes on after. As
+    ``before_commit`` does not wait for the delete files, a run whose delete files fail may still
+    have done it (a run whose commit fails always could: the job's tombstones are harmless then).
+    """
     plan = classified.plan
     counts = classified.counts
     if (
@@ -359,26 +366,44 @@ def commit_changes(
             raise IcetideJobError(
                 f"{table}: rows appeared in a table that had no snapshot when the run read it"
             )
-        # Leaving the block waits for the second thread, also when the removal failed first.
+        # Before any write: a table that cannot take position deletes is refused with nothing written.
+        require_position_deletes(spark, table)
+        # Leaving the block waits for the second thread, also when the removal failed first. The
+        # thread inherits the run's Spark job properties (its group, description, pool).
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="icetide-beside") as beside:
             added = beside.submit(
-                _beside_the_removal, spark, table.sql_name, rows, plan.to_write, before_commit
-            )
-            remove_rows(
+                inheritable_thread_target(_beside_the_removal),
                 spark,
-                table,
-                MAIN_BRANCH,
-                classified.to_remove(),
-                classified.removed_data_files,
-                plan.to_remove,
-                base_snapshot_id,
-                snapshot_properties,
-                added_data_files=added.result,
+                table.sql_name,
+                rows,
+                plan.to_write,
+                before_commit,
             )
+            try:
+                remove_rows(
+                    spark,
+                    table,
+                    classified.to_remove(),
+                    classified.removed_data_files,
+                    plan.to_remove,
+                    base_snapshot_id,
+                    snapshot_properties,
+                    added_data_files=added.result,
+                )
+            except BaseException:
+                # The removal's error is the run's; the second thread's own, if any, is logged.
+                added.add_done_callback(_log_failure_beside)
+                raise
     elif plan.to_write:
         if before_commit is not None:
             before_commit()
         append_changes(table.sql_name, rows, snapshot_properties, row_count=plan.to_write)
+
+
+def _log_failure_beside(done: Future[list[Any]]) -> None:
+    error = done.exception()
+    if error is not None:
+        logger.warning("the writes beside the removal failed too: %s", one_line(error))
 
 
 def _beside_the_removal(
@@ -419,8 +444,8 @@ def rows_to_write(classified: ClassifiedChanges, columns: Sequence[str], soft_de
 def append_changes(
     target: str, aligned: DataFrame, snapshot_properties: Mapping[str, str], row_count: int | None = None
 ) -> None:
-    """Append rows already aligned to silver's columns into ``target`` (a table's or a branch's
-    SQL name), committed with ``snapshot_properties``. ``row_count``, when known, is how many
+    """Append rows already aligned to silver's columns into ``target`` (a table's SQL name),
+    committed with ``snapshot_properties``. ``row_count``, when known, is how many
     there are: at most :data:`ONE_TASK_WRITE_ROWS` are written by one task."""
     writer = _append_writer(target, aligned, row_count)
     for key, value in snapshot_properties.items():

@@ -1,7 +1,8 @@
 """Silver's Iceberg tables through Iceberg's Java API, where Spark SQL has no statement for the job
-or answers it with a Spark job: a row delta of delete files the job wrote itself
-(icetide_glue.position_deletes), and a walk up main's snapshots for a run's commit
-(icetide_glue.silver.find_committed_run).
+or answers it with a Spark job: a row delta of delete files the job wrote itself and of data files
+Spark wrote without a commit (icetide_glue.position_deletes, icetide_glue.unpublished_files), a
+walk up main's snapshots for a run's commit (icetide_glue.silver.find_committed_run), and main's
+head (icetide_glue.silver.main_snapshot_id).
 
 The table comes from the session's catalog (``Spark3Util.loadIcebergTable``), the one every Spark
 read and write of the table goes through, so both see the same table.

@@ -239,7 +239,7 @@ def _merge(
             first_key = find_column(latest.columns, keys[0]) or keys[0]
             key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)
     broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
-    # Before the classification reads silver: a run that stages its commit builds on this state of
+    # Before the classification reads silver: the run's commit is validated against this state of
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.
     base_snapshot_id = main_snapshot_id(spark, table)
     value_types = values_hash_types(silver, value_columns, keys, soft)

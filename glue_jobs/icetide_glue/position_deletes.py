@@ -4,7 +4,8 @@ silver a second time.
 The classification reads each matched silver row's data file and row position (Iceberg's ``_file``
 and ``_pos`` metadata columns). Those positions are written as Iceberg position delete files, one
 per data file (file-scoped, the layout Iceberg's own merge-on-read writes by default), and committed
-with Iceberg's ``RowDelta``; the rows that replace them are appended (icetide_glue.apply). Before,
+with Iceberg's ``RowDelta``, which also adds the files of the rows that replace them
+(icetide_glue.apply, icetide_glue.unpublished_files). Before,
 a MERGE found the same rows again by joining the changes with silver: a second read of every file
 the batch touches, which cost as much as the classification itself.
 
@@ -42,6 +43,7 @@ from icetide_glue.errors import IcetideJobError
 from icetide_glue.iceberg_tables import iceberg_table, java_list, jvm
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
+from icetide_glue.sql import MAIN_BRANCH
 
 # Iceberg's reserved field ids of a position delete file's columns (its
 # MetadataColumns.DELETE_FILE_PATH and DELETE_FILE_POS; a test checks them against the jar).
@@ -60,6 +62,8 @@ MAX_DELETE_FILES_PER_DATA_FILE = 4
 # The only table format whose row removals are Parquet position delete files (v3 wants deletion
 # vectors, v1 has no delete files); icetide creates every silver table in it.
 POSITION_DELETES_FORMAT = 2
+# The snapshot summary property Spark's Iceberg commits carry (SparkWrite): the writing application.
+SPARK_APP_ID_PROPERTY = "spark.app.id"
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,6 @@ def position_delete_rows(removed: DataFrame) -> DataFrame:
 def remove_rows(
     spark: SparkSession,
     table: SilverTable,
-    target_branch: str,
     removed: DataFrame,
     data_files: Sequence[str],
     positions: int,
@@ -124,8 +127,8 @@ def remove_rows(
     added_data_files: Callable[[], Sequence[Any]] | None = None,
 ) -> None:
     """Commit the removal of ``removed``'s ``positions`` silver rows (their ``SILVER_FILE`` and
-    ``SILVER_POS``, in ``data_files``: the classification finds both with its counts) to
-    ``target_branch`` as one Iceberg commit carrying ``snapshot_properties``; with
+    ``SILVER_POS``, in ``data_files``: the classification finds both with its counts) to main
+    as one Iceberg commit carrying ``snapshot_properties``; with
     ``added_data_files`` (called once the delete files are written: it may wait for another write,
     icetide_glue.unpublished_files) the same commit adds the data files it returns.
 
@@ -145,13 +148,7 @@ def remove_rows(
             f"{table}: rows to remove, but no data file named for them ({len(data_files)} given)"
         )
     data_files = sorted(data_files)
-    iceberg = iceberg_table(spark, table.sql_name)
-    version = int(iceberg.operations().current().formatVersion())
-    if version != POSITION_DELETES_FORMAT:
-        raise IcetideJobError(
-            f"{table} is an Iceberg format v{version} table: icetide removes rows with position "
-            f"delete files, which need format v{POSITION_DELETES_FORMAT} (the format it creates)"
-        )
+    iceberg = require_position_deletes(spark, table)
     replaced = files_to_replace(_live_delete_files(spark, table, iceberg, base_snapshot_id, data_files))
     delete_rows = _with_replaced_positions(spark, removed, replaced)
     written = _write_delete_files(spark, iceberg, delete_rows, data_files)
@@ -161,7 +158,6 @@ def remove_rows(
     _commit_row_delta(
         spark,
         iceberg,
-        target_branch,
         written,
         replaced,
         expected,
@@ -170,6 +166,19 @@ def remove_rows(
         snapshot_properties,
         added_data_files() if added_data_files is not None else (),
     )
+
+
+def require_position_deletes(spark: SparkSession, table: SilverTable) -> Any:
+    """``table``'s Iceberg ``Table``, or a clear refusal when its format has no position delete
+    files (v3 wants deletion vectors, v1 has no delete files)."""
+    iceberg = iceberg_table(spark, table.sql_name)
+    version = int(iceberg.operations().current().formatVersion())
+    if version != POSITION_DELETES_FORMAT:
+        raise IcetideJobError(
+            f"{table} is an Iceberg format v{version} table: icetide removes rows with position "
+            f"delete files, which need format v{POSITION_DELETES_FORMAT} (the format it creates)"
+        )
+    return iceberg
 
 
 def _live_delete_files(
@@ -268,7 +277,6 @@ def _write_delete_files(
 def _commit_row_delta(
     spark: SparkSession,
     iceberg: Any,
-    target_branch: str,
     written: Sequence[PositionDeleteFile],
     replaced: Sequence[LiveDeleteFile],
     expected_positions: int,
@@ -288,7 +296,7 @@ def _commit_row_delta(
     metrics_config = api.MetricsConfig.forPositionDelete(iceberg)
     delta = (
         iceberg.newRowDelta()
-        .toBranch(target_branch)
+        .toBranch(MAIN_BRANCH)
         .validateFromSnapshot(base_snapshot_id)
         .conflictDetectionFilter(api.expressions.Expressions.alwaysTrue())
         .validateNoConflictingDataFiles()
@@ -312,6 +320,8 @@ def _commit_row_delta(
         delta = delta.removeDeletes(builder.withRecordCount(old.record_count).build())
     for data_file in added_data_files:
         delta = delta.addRows(data_file)
+    # As Spark's own commits of the table record it.
+    delta = delta.set(SPARK_APP_ID_PROPERTY, spark.sparkContext.applicationId)
     for key, value in snapshot_properties.items():
         delta = delta.set(key, value)
     delta.commit()

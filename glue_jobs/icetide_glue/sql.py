@@ -616,8 +616,9 @@ def record_committed_runs_sql(ledger: str, table: str) -> str:
 
 def rolled_back_snapshots_sql(table: str) -> str:
     """``table``'s snapshots that main never made current (rolled back, staged on a branch, or
-    under a staged run's published head): the runs they carry, if any, must load again, so the
-    ledger must not hold them. A staged removal's snapshot carries no run id: nothing to forget."""
+    under the published head of a run an earlier version staged): the runs they carry, if any,
+    must load again, so the ledger must not hold them. Such a staged removal's snapshot carries no
+    run id: nothing to forget."""
     snapshots, history = f"{table}.{quote_identifier('snapshots')}", f"{table}.{quote_identifier('history')}"
     return "\n".join(
         [

@@ -117,6 +117,8 @@ def _another_writer_commits_after_the_run(spark: SparkSession, load_run: LoadRun
     other = f"other_writer.{SILVER_DATABASE}.lookup_shared"
     writer = spark.table(other).limit(1).writeTo(other)
     writer.option("snapshot-property.icetide.run-id", "elsewhere").append()
+    # Asked first, before any other lookup refreshes this session's copy of the table.
+    head = main_snapshot_id(spark, table)
 
     committed = find_committed_run(spark, table, "lookup_shared-3")
     assert committed is not None and committed.snapshot_id == run_3
@@ -124,7 +126,7 @@ def _another_writer_commits_after_the_run(spark: SparkSession, load_run: LoadRun
     assert elsewhere is not None and elsewhere.snapshot_id != run_3
     assert elsewhere.run_stats == {}
     # Main's head as the other writer left it, not as this session's catalog last saw it.
-    assert main_snapshot_id(spark, table) == elsewhere.snapshot_id == _main_head(spark, "lookup_shared")
+    assert head == elsewhere.snapshot_id == _main_head(spark, "lookup_shared")
 
 
 def test_a_table_without_a_snapshot_has_no_main_head(spark: SparkSession) -> None:

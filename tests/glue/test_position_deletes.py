@@ -353,7 +353,6 @@ def test_delete_files_hold_their_positions_sorted_with_iceberg_s_field_ids(spark
     remove_rows(
         spark,
         table,
-        "main",
         removed,
         _data_files(removed),
         removed.count(),
@@ -395,7 +394,7 @@ def test_a_table_of_another_format_version_is_refused_before_anything_is_written
     before = _main(spark, name)
     with pytest.raises(IcetideJobError, match=f"format v{version} table: .* need format v2"):
         removed = _rows_to_remove(spark, name)
-        remove_rows(spark, table, "main", removed, _data_files(removed), removed.count(), before, {})
+        remove_rows(spark, table, removed, _data_files(removed), removed.count(), before, {})
     assert _main(spark, name) == before
     assert spark.table(silver_table(name)).count() == 1000
 
@@ -535,6 +534,6 @@ def test_delete_files_that_do_not_hold_every_position_are_not_committed(spark: S
     before = _main(spark, "pos_counted")
     removed = _rows_to_remove(spark, "pos_counted")
     with pytest.raises(IcetideJobError, match=r"hold 334 position\(s\), not the 335 to remove"):
-        remove_rows(spark, table, "main", removed, _data_files(removed), 335, before, {})
+        remove_rows(spark, table, removed, _data_files(removed), 335, before, {})
     assert _main(spark, "pos_counted") == before
     assert spark.table(silver_table("pos_counted")).count() == 1000

@@ -278,8 +278,29 @@ def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(
         load_run("one_commit_deletes_fail", "one_commit_deletes_fail-2", second)
     assert append_started.is_set() and append_done.is_set()
     _assert_untouched(spark, "one_commit_deletes_fail", before, snapshots)
+    # The tombstones do not wait for the delete files: the failed run remembered the delete of 3,
+    # as a run whose silver commit fails always could (a delete equal to its entry still lands).
+    assert _tombstones(spark, "one_commit_deletes_fail") == [(3, "D", "2026-11-21 07:00:00")]
     delete_write_hook(lambda: None)
     _rerun_lands_once(spark, load_run, "one_commit_deletes_fail", second)
+
+
+def test_a_table_that_cannot_take_position_deletes_is_refused_before_anything_is_written(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, append_hook: Callable[..., None]
+) -> None:
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_v3")
+    spark.sql(f"ALTER TABLE {silver_table('one_commit_v3')} SET TBLPROPERTIES ('format-version' = '3')")
+    format_commit = _current_snapshot(spark, "one_commit_v3")
+    writes: list[str] = []
+    append_hook(writes.append)
+    with pytest.raises(IcetideJobError, match=r"format v3 table: .* need format v2"):
+        load_run("one_commit_v3", "one_commit_v3-2", second)
+    assert writes == []
+    assert (_current_snapshot(spark, "one_commit_v3"), _snapshots(spark, "one_commit_v3")) == (
+        format_commit,
+        snapshots,
+    )
+    assert format_commit == before and _rows(spark, "one_commit_v3") == AFTER_FIRST
 
 
 def test_appended_rows_the_files_do_not_hold_commit_nothing(

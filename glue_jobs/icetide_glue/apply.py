@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pyspark import inheritable_thread_target
@@ -390,9 +391,9 @@ def commit_changes(
                     snapshot_properties,
                     added_data_files=added.result,
                 )
-            except BaseException:
+            except BaseException as error:
                 # The removal's error is the run's; the second thread's own, if any, is logged.
-                added.add_done_callback(_log_failure_beside)
+                added.add_done_callback(partial(_log_failure_beside, raised=error))
                 raise
     elif plan.to_write:
         if before_commit is not None:
@@ -400,10 +401,12 @@ def commit_changes(
         append_changes(table.sql_name, rows, snapshot_properties, row_count=plan.to_write)
 
 
-def _log_failure_beside(done: Future[list[Any]]) -> None:
-    error = done.exception()
-    if error is not None:
-        logger.warning("the writes beside the removal failed too: %s", one_line(error))
+def _log_failure_beside(done: Future[list[Any]], raised: BaseException) -> None:
+    """Log the second thread's failure unless it is the one the run raises (its result, waited
+    for by the removal's commit, re-raises it)."""
+    failure = done.exception()
+    if failure is not None and failure is not raised:
+        logger.warning("the writes beside the removal failed too: %s", one_line(failure))
 
 
 def _beside_the_removal(

@@ -238,7 +238,11 @@ def test_the_appended_rows_and_the_tombstones_are_written_while_the_delete_files
 
 
 def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, append_hook: Callable[..., None]
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[..., None],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_append_fails")
 
@@ -248,6 +252,8 @@ def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
     append_hook(fail)
     with pytest.raises(InjectedFailure, match="append into"):
         load_run("one_commit_append_fails", "one_commit_append_fails-2", second)
+    # The run raises the append's error, once: not logged again as a second failure.
+    assert "failed too" not in caplog.text
     _assert_untouched(spark, "one_commit_append_fails", before, snapshots)
     # The tombstones follow the append on its thread: the failed run remembered nothing.
     assert _tombstones(spark, "one_commit_append_fails") == []
@@ -283,6 +289,31 @@ def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(
     assert _tombstones(spark, "one_commit_deletes_fail") == [(3, "D", "2026-11-21 07:00:00")]
     delete_write_hook(lambda: None)
     _rerun_lands_once(spark, load_run, "one_commit_deletes_fail", second)
+
+
+def test_when_both_writes_fail_the_run_raises_the_removal_s_error_and_logs_the_other(
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    append_hook: Callable[..., None],
+    delete_write_hook: Callable[[Callable[[], None]], None],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_both_fail")
+
+    def append_fails(_: str) -> None:
+        raise InjectedFailure("the append's write failed")
+
+    def deletes_fail() -> None:
+        raise InjectedFailure("the delete files were not written")
+
+    append_hook(append_fails)
+    delete_write_hook(deletes_fail)
+    with pytest.raises(InjectedFailure, match="delete files were not written"):
+        load_run("one_commit_both_fail", "one_commit_both_fail-2", second)
+    assert "the writes beside the removal failed too: " in caplog.text
+    assert "the append's write failed" in caplog.text
+    _assert_untouched(spark, "one_commit_both_fail", before, snapshots)
 
 
 def test_a_table_that_cannot_take_position_deletes_is_refused_before_anything_is_written(

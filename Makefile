@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with icetide and its dev dependencies
 
-jars: venv ## fetch the Iceberg runtime jars from Maven Central (cached outside git)
+jars: venv ## fetch the Iceberg runtime jars and the local file system's jar from Maven Central (cached outside git)
 	$(BIN)/python -m icetide_local.jars
 
 test: lint jars ## ruff and mypy (tests included), then the whole test suite (Spark and PostgreSQL included)

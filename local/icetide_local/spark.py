@@ -15,7 +15,14 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from icetide_local.jars import ensure_jars
+from icetide_local.jars import (
+    ICEBERG_ARTIFACTS,
+    LOCAL_FILE_SYSTEM_ARTIFACT,
+    LOCAL_FILE_SYSTEM_CLASS,
+    ensure_jars,
+    jar_paths,
+    jars_dir,
+)
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 ICEBERG_SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
@@ -30,6 +37,8 @@ LOCAL_SHUFFLE_PARTITIONS = 4
 # change (its key ranges): 81 -> 7-9 compilations per scattered run at 20M rows
 # (docs/benchmarks/merge-cost.md, tenth round). A Glue run has a JVM of its own: nothing to keep.
 LOCAL_CODEGEN_CACHE_ENTRIES = 1000
+# Hadoop's setting of the class that serves ``file:`` paths (icetide_local.jars: why another one).
+LOCAL_FILE_SYSTEM_SETTING = "fs.file.impl"
 # Spark's own log4j2 defaults print WARN lines (loopback host, native-hadoop library) before any
 # setLogLevel can run, on the terminal where `icetide job run` promises one error line. The JVM starts
 # with this configuration instead: those two loggers quiet, the rest at WARN (the level PySpark sets
@@ -76,11 +85,16 @@ def local_spark_session(
     warehouse (Spark caches loaded catalogs), so give each warehouse its own catalog name.
     """
     warehouse.mkdir(parents=True, exist_ok=True)
-    jars = ensure_jars()
+    cache = jars_dir()
+    ensure_jars(cache)
+    (file_system_jar,) = jar_paths(cache, (LOCAL_FILE_SYSTEM_ARTIFACT,))
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
-        .config("spark.jars", ",".join(str(jar) for jar in jars))
+        .config("spark.jars", ",".join(str(jar) for jar in jar_paths(cache, ICEBERG_ARTIFACTS)))
+        # Local only: files without a process started per file (icetide_local.jars).
+        .config("spark.driver.extraClassPath", str(file_system_jar))
+        .config(f"spark.hadoop.{LOCAL_FILE_SYSTEM_SETTING}", LOCAL_FILE_SYSTEM_CLASS)
         .config("spark.sql.extensions", ICEBERG_EXTENSIONS)
         .config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
         .config("spark.default.parallelism", "2")

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from icetide_local import jars
-from icetide_local.jars import ICEBERG_ARTIFACTS, JarFetchError, ensure_jars
+from icetide_local.jars import ICEBERG_ARTIFACTS, LOCAL_ARTIFACTS, JarFetchError, ensure_jars
 
 RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.0.jar"
 AWS_BUNDLE_JAR = "iceberg-aws-bundle-1.10.0.jar"
 AWS_BUNDLE_IN_REPOSITORY = "org/apache/iceberg/iceberg-aws-bundle/1.10.0/iceberg-aws-bundle-1.10.0.jar"
+FILE_SYSTEM_JAR = "hadoop-bare-naked-local-fs-0.1.0.jar"
 
 
 def publish(repository: Path, path: str, content: bytes, sha1_text: str | None = None) -> None:
@@ -39,6 +40,14 @@ def test_the_pinned_artifacts() -> None:
     ]
 
 
+def test_a_local_session_also_gets_a_local_file_system() -> None:
+    assert [a.coordinate for a in LOCAL_ARTIFACTS] == [
+        "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0",
+        "org.apache.iceberg:iceberg-aws-bundle:1.10.0",
+        "com.globalmentor:hadoop-bare-naked-local-fs:0.1.0",
+    ]
+
+
 def test_jars_come_from_maven_central_over_https() -> None:
     assert [a.jar_url() for a in ICEBERG_ARTIFACTS] == [
         "https://repo1.maven.org/maven2/org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.10.0/"
@@ -54,7 +63,7 @@ def test_jars_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def test_cached_jars_are_not_fetched_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (RUNTIME_JAR, AWS_BUNDLE_JAR):
+    for name in (RUNTIME_JAR, AWS_BUNDLE_JAR, FILE_SYSTEM_JAR):
         (tmp_path / name).write_bytes(b"jar")
 
     def no_network(*args: object, **kwargs: object) -> None:
@@ -65,6 +74,7 @@ def test_cached_jars_are_not_fetched_again(tmp_path: Path, monkeypatch: pytest.M
     assert ensure_jars(tmp_path, progress) == [
         tmp_path / RUNTIME_JAR,
         tmp_path / AWS_BUNDLE_JAR,
+        tmp_path / FILE_SYSTEM_JAR,
     ]
     assert progress.getvalue() == ""
 
@@ -73,14 +83,15 @@ def test_only_missing_jars_are_fetched_with_a_progress_line(tmp_path: Path) -> N
     cache, repository = tmp_path / "cache", tmp_path / "repository"
     cache.mkdir()
     (cache / RUNTIME_JAR).write_bytes(b"cached runtime")
+    (cache / FILE_SYSTEM_JAR).write_bytes(b"cached file system")
     publish(repository, AWS_BUNDLE_IN_REPOSITORY, b"aws bundle")
 
     progress = io.StringIO()
     paths = ensure_jars(cache, progress, repository=repository.as_uri())
 
-    assert paths == [cache / RUNTIME_JAR, cache / AWS_BUNDLE_JAR]
-    assert [path.read_bytes() for path in paths] == [b"cached runtime", b"aws bundle"]
-    assert sorted(path.name for path in cache.iterdir()) == [AWS_BUNDLE_JAR, RUNTIME_JAR]
+    assert paths == [cache / RUNTIME_JAR, cache / AWS_BUNDLE_JAR, cache / FILE_SYSTEM_JAR]
+    assert [path.read_bytes() for path in paths] == [b"cached runtime", b"aws bundle", b"cached file system"]
+    assert sorted(path.name for path in cache.iterdir()) == [FILE_SYSTEM_JAR, AWS_BUNDLE_JAR, RUNTIME_JAR]
     assert (
         progress.getvalue() == f"fetching org.apache.iceberg:iceberg-aws-bundle:1.10.0 (1/1) into {cache}\n"
     )
@@ -90,6 +101,7 @@ def test_a_sha1_file_with_the_name_after_the_digest_is_accepted(tmp_path: Path) 
     cache, repository = tmp_path / "cache", tmp_path / "repository"
     cache.mkdir()
     (cache / RUNTIME_JAR).write_bytes(b"jar")
+    (cache / FILE_SYSTEM_JAR).write_bytes(b"jar")
     digest = hashlib.sha1(b"aws bundle", usedforsecurity=False).hexdigest().upper()
     publish(repository, AWS_BUNDLE_IN_REPOSITORY, b"aws bundle", f"{digest}  {AWS_BUNDLE_JAR}\n")
 
@@ -102,6 +114,7 @@ def test_a_download_whose_sha1_differs_is_refused_and_leaves_nothing(tmp_path: P
     cache, repository = tmp_path / "cache", tmp_path / "repository"
     cache.mkdir()
     (cache / RUNTIME_JAR).write_bytes(b"jar")
+    (cache / FILE_SYSTEM_JAR).write_bytes(b"jar")
     publish(
         repository,
         AWS_BUNDLE_IN_REPOSITORY,
@@ -112,7 +125,7 @@ def test_a_download_whose_sha1_differs_is_refused_and_leaves_nothing(tmp_path: P
     with pytest.raises(JarFetchError, match=r"has SHA-1 .* but the repository publishes .*corrupt"):
         ensure_jars(cache, io.StringIO(), repository=repository.as_uri())
 
-    assert sorted(path.name for path in cache.iterdir()) == [RUNTIME_JAR]
+    assert sorted(path.name for path in cache.iterdir()) == [FILE_SYSTEM_JAR, RUNTIME_JAR]
 
 
 def test_an_unreachable_repository_is_a_clear_error(tmp_path: Path) -> None:
@@ -134,6 +147,7 @@ def test_a_sha1_file_without_a_digest_is_refused(tmp_path: Path) -> None:
     cache, repository = tmp_path / "cache", tmp_path / "repository"
     cache.mkdir()
     (cache / RUNTIME_JAR).write_bytes(b"jar")
+    (cache / FILE_SYSTEM_JAR).write_bytes(b"jar")
     publish(repository, AWS_BUNDLE_IN_REPOSITORY, b"aws bundle", "<html>not found</html>")
 
     with pytest.raises(JarFetchError, match="does not hold a SHA-1"):

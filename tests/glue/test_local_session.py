@@ -1,11 +1,16 @@
-"""The local session keeps the code Spark generates for a run while the process runs others.
+"""The local session keeps the code Spark generates for a run while the process runs others, and
+writes local files without starting a process per file.
 
 Spark compiles the code of a plan once and keeps the class in a cache shared by the process; a
 run whose classes were evicted compiles them again and runs them interpreted until the JIT
-catches up (icetide_local.spark.LOCAL_CODEGEN_CACHE_ENTRIES).
+catches up (icetide_local.spark.LOCAL_CODEGEN_CACHE_ENTRIES). Hadoop's own local file system runs
+``chmod`` in a new process for each file and folder it creates (icetide_local.jars).
 """
 
 from __future__ import annotations
+
+import stat
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -41,3 +46,23 @@ def test_a_querys_classes_outlive_more_other_queries_than_sparks_default_cache_h
     spark.sql(QUERY).collect()
 
     assert compilations(spark) == others_end
+
+
+def test_local_paths_are_served_by_a_file_system_that_starts_no_process(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session has a JVM
+    uri = jvm.java.net.URI("file:///")
+    file_system = jvm.org.apache.hadoop.fs.FileSystem.get(uri, spark.sparkContext._jsc.hadoopConfiguration())
+    assert file_system.getClass().getName() == "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
+
+
+def test_written_files_get_the_permissions_hadoop_gives_them(spark: SparkSession, tmp_path: Path) -> None:
+    # Hadoop's defaults (0666 for files, 0777 for folders) under its umask 022, as Hadoop's own
+    # local file system sets them with chmod.
+    folder = tmp_path / "written"
+    spark.range(4).withColumn("part", F.col("id") % 2).write.partitionBy("part").parquet(str(folder))
+
+    files = sorted(folder.glob("part=*/*.parquet"))
+    assert len(files) >= 2  # one per partition value at least
+    assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o644}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in folder.glob("part=*")} == {0o755}

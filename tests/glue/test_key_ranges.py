@@ -54,9 +54,11 @@ def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, 
     keys = {base + rng.randrange(10**6 - 500, 10**6) for _ in range(rng.randrange(1, 300))}
     keys |= {base + rng.randrange(0, 10**6) for _ in range(rng.randrange(0, 8))}
     max_ranges = rng.choice([1, 2, 4, 32])
-    frame = spark.createDataFrame([(key, "v") for key in keys], "id bigint, note string")
+    # Some keys twice, as a batch of a two-column key holds its first column's values.
+    rows = [(key, "v") for key in keys] + [(key, "w") for key in rng.sample(sorted(keys), len(keys) // 3)]
+    frame = spark.createDataFrame(rows, "id bigint, note string")
 
-    ranges = batch_key_ranges(frame, "id", len(keys), max_ranges=max_ranges)
+    ranges = batch_key_ranges(frame, "id", len(rows), max_ranges=max_ranges)
 
     assert ranges == widest_gap_ranges(keys, max_ranges)
     assert all(any(low <= key <= high for low, high in ranges) for key in keys)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -364,6 +365,27 @@ def refuse_one_run_options(args: argparse.Namespace) -> None:
             raise OneRunOption(f"{reason}: give one --bronze folder with it, not {len(args.bronze)}")
 
 
+class LinkedFolder(ValueError):
+    """A folder a local run reads holds a symbolic link to a folder, which it could not list."""
+
+
+def refuse_linked_folders(option: str, folder: str) -> None:
+    """Raise :class:`LinkedFolder` when ``folder`` holds a symbolic link to a folder: the local
+    file system (icetide_local.jars, the README's named differences) lists such a link as a
+    folder holding itself, so the job's listing of ``folder`` would never end. ``folder`` itself
+    may be a link (the run is given its target)."""
+    root = Path(folder)
+    # Not followed: a linked folder is named among its parent's folders, never entered.
+    for parent, folders, _ in os.walk(root):
+        for name in folders:
+            linked = Path(parent) / name
+            if linked.is_symlink():
+                raise LinkedFolder(
+                    f"{option} {folder}: {linked} is a symbolic link to a folder, which the local "
+                    "file system lists as itself without end; put a copy of the folder in its place"
+                )
+
+
 def run_ids(args: argparse.Namespace, selection: BronzeFiles | None = None) -> list[str]:
     """One run id a folder: ``--run-id`` (or the selection's run id, or ``manual-<UTC time>``),
     numbered ``-1``, ``-2``, ... when there are several folders, so each is its own exactly-once run."""
@@ -386,6 +408,11 @@ def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
     from icetide_local.spark import DEFAULT_LOCAL_CATALOG
 
     refuse_one_run_options(args)
+    if not args.bronze_files:  # with a selection, only its files are read, never a listing
+        for bronze in args.bronze:
+            refuse_linked_folders("--bronze", bronze)
+    if args.reconcile:
+        refuse_linked_folders("--reconcile", args.reconcile)
     selection = read_selection_file(args.bronze_files) if args.bronze_files else None
     return [
         JobArguments.from_options(
@@ -434,7 +461,7 @@ def error_text(error: Exception) -> str:
     """``<ErrorName>: <message>`` on one line; an unforeseen error says so, and is cut short."""
     from icetide_local.jars import JarFetchError
 
-    if isinstance(error, IcetideJobError | JarFetchError | OneRunOption):
+    if isinstance(error, IcetideJobError | JarFetchError | OneRunOption | LinkedFolder):
         return f"{type(error).__name__}: {' '.join(str(error).split())}"
     text = " ".join(str(error).split())[:500]
     return f"{type(error).__name__} (unexpected; please report it): {text}"

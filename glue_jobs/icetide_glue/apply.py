@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from pyspark import inheritable_thread_target
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriterV2
 from pyspark.sql.types import ArrayType, MapType, StructType
@@ -73,6 +73,8 @@ CHANGES_TO_REMEMBER_VIEW = "icetide_changes_to_remember"
 _MICROS_PER_DAY = 86_400_000_000
 # Names of the classification's tallies (:func:`_label_tallies`) beside the actions' and columns'.
 _REMOVING, _UNPLACED, _NEWEST = "removing", "unplaced", "newest"
+# The name the classification's tallies are observed under.
+_LABEL_TALLIES = "icetide_label_tallies"
 
 
 @dataclass(frozen=True)
@@ -238,14 +240,14 @@ def classify_changes(
                     snapshot_id=snapshot,
                 )
                 staged.enter_context(planned).createOrReplaceTempView(view)
-            # The counts ride on the checkpoint's own job (an observation): a second job over its
-            # rows cost 0.16-0.40 s a run at 20M rows (scratch profile), most of it scheduling.
-            labels = Observation()
-            frame = spark.sql(statement).observe(labels, *_label_tallies()).localCheckpoint(eager=True)
+            # The counts ride on the checkpoint's own job (observed): a second job over its rows
+            # cost 0.16-0.40 s a run at 20M rows (scratch profile), most of it scheduling.
+            labelled = spark.sql(statement).observe(_LABEL_TALLIES, *_label_tallies())
+            frame = labelled.localCheckpoint(eager=True)
         finally:
             for view, *_ in views:
                 spark.catalog.dropTempView(view)
-    tallies = labels.get
+    tallies = observed_metrics(labelled, _LABEL_TALLIES)
     if tallies[_UNPLACED]:
         raise IcetideJobError(f"{table}: a silver row to remove was read without its data file")
     leaving_rows = [ChangeAction.INSERT, ChangeAction.UPDATE, *([ChangeAction.DELETE] if soft_delete else [])]
@@ -273,10 +275,21 @@ def classify_changes(
     )
 
 
+def observed_metrics(frame: DataFrame, name: str) -> dict[str, Any]:
+    """What ``frame`` observed under ``name`` (``DataFrame.observe``) in the action that just ran
+    on it, read from that action's own query execution. PySpark's ``Observation`` would wait for
+    them, with no timeout, on a listener event Spark delivers from another thread: an event lost
+    would hang the run until Glue's timeout."""
+    found = frame._jdf.queryExecution().observedMetrics().get(name)
+    if found.isEmpty():  # not input's fault: Spark did not do what it does
+        raise RuntimeError(f"Spark kept no observed metrics {name!r} of the action that just ran")
+    return dict(json.loads(found.get().json()))
+
+
 def _label_tallies() -> list[Column]:
     """What a run needs to know of its labelled changes, as global aggregates that ride on the
-    classification's job (a ``DataFrame.observe``; only numbers and one JSON string, which come to
-    Python as they are): the changes per action, the silver rows the commit removes (matched
+    classification's job (observed, :func:`observed_metrics`; only numbers and one JSON
+    string): the changes per action, the silver rows the commit removes (matched
     changes other than unchanged ones) and their data files (the removal writes one delete file
     each), rows to remove read without a data file (none, or the run stops), the changes the
     tombstone table remembers and how many of those it held already, and the newest change time."""

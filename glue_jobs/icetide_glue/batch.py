@@ -146,7 +146,11 @@ def deduplicate_batch(
     if watermark_type is not None:
         largest = watermark_aggregate(F.col(_TALLY_PREFIX + _WATERMARK), watermark_type)
         aggregates.append(largest.alias(_WATERMARK))
-    gaps = sorted_keys_aggregate(latest, keys[0], range_key_count) if range_key_count is not None else None
+    gaps = (
+        sorted_keys_aggregate(latest, keys[0], range_key_count, unique=len(keys) == 1)
+        if range_key_count is not None
+        else None
+    )
     if gaps is not None:
         aggregates.append(gaps)
     totals = latest.agg(*aggregates).first()

@@ -237,7 +237,7 @@ def _merge(
             key_ranges = summary.key_ranges
         else:
             first_key = find_column(latest.columns, keys[0]) or keys[0]
-            key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read)
+            key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read, unique=len(keys) == 1)
     broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
     # Before the classification reads silver: the run's commit is validated against this state of
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.

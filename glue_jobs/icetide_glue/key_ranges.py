@@ -6,7 +6,7 @@ keys, plus new ones) then lies in the last few files; Iceberg plans the classifi
 silver (the run's only read of its rows) with those ranges and skips every other file
 (icetide_glue.planned_scan). A join condition alone never skips a file.
 
-The ranges are exact, not estimated: they are cut from the batch's own keys at the widest
+The ranges are exact, not estimated: they are cut from the batch's own distinct keys at the widest
 gaps between neighbours, so every key of the batch is inside one (the ranges may never hide a
 match: a hidden match would become a second row for its key). A handful of old keys among many
 recent ones become ranges of their own instead of widening one range over the whole table.
@@ -34,40 +34,44 @@ MAX_KEY_RANGES = 32
 # sorted keys (a list on the driver) would cost more than the skipped files save.
 MAX_KEYS_FOR_RANGES = 2_000_000
 
-# The batch's first-key values, sorted (an aggregate's column).
+# The batch's distinct first-key values, sorted (an aggregate's column).
 SORTED_KEYS = "_icetide_sorted_keys"
 
 
 def batch_key_ranges(
-    changes: DataFrame, key: str, key_count: int, max_ranges: int = MAX_KEY_RANGES
+    changes: DataFrame, key: str, key_count: int, max_ranges: int = MAX_KEY_RANGES, unique: bool = False
 ) -> list[tuple[int, int]]:
     """Closed ranges of ``key`` covering every value in ``changes`` ([] = no filter: read all).
 
     ``key_count`` bounds the number of distinct keys without counting them (the job passes the
     bronze rows it read): an empty batch needs no filter, and a huge one is not worth sorting.
-    The keys come to the driver as one sorted array (one small Spark job; a sorted
+    The distinct keys come to the driver as one sorted array (one small Spark job; a sorted
     window over them ran on a single task and took seconds for 200,000 keys), and the gaps are
     measured there. A merge's deduplication collects the same array in its summary instead
     (:func:`sorted_keys_aggregate`, then :func:`ranges_of_sorted_keys`), saving that job.
     """
-    aggregate = sorted_keys_aggregate(changes, key, key_count)
+    aggregate = sorted_keys_aggregate(changes, key, key_count, unique)
     if aggregate is None:
         return []
     row = changes.agg(aggregate).first()
     return ranges_of_sorted_keys(row[SORTED_KEYS] if row is not None else None, max_ranges)
 
 
-def sorted_keys_aggregate(changes: DataFrame, key: str, key_count: int) -> Column | None:
-    """The aggregate that collects ``key``'s values, sorted, as ``SORTED_KEYS``
+def sorted_keys_aggregate(
+    changes: DataFrame, key: str, key_count: int, unique: bool = False
+) -> Column | None:
+    """The aggregate that collects ``key``'s distinct values, sorted, as ``SORTED_KEYS``
     (:func:`ranges_of_sorted_keys` cuts them); None when the batch gets no ranges (``key_count``
     rows: none, or more than ``MAX_KEYS_FOR_RANGES``; or a key that is not a whole number).
 
-    A list, not a set: a value repeats only where the key has more columns, and a repeat cuts no
-    range, while a set hashes every value (200,000 keys: 0.37-0.44 s against 0.49-0.61 s for the
-    aggregate's job, scratch)."""
+    ``unique`` says no value repeats in ``changes`` (the one key column of a deduplicated batch):
+    the values are then collected as a list, which hashes none of them (200,000 keys: 0.37-0.44 s
+    against 0.49-0.61 s for the aggregate's job, scratch). The first column of a longer key
+    repeats, maybe a few values over the whole batch, which a set keeps small."""
     if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
         return None
-    keys = F.sort_array(F.collect_list(column(key)))
+    values = column(key)
+    keys = F.sort_array(F.collect_list(values) if unique else F.collect_set(values))
     # More keys than DMS's count of rows (a wrong count, which the run then refuses) send the
     # driver nothing. The tasks still collect them all, so the count must come before the read.
     return F.when(F.count(F.lit(1)) <= key_count, keys).alias(SORTED_KEYS)
@@ -76,9 +80,9 @@ def sorted_keys_aggregate(changes: DataFrame, key: str, key_count: int) -> Colum
 def ranges_of_sorted_keys(
     sorted_keys: Sequence[Any] | None, max_ranges: int = MAX_KEY_RANGES
 ) -> list[tuple[int, int]]:
-    """At most ``max_ranges`` closed ranges covering every one of ``sorted_keys`` (ascending, a
-    value may repeat), cut at the widest gaps between neighbours (of equal ones, the one ending at
-    the lower key); [] for no keys."""
+    """At most ``max_ranges`` closed ranges covering every one of ``sorted_keys`` (ascending,
+    distinct), cut at the widest gaps between neighbours (of equal ones, the one ending at the
+    lower key); [] for no keys."""
     if max_ranges < 1:
         raise ValueError(f"at least one key range is needed, got {max_ranges}")
     ordered = [int(value) for value in sorted_keys or ()]

@@ -17,7 +17,8 @@ Read it in this order (docs/local.md has the user's side):
                      moto's DMS, and the replicator that writes DMS's files from a real database),
                      ``glue`` (Glue job runs that call a Python runner) and ``glue_spark`` (that runner:
                      the real Glue job on local Spark).
-``spark``, ``jars``  the local Spark session with an Iceberg file-system catalog; the Iceberg jars.
+``spark``, ``jars``  the local Spark session with an Iceberg file-system catalog; its jars (Iceberg's,
+                     and a local file system that starts no process per file).
 ``postgres``         a throwaway PostgreSQL server for tests and local runs.
 
 Nothing here is deployed: the Lambda code (functions/) and the Glue job (glue_jobs/) never import it.

@@ -69,8 +69,10 @@ ICEBERG_ARTIFACTS: tuple[MavenArtifact, ...] = (
 # size took 15-20 ms: a partitioned write of 1,000 files took 15.8-18.6 s, and 3.7-3.9 s with this
 # file system, which sets them through Java's own file API (GlobalMentor's
 # ``BareLocalFileSystem``, for Hadoop 3.3.4, the Hadoop PySpark 3.5 ships). Local sessions only
-# (icetide_local.spark); it must be on the driver's class path, where Spark looks for file systems
-# before any ``spark.jars`` is loaded.
+# (icetide_local.spark), on the driver's class path: with only ``spark.jars``, which Spark loads
+# after it has used the local file system, the session did not start ("class not found").
+# It lists a link to a folder as a folder holding itself, so a listing through one never ends
+# (the README's named differences; `icetide job run` refuses such folders).
 LOCAL_FILE_SYSTEM_ARTIFACT = MavenArtifact("com.globalmentor", "hadoop-bare-naked-local-fs", "0.1.0")
 LOCAL_FILE_SYSTEM_CLASS = "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 # Every jar a local session needs, in the order they are fetched and listed.

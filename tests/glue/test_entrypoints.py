@@ -275,6 +275,37 @@ def test_icetide_job_run_refuses_options_of_one_run_with_several_folders(
     assert (job_run_spy.sessions_built, job_run_spy.run_ids) == (0, [])  # refused before Spark
 
 
+@pytest.mark.parametrize("option", ["--bronze", "--reconcile"])
+def test_icetide_job_run_refuses_a_folder_holding_a_link_to_a_folder(
+    option: str,
+    warehouse: Path,
+    bronze: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    job_run_spy: JobRunSpy,
+) -> None:
+    folder = tmp_path / "with-link"
+    (folder / "2026" / "11").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (folder / "2026" / "11" / "29").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    arguments = (
+        [*several_folders(warehouse, "linked", folder)]
+        if option == "--bronze"
+        else [*several_folders(warehouse, "linked", bronze), "--reconcile", str(folder)]
+    )
+
+    exit_code = icetide(arguments)
+
+    assert exit_code == 1
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert error == (
+        f"error: LinkedFolder: {option} {folder}: {folder / '2026' / '11' / '29'} is a symbolic link to "
+        "a folder, which the local file system lists as itself without end; put a copy of the folder "
+        "in its place"
+    )
+    assert (job_run_spy.sessions_built, job_run_spy.run_ids) == (0, [])  # refused before Spark
+
+
 def test_icetide_job_run_help_says_folders_run_in_order_in_one_session(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -22,8 +22,10 @@ from glue.silver_tables import load_into_silver, silver_table
 from icetide_glue.key_ranges import (
     MAX_KEY_RANGES,
     MAX_KEYS_FOR_RANGES,
+    SORTED_KEYS,
     batch_key_ranges,
     ranges_of_sorted_keys,
+    sorted_keys_aggregate,
 )
 
 BRONZE = pa.schema(
@@ -54,14 +56,36 @@ def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, 
     keys = {base + rng.randrange(10**6 - 500, 10**6) for _ in range(rng.randrange(1, 300))}
     keys |= {base + rng.randrange(0, 10**6) for _ in range(rng.randrange(0, 8))}
     max_ranges = rng.choice([1, 2, 4, 32])
-    # Some keys twice, as a batch of a two-column key holds its first column's values.
-    rows = [(key, "v") for key in keys] + [(key, "w") for key in rng.sample(sorted(keys), len(keys) // 3)]
-    frame = spark.createDataFrame(rows, "id bigint, note string")
+    frame = spark.createDataFrame([(key, "v") for key in keys], "id bigint, note string")
+
+    ranges = batch_key_ranges(frame, "id", len(keys), max_ranges=max_ranges, unique=True)
+
+    assert ranges == widest_gap_ranges(keys, max_ranges)
+    assert all(any(low <= key <= high for low, high in ranges) for key in keys)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
+    spark: SparkSession, seed: int
+) -> None:
+    rng = random.Random(seed)
+    keys = {rng.randrange(0, 10**6) for _ in range(rng.randrange(1, 200))}
+    # Each first-column value with one to three second-column values, as a deduplicated batch of
+    # a two-column key holds them.
+    rows = [(key, second) for key in keys for second in range(rng.randrange(1, 4))]
+    frame = spark.createDataFrame(rows, "id bigint, part bigint")
+    max_ranges = rng.choice([2, 4, 32])
 
     ranges = batch_key_ranges(frame, "id", len(rows), max_ranges=max_ranges)
 
     assert ranges == widest_gap_ranges(keys, max_ranges)
     assert all(any(low <= key <= high for low, high in ranges) for key in keys)
+    # Collected as a set: the driver gets each first-column value once, however often it repeats.
+    aggregate = sorted_keys_aggregate(frame, "id", len(rows))
+    assert aggregate is not None
+    collected = frame.agg(aggregate).first()
+    assert collected is not None  # a global aggregate always returns one row
+    assert collected[SORTED_KEYS] == sorted(keys)
 
 
 def test_no_range_at_all_is_refused() -> None:
@@ -119,5 +143,5 @@ def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
     assert seen[1] == seen[3] == widest_gap_ranges(batch_keys, MAX_KEY_RANGES)
 
 
-def _no_separate_job(*args: Any) -> list[tuple[int, int]]:
+def _no_separate_job(*args: Any, **kwargs: Any) -> list[tuple[int, int]]:
     raise AssertionError("the key ranges ran a job of their own although the batch check had the keys")

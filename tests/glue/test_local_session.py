@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -48,21 +49,31 @@ def test_a_querys_classes_outlive_more_other_queries_than_sparks_default_cache_h
     assert compilations(spark) == others_end
 
 
-def test_local_paths_are_served_by_a_file_system_that_starts_no_process(spark: SparkSession) -> None:
+def local_file_system(spark: SparkSession) -> Any:
+    """The Hadoop file system the session serves ``file:`` paths with."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # a live session has a JVM
     uri = jvm.java.net.URI("file:///")
-    file_system = jvm.org.apache.hadoop.fs.FileSystem.get(uri, spark.sparkContext._jsc.hadoopConfiguration())
+    return jvm.org.apache.hadoop.fs.FileSystem.get(uri, spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def test_local_paths_are_served_by_a_file_system_that_starts_no_process(spark: SparkSession) -> None:
+    file_system = local_file_system(spark)
     assert file_system.getClass().getName() == "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 
 
-def test_written_files_get_the_permissions_hadoop_gives_them(spark: SparkSession, tmp_path: Path) -> None:
-    # Hadoop's defaults (0666 for files, 0777 for folders) under its umask 022, as Hadoop's own
-    # local file system sets them with chmod.
-    folder = tmp_path / "written"
-    spark.range(4).withColumn("part", F.col("id") % 2).write.partitionBy("part").parquet(str(folder))
+def test_the_local_file_system_sets_the_permissions_asked_for(spark: SparkSession, tmp_path: Path) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    file_system = local_file_system(spark)
+    written, made = tmp_path / "written", tmp_path / "made"
+    written.write_text("x")
+    written.chmod(0o600)
 
-    files = sorted(folder.glob("part=*/*.parquet"))
-    assert len(files) >= 2  # one per partition value at least
-    assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o644}
-    assert {stat.S_IMODE(path.stat().st_mode) for path in folder.glob("part=*")} == {0o755}
+    hadoop_path, permission = jvm.org.apache.hadoop.fs.Path, jvm.org.apache.hadoop.fs.permission.FsPermission
+    file_system.setPermission(hadoop_path(written.as_uri()), permission("604"))
+    # 701 passes Hadoop's umask (022) as it is, and no usual process umask leaves it by itself.
+    assert file_system.mkdirs(hadoop_path(made.as_uri()), permission("701"))
+
+    assert stat.S_IMODE(written.stat().st_mode) == 0o604
+    assert stat.S_IMODE(made.stat().st_mode) == 0o701

@@ -241,7 +241,7 @@ def classify_changes(
                 )
                 staged.enter_context(planned).createOrReplaceTempView(view)
             # The counts ride on the checkpoint's own job (observed): a second job over its rows
-            # cost 0.16-0.40 s a run at 20M rows (scratch profile), most of it scheduling.
+            # cost 0.16-0.40 s a run at 20M rows (scratch profile).
             labelled = spark.sql(statement).observe(_LABEL_TALLIES, *_label_tallies())
             frame = labelled.localCheckpoint(eager=True)
         finally:

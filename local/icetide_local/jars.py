@@ -65,7 +65,7 @@ ICEBERG_ARTIFACTS: tuple[MavenArtifact, ...] = (
 )
 # Hadoop's local file system sets each file's and folder's permissions it creates by running
 # ``chmod`` in a new process when Hadoop's native library is missing, as it is from PySpark's
-# download (Glue's Hadoop has it, and S3 has no permissions to set). Each fork of a JVM of this
+# download (S3, where Glue writes, has no permissions to set). Each fork of a JVM of this
 # size took 15-20 ms: a partitioned write of 1,000 files took 15.8-18.6 s, and 3.7-3.9 s with this
 # file system, which sets them through Java's own file API (GlobalMentor's
 # ``BareLocalFileSystem``, for Hadoop 3.3.4, the Hadoop PySpark 3.5 ships). Local sessions only

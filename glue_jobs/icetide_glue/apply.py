@@ -37,6 +37,7 @@ from icetide_glue.columns import (
     silver_value_column,
 )
 from icetide_glue.errors import IcetideJobError, one_line
+from icetide_glue.iceberg_tables import data_files_may_hold, java_long, jvm
 from icetide_glue.planned_scan import rows_in_key_ranges
 from icetide_glue.position_deletes import remove_rows, require_position_deletes
 from icetide_glue.silver import SilverTable
@@ -339,8 +340,20 @@ def forget_expired_changes(
 
     Not before: a retry after a failed silver commit classifies the batch again and must see
     every entry the first classification saw, or a change it found too old would land.
+
+    The tombstone table's data manifests answer first (each data file's lowest change time, on
+    the driver, no Spark query): most runs have nothing to forget, and the query each run made
+    (Spark's analysis and planning, which reads the delete manifests too; no task where no file
+    matched) took 0.11-0.22 s against 0.04-0.10 s (scratch, side by side, the tombstone tables of
+    the benchmark's 2M and 20M tables). Only where a file may hold an expired entry does a query
+    look for a live one (the file's may all be deleted already).
     """
     prune_before = newest_change_micros - retention_days * _MICROS_PER_DAY
+    expired = jvm(spark).org.apache.iceberg.expressions.Expressions.lessThan(
+        CHANGE_TS, java_long(spark, prune_before)
+    )
+    if not data_files_may_hold(spark, memory.sql_name, expired):
+        return
     if spark.table(memory.sql_name).where(expired_memory_condition(prune_before)).take(1):
         spark.sql(prune_memory_sql(memory.sql_name, prune_before))
 

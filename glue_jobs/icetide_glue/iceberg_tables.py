@@ -1,8 +1,9 @@
 """Silver's Iceberg tables through Iceberg's Java API, where Spark SQL has no statement for the job
 or answers it with a Spark job: a row delta of delete files the job wrote itself and of data files
 Spark wrote without a commit (icetide_glue.position_deletes, icetide_glue.unpublished_files), a
-walk up main's snapshots for a run's commit (icetide_glue.silver.find_committed_run), and main's
-head (icetide_glue.silver.main_snapshot_id).
+walk up main's snapshots for a run's commit (icetide_glue.silver.find_committed_run), main's
+head (icetide_glue.silver.main_snapshot_id), and whether any data file may hold rows of a kind
+(:func:`data_files_may_hold`).
 
 The table comes from the session's catalog (``Spark3Util.loadIcebergTable``), the one every Spark
 read and write of the table goes through, so both see the same table.
@@ -42,3 +43,36 @@ def java_list(spark: SparkSession, values: Sequence[str]) -> Any:
     for value in values:
         listed.add(value)
     return listed
+
+
+def data_files_may_hold(
+    spark: SparkSession, sql_name: str, condition: Any, snapshot_id: int | None = None
+) -> bool:
+    """Whether a live data file of ``sql_name`` in ``snapshot_id`` (None: its newest, the table
+    refreshed first; no snapshot: False) may hold a row matching ``condition`` (an Iceberg
+    ``Expression``), as its column bounds and null counts say: Iceberg's ``FindFiles``, a question
+    to the data manifests on the driver (not the delete manifests a scan's planning also reads), no
+    Spark job, stopping at the first such file. Delete files are not consulted: a file whose
+    matching rows are all deleted still counts, so the answer may say yes needlessly, never no
+    wrongly. A file without metrics for a column (written before it existed) counts as holding
+    its nulls."""
+    table = iceberg_table(spark, sql_name, refreshed=True)
+    if snapshot_id is None:
+        current = table.currentSnapshot()
+        if current is None:
+            return False
+        snapshot_id = int(current.snapshotId())
+    api = jvm(spark).org.apache.iceberg
+    # ``in`` is a Python keyword: FindFiles.in(table) by name.
+    finder = getattr(api.FindFiles, "in")(table).inSnapshot(snapshot_id)
+    files = finder.withRecordsMatching(condition).collect()
+    try:
+        return bool(files.iterator().hasNext())
+    finally:
+        files.close()
+
+
+def java_long(spark: SparkSession, value: int) -> Any:
+    """``value`` as a ``java.lang.Long`` (py4j sends a small int as an ``Integer``, which an
+    Iceberg literal of a long or timestamp column does not take)."""
+    return jvm(spark).java.lang.Long.valueOf(str(int(value)))

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
 from icetide_glue.columns import APPEND_METADATA, HARD_DELETE_METADATA, SOFT_DELETE_METADATA, VALUES_HASH
-from icetide_glue.iceberg_tables import iceberg_table, jvm
+from icetide_glue.iceberg_tables import data_files_may_hold, iceberg_table, jvm
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
     MAIN_BRANCH,
@@ -179,27 +179,17 @@ def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
 
 def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapshot_id: int | None) -> bool:
     """Whether a data file of ``snapshot_id`` may hold a row without a stored values hash (one
-    written before the table stored it): Iceberg's ``FindFiles`` with ``hash IS NULL``, which keeps
-    only live data files whose null counts say so or that have none (a file written before the
-    column existed has no metrics for it: it reads the column as null). A question to the data
-    manifests on the driver (not the delete manifests a scan's planning also reads), no Spark job,
-    stopping at the first such file: when it says no, the classification reads no row for its
-    values and tests none for a null hash (:func:`icetide_glue.sql.hashed_rows_of_batch`). A file
-    whose null-hash rows are all deleted still counts: the answer may say yes needlessly, never no
-    wrongly; and a wrong no would cost a needless rewrite, not a change (a null stored hash never
-    equals a batch's hash: the row would count as updated and get its hash).
+    written before the table stored it): :func:`icetide_glue.iceberg_tables.data_files_may_hold`
+    with ``hash IS NULL`` (a file written before the column existed has no metrics for it: it
+    reads the column as null), no Spark job. When it says no, the classification reads no row for
+    its values and tests none for a null hash (:func:`icetide_glue.sql.hashed_rows_of_batch`). A
+    needless yes only costs that read; a wrong no would cost a needless rewrite, not a change (a
+    null stored hash never equals a batch's hash: the row would count as updated and get its hash).
     """
     if snapshot_id is None:
         return False
-    iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
-    api = jvm(spark).org.apache.iceberg
-    # ``in`` is a Python keyword: FindFiles.in(table) by name.
-    finder = getattr(api.FindFiles, "in")(iceberg).inSnapshot(snapshot_id)
-    files = finder.withRecordsMatching(api.expressions.Expressions.isNull(VALUES_HASH)).collect()
-    try:
-        return bool(files.iterator().hasNext())
-    finally:
-        files.close()
+    is_null = jvm(spark).org.apache.iceberg.expressions.Expressions.isNull(VALUES_HASH)
+    return data_files_may_hold(spark, table.sql_name, is_null, snapshot_id)
 
 
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:

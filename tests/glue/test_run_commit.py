@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -346,6 +347,30 @@ def test_appended_rows_the_files_do_not_hold_commit_nothing(
     _assert_untouched(spark, "one_commit_lost_row", before, snapshots)
     monkeypatch.undo()
     _rerun_lands_once(spark, load_run, "one_commit_lost_row", second)
+
+
+def test_a_row_to_remove_read_without_its_data_file_stops_the_run_before_any_write(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal is by data file and position: a matched row read without its file could not be
+    removed, and its key would keep two rows. The classification's counts catch it."""
+    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_unplaced")
+    tombstones = _tombstones(spark, "one_commit_unplaced")
+    real = apply_module.rows_in_key_ranges
+
+    @contextmanager
+    def without_data_files(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        with real(*args, **kwargs) as frame:
+            positions = kwargs.get("row_positions", False)
+            yield frame.withColumn("_file", F.lit(None).cast("string")) if positions else frame
+
+    monkeypatch.setattr(apply_module, "rows_in_key_ranges", without_data_files)
+    with pytest.raises(IcetideJobError, match="a silver row to remove was read without its data file"):
+        load_run("one_commit_unplaced", "one_commit_unplaced-2", second)
+    _assert_untouched(spark, "one_commit_unplaced", before, snapshots)
+    assert _tombstones(spark, "one_commit_unplaced") == tombstones
+    monkeypatch.undo()
+    _rerun_lands_once(spark, load_run, "one_commit_unplaced", second)
 
 
 @pytest.mark.parametrize("when", ["before the writes", "while the run writes"])

@@ -1,4 +1,5 @@
 """What one local cycle did: per table, the run's outcome and the control item before and after."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -91,13 +92,15 @@ def render_cycle(report: CycleReport) -> list[str]:
     for run in report.runs:
         stats = run.stats
         duration = run.duration_seconds
-        rows.append((
-            run.target_table_name,
-            run.status,
-            *(_count(stats.get(name)) for name in STAT_NAMES),
-            f"{_value(run.watermark_before)} -> {_value(run.watermark_after)}",
-            "-" if duration is None else f"{duration:.1f}",
-        ))
+        rows.append(
+            (
+                run.target_table_name,
+                run.status,
+                *(_count(stats.get(name)) for name in STAT_NAMES),
+                f"{_value(run.watermark_before)} -> {_value(run.watermark_after)}",
+                "-" if duration is None else f"{duration:.1f}",
+            )
+        )
     lines += format_rows(rows) if report.runs else ["  no table ran"]
     lines += [f"  inactive (activeflag N): {name}" for name in report.inactive]
     lines += [f"  FAILED {failure}" for failure in report.failures()]
@@ -107,8 +110,10 @@ def render_cycle(report: CycleReport) -> list[str]:
 def format_rows(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows as left-aligned columns, indented by two spaces."""
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    return [
+        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def _count(value: Any) -> str:

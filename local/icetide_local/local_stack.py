@@ -10,6 +10,7 @@ demo use it through :mod:`icetide_local.workspace_cycle`.
 DMS's continuous tasks write change files all the time; the stand-in's write them when a cycle
 starts (:meth:`LocalStack.start_workflow`), before any of the cycle's executions.
 """
+
 from __future__ import annotations
 
 import json
@@ -168,8 +169,10 @@ class LocalStack(TableRunHarness):
 
     def typed_items(self) -> list[dict[str, Any]]:
         """Every control item, in DynamoDB typed JSON."""
-        pages = self.client("dynamodb").get_paginator("scan").paginate(
-            TableName=self.names.control_table, ConsistentRead=True
+        pages = (
+            self.client("dynamodb")
+            .get_paginator("scan")
+            .paginate(TableName=self.names.control_table, ConsistentRead=True)
         )
         return [item for page in pages for item in page["Items"]]
 

@@ -16,6 +16,7 @@ Layout::
     DIR/logs/handlers.log          the Lambda handlers' log lines (Powertools JSON)
     DIR/.lock                      held while a cycle runs, so two runs never share a workspace
 """
+
 from __future__ import annotations
 
 import fcntl

@@ -13,6 +13,7 @@ Each job run gets its own Spark session (sharing the one SparkContext of the pro
 job run has its own: the job names its temporary views, and two tables' runs in parallel must not
 see each other's.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -49,7 +50,7 @@ def stage_bronze(bronze_uri: str, directory: Path) -> int:
     copied = 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for entry in page.get("Contents", []):
-            relative = entry["Key"][len(prefix):].lstrip("/")
+            relative = entry["Key"][len(prefix) :].lstrip("/")
             if not relative or relative.endswith("/"):
                 continue
             _download(s3, bucket, entry["Key"], directory / relative)

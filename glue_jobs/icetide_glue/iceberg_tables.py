@@ -73,6 +73,6 @@ def data_files_may_hold(
 
 
 def java_long(spark: SparkSession, value: int) -> Any:
-    """``value`` as a ``java.lang.Long`` (py4j sends a small int as an ``Integer``, which an
-    Iceberg literal of a long or timestamp column does not take)."""
+    """``value`` as a ``java.lang.Long``: py4j sends an int within 32 bits as an ``Integer``, which
+    Iceberg cannot take as a literal of a timestamp column (microseconds)."""
     return jvm(spark).java.lang.Long.valueOf(str(int(value)))

@@ -29,6 +29,7 @@ from glue.silver_tables import silver_table
 from glue.sql_plans import plans_of
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.maintenance import maintain_table
+from icetide_glue.planned_scan import ROW_POSITION_COLUMNS
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import STAGING_BRANCH
 
@@ -48,6 +49,8 @@ SECOND = [
 ]
 AFTER_FIRST = {1: 10, 2: 20, 3: 30, 4: 40, 5: 50, 6: 60}
 AFTER_SECOND = {1: 11, 2: 21, 4: 40, 5: 50, 6: 60, 7: 70, 8: 80}
+# Iceberg's metadata column of a row's data file, as the classification reads it.
+DATA_FILE = ROW_POSITION_COLUMNS[0]
 # How long a test waits for the other write before it calls the writes not concurrent.
 WAIT_SECONDS = 120
 
@@ -362,7 +365,7 @@ def test_a_row_to_remove_read_without_its_data_file_stops_the_run_before_any_wri
     def without_data_files(*args: Any, **kwargs: Any) -> Iterator[Any]:
         with real(*args, **kwargs) as frame:
             positions = kwargs.get("row_positions", False)
-            yield frame.withColumn("_file", F.lit(None).cast("string")) if positions else frame
+            yield frame.withColumn(DATA_FILE, F.lit(None).cast("string")) if positions else frame
 
     monkeypatch.setattr(apply_module, "rows_in_key_ranges", without_data_files)
     with pytest.raises(IcetideJobError, match="a silver row to remove was read without its data file"):

@@ -74,6 +74,7 @@ Run (``make bench`` runs the defaults; the targets are set for 20M rows):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import re
@@ -1327,6 +1328,12 @@ def parse_arguments(argv: Sequence[str]) -> tuple[argparse.Namespace, Config]:
     )
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if not args.no_plot and importlib.util.find_spec("matplotlib") is None:
+        # Asked now, not when the plot is drawn after the whole run (half an hour at the defaults).
+        parser.error(
+            "merge_cost.png needs matplotlib: install the bench extra (pip install -e '.[bench]', "
+            "as make bench does) or pass --no-plot"
+        )
     problem = sampling_problem(config)
     if problem:
         parser.error(problem)

@@ -117,6 +117,27 @@ def test_the_job_s_planned_reads_are_counted_and_the_planner_s_logger_left_as_fo
     assert not [record for record in caplog.records if record.name == planner.name]
 
 
+def test_a_plot_without_its_library_is_refused_before_any_work(
+    merge_cost: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without matplotlib the plot, drawn after the whole run, would fail it at its end."""
+    arguments = [a for a in benchmark_arguments(tmp_path, "bench_no_matplotlib") if a != "--no-plot"]
+    real_find_spec = merge_cost.importlib.util.find_spec
+    monkeypatch.setattr(
+        merge_cost.importlib.util,
+        "find_spec",
+        lambda name, *more: None if name == "matplotlib" else real_find_spec(name, *more),
+    )
+    with pytest.raises(SystemExit) as stopped:
+        merge_cost.main(arguments)
+    assert stopped.value.code == 2
+    assert "merge_cost.png needs matplotlib" in capsys.readouterr().err
+    assert not (tmp_path / "workspace").exists() and not (tmp_path / "out").exists()
+
+
 def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
     """The ratios, without Spark: minimum over rounds, every size, the growth across sizes."""
 

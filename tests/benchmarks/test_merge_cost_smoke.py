@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -212,3 +213,22 @@ def test_a_floor_that_skipped_work_stops_the_benchmark(
     )
     with pytest.raises(RuntimeError, match="3 rows found and 5 appended, not \\(4, 5\\)"):
         merge_cost.check_floor(spark, fewer, {"written_records": 5})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_newest_boundary_is_the_kth_highest_live_id(
+    spark: SparkSession, merge_cost: ModuleType, seed: int
+) -> None:
+    """Against a sorted list: live ids with gaps over many count blocks (small ones here), the
+    boundary for ranks at block edges, inside blocks, the last live id, and no bound at all."""
+    rng = random.Random(seed)
+    ids = rng.sample(range(1, 5_000), 700)
+    live = spark.createDataFrame([(i,) for i in ids], [merge_cost.KEY])
+    newest_first = sorted(ids, reverse=True)
+    ranks = [1, 2, len(ids) - 1, *rng.sample(range(1, len(ids)), 12)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(merge_cost, "BOUNDARY_BLOCK_IDS", 97)
+        found = {n: merge_cost.newest_boundary(live, n, len(ids)) for n in ranks}
+        unbounded = [merge_cost.newest_boundary(live, n, len(ids)) for n in (0, len(ids))]
+    assert found == {n: newest_first[n - 1] for n in ranks}
+    assert unbounded == [None, None]

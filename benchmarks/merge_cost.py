@@ -576,7 +576,8 @@ def newest_boundary(live: DataFrame, newest: int, live_count: int) -> int | None
     Two passes over the key column that hold almost nothing: live ids counted per block of
     :data:`BOUNDARY_BLOCK_IDS`, then the ids of the one block the boundary falls in. A top-k
     (``orderBy().offset(newest - 1).limit(1)``) sends each task's ``newest`` highest ids to the
-    driver: a million per task for the 5 % band at 20M rows, which filled the local driver's 1 GB.
+    driver: a million per task for the 5 % band at 20M rows, which filled a scratch profile's 1 GB
+    driver.
     """
     if newest <= 0 or newest >= live_count:
         return None

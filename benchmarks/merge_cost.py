@@ -74,6 +74,7 @@ Run (``make bench`` runs the defaults; the targets are set for 20M rows):
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import logging
@@ -566,36 +567,55 @@ def write_full_load(spark: SparkSession, bronze: Path, size: int) -> Path:
     return folder
 
 
-# Ids per block of newest_boundary's count: about 2,000 blocks at 20M ids, one block's ids collected.
+# Ids per block of LiveKeys's count: about 2,000 blocks at 20M ids, one block's ids collected.
 BOUNDARY_BLOCK_IDS = 10_000
 
 
-def newest_boundary(live: DataFrame, newest: int, live_count: int) -> int | None:
-    """The smallest id among the ``newest`` highest live ids; None when that is no bound at all.
+@dataclass
+class LiveKeys:
+    """A batch's live keys (``frame``, one column of ids) and how many there are.
 
-    Two passes over the key column that hold almost nothing: live ids counted per block of
-    :data:`BOUNDARY_BLOCK_IDS`, then the ids of the one block the boundary falls in. A top-k
-    (``orderBy().offset(newest - 1).limit(1)``) sends each task's ``newest`` highest ids to the
-    driver: a million per task for the 5 % band at 20M rows, which filled a scratch profile's 1 GB
-    driver.
+    The bands' edges are found from live ids counted per block of :data:`BOUNDARY_BLOCK_IDS`,
+    counted once per batch (a pass over the key column) however many edges its bands have.
     """
-    if newest <= 0 or newest >= live_count:
-        return None
-    block = F.floor(F.col(KEY) / BOUNDARY_BLOCK_IDS)
-    newer = 0
-    for row in live.groupBy(block.alias("block")).count().orderBy(F.desc("block")).collect():
-        if newer + row["count"] >= newest:
-            in_block = live.where(block == row["block"]).select(KEY).collect()
-            return int(sorted((r[KEY] for r in in_block), reverse=True)[newest - newer - 1])
-        newer += row["count"]
-    raise RuntimeError(f"{live_count:,} live keys expected, fewer than {newest:,} counted")
+
+    frame: DataFrame
+    count: int
+
+    @functools.cached_property
+    def blocks(self) -> list[tuple[int, int]]:
+        """(block, live ids in it), the newest block first."""
+        counted = self.frame.groupBy(self.block.alias("block")).count().orderBy(F.desc("block"))
+        return [(row["block"], row["count"]) for row in counted.collect()]
+
+    @property
+    def block(self) -> Column:
+        return F.floor(F.col(KEY) / BOUNDARY_BLOCK_IDS)
+
+    def newest_boundary(self, newest: int) -> int | None:
+        """The smallest id among the ``newest`` highest live ids; None when that is no bound at all.
+
+        The block counts, then the ids of the one block the boundary falls in: almost nothing
+        held. A top-k (``orderBy().offset(newest - 1).limit(1)``) sends each task's ``newest``
+        highest ids to the driver: a million per task for the 5 % band at 20M rows, which filled a
+        scratch profile's 1 GB driver.
+        """
+        if newest <= 0 or newest >= self.count:
+            return None
+        newer = 0
+        for block, count in self.blocks:
+            if newer + count >= newest:
+                in_block = self.frame.where(self.block == block).select(KEY).collect()
+                return int(sorted((r[KEY] for r in in_block), reverse=True)[newest - newer - 1])
+            newer += count
+        raise RuntimeError(f"{self.count:,} live keys expected, fewer than {newest:,} counted")
 
 
-def band_keys(live: DataFrame, live_count: int, band: Band) -> DataFrame:
+def band_keys(live: LiveKeys, band: Band) -> DataFrame:
     """The live keys of ``band`` (its newest ``start`` excluded, up to its newest ``end``)."""
-    keys = live
-    upper = newest_boundary(live, int(band.start * live_count), live_count)
-    lower = newest_boundary(live, int(band.end * live_count), live_count)
+    keys = live.frame
+    upper = live.newest_boundary(int(band.start * live.count))
+    lower = live.newest_boundary(int(band.end * live.count))
     if upper is not None:
         keys = keys.where(F.col(KEY) < upper)
     if lower is not None:
@@ -609,14 +629,14 @@ def shares(total: int, bands: Sequence[Band]) -> list[int]:
     return [*counts, total - sum(counts)]
 
 
-def chosen_keys(live: DataFrame, live_count: int, pattern: Pattern, mix: Mix, seed: int) -> DataFrame:
+def chosen_keys(live: LiveKeys, pattern: Pattern, mix: Mix, seed: int) -> DataFrame:
     """(id, Op) of the batch's updated and deleted keys: a seeded random sample of each band."""
     picked = []
     for band, changed, deleted in zip(
         pattern.bands, shares(mix.existing, pattern.bands), shares(mix.deletes, pattern.bands), strict=True
     ):
         order = F.xxhash64(F.col(KEY), F.lit(seed))
-        sample = band_keys(live, live_count, band).orderBy(order).limit(changed)
+        sample = band_keys(live, band).orderBy(order).limit(changed)
         # A sample of at most a batch's keys: one window partition is fine.
         rank = F.row_number().over(Window.orderBy(order))
         picked.append(sample.select(KEY, F.when(rank <= deleted, "D").otherwise("U").alias("Op")))
@@ -683,7 +703,7 @@ def prepare_batch(
         silver_snapshot=current_snapshot_id(spark, tables.name("silver")),
     )
     source = spark.table(tables.name("naive"))
-    chosen = chosen_keys(source.select(KEY), state.live_keys, pattern, mix, batch.seed)
+    chosen = chosen_keys(LiveKeys(source.select(KEY), state.live_keys), pattern, mix, batch.seed)
     rows = change_rows(spark, source, chosen, mix, state.next_id, batch)
     # DMS names a CDC file by its time, yyyyMMdd-HHmmssSSS.
     cdc_name = changed_at.strftime("%Y%m%d-%H%M%S%f")[:-3] + ".parquet"

@@ -237,7 +237,8 @@ def test_the_newest_boundary_is_the_kth_highest_live_id(
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(merge_cost, "BOUNDARY_BLOCK_IDS", block_ids)
-        found = {n: merge_cost.newest_boundary(live, n, len(ids)) for n in ranks}
-        unbounded = [merge_cost.newest_boundary(live, n, len(ids)) for n in (0, len(ids))]
+        live_keys = merge_cost.LiveKeys(live, len(ids))
+        found = {n: live_keys.newest_boundary(n) for n in ranks}
+        unbounded = [live_keys.newest_boundary(n) for n in (0, len(ids))]
     assert found == {n: newest_first[n - 1] for n in ranks}
     assert unbounded == [None, None]

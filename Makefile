@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS_DIR ?= $(HOME)/.cache/icetide/jars
+# Worker processes of make test (pytest-xdist, whole test files per worker; each worker that runs a
+# Spark test starts its own local[2] JVM). On this project's 2-core machine two workers ran the suite
+# in 15.8 minutes against 24.0 for one (the same tree, one after the other).
+TEST_WORKERS ?= 2
 # Arguments for benchmarks/merge_cost.py, e.g. make bench BENCH_ARGS="--scale 0.01"
 BENCH_ARGS ?=
 export ICETIDE_JARS_DIR := $(JARS_DIR)
@@ -28,8 +32,8 @@ venv: $(STAMP) ## create .venv with icetide and its dev dependencies
 jars: venv ## fetch the Iceberg runtime jars and the local file system's jar from Maven Central (cached outside git)
 	$(BIN)/python -m icetide_local.jars
 
-test: lint jars ## ruff and mypy (tests included), then the whole test suite (Spark and PostgreSQL included)
-	$(BIN)/python -m pytest
+test: lint jars ## ruff and mypy (tests included), then the whole test suite in two worker processes (TEST_WORKERS=2; Spark and PostgreSQL included)
+	$(BIN)/python -m pytest --numprocesses $(TEST_WORKERS) --dist loadfile
 
 test-fast: venv ## the inner loop: unit and handler tests only (no Spark, no PostgreSQL, no AWS tools), well under a minute
 	$(BIN)/python -m pytest tests/unit tests/handlers -q

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
 from sqlalchemy.engine import URL
 
 SERVICE_USER = "postgres"
@@ -35,6 +36,11 @@ SERVICE_USER = "postgres"
 
 SUPERUSER = "icetide"
 """The database superuser created by initdb; its password is random per server."""
+
+SETUP_LOCK = Path(tempfile.gettempdir()) / "icetide-postgres-setup.lock"
+"""Held while this machine is set up for a server (the package installed, the service user created):
+two processes starting servers at once (two pytest workers, a test run beside the demo) would run
+two ``apt-get install`` at once, and dpkg's lock fails the second."""
 
 _START_ATTEMPTS = 3  # a probed free port can be taken by another process before postgres binds it
 _READY_TIMEOUT_SECONDS = 60
@@ -93,8 +99,13 @@ def ensure_binaries() -> PostgresBinaries:
             "the PostgreSQL server programs (initdb, postgres) were found neither on PATH nor in "
             "/usr/lib/postgresql/*/bin, and installing them needs root: run 'apt-get install postgresql'"
         )
-    _apt_install("postgresql")
-    found = find_binaries()
+    with FileLock(SETUP_LOCK):
+        # Another process may have installed them while this one waited for the lock.
+        found = find_binaries()
+        if found:
+            return found
+        _apt_install("postgresql")
+        found = find_binaries()
     if not found:
         raise PostgresUnavailable(
             "apt-get installed 'postgresql' but initdb/postgres are still not in /usr/lib/postgresql/*/bin"
@@ -127,6 +138,13 @@ def _service_user() -> str | None:
     """The user to run the server as: ``postgres`` when we are root (created if missing), else ourselves."""
     if os.geteuid() != 0:
         return None
+    with FileLock(SETUP_LOCK):
+        _create_service_user()
+    return SERVICE_USER
+
+
+def _create_service_user() -> None:
+    """Create the service user unless it exists (Debian's ``postgresql`` package creates it too)."""
     try:
         pwd.getpwnam(SERVICE_USER)
     except KeyError:
@@ -141,7 +159,6 @@ def _service_user() -> str | None:
                 f"running as root, and the '{SERVICE_USER}' system user (initdb refuses root) could not be "
                 f"created: {_tail(created.stderr)}"
             ) from None
-    return SERVICE_USER
 
 
 def _free_loopback_port() -> int:

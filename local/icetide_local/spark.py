@@ -9,6 +9,7 @@ engine (pyiceberg, DuckDB) can open from their metadata files.
 
 from __future__ import annotations
 
+import os
 import platform
 import tempfile
 from pathlib import Path
@@ -59,9 +60,17 @@ logger.native.level = error
 
 
 def quiet_log_configuration() -> Path:
-    """The log4j2 file the local JVM starts with (rewritten each time: its text is this module's)."""
+    """The log4j2 file the local JVM starts with (its text is this module's).
+
+    Written whole under another name, then renamed over the old one: a JVM that another process
+    starts at the same moment (two pytest workers) reads either file whole, never a truncated one.
+    """
     path = Path(tempfile.gettempdir()) / "icetide-log4j2.properties"
-    path.write_text(QUIET_LOG4J2, encoding="utf-8")
+    if path.is_file() and path.read_text(encoding="utf-8") == QUIET_LOG4J2:
+        return path
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False) as new:
+        new.write(QUIET_LOG4J2)
+    os.replace(new.name, path)
     return path
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from icetide_local.postgres import find_binaries, temporary_postgres
+from icetide_local import postgres
+from icetide_local.postgres import PostgresBinaries, find_binaries, temporary_postgres
 
 pytestmark = pytest.mark.postgres
 
@@ -46,3 +49,36 @@ def test_the_server_programs_are_found():
     assert binaries is not None
     assert binaries.initdb.name == "initdb" and binaries.initdb.is_file()
     assert binaries.postgres.name == "postgres" and binaries.postgres.is_file()
+
+
+def test_two_processes_missing_the_server_programs_install_them_once(monkeypatch, tmp_path):
+    """A second server start waits for the first one's install and uses it (dpkg's lock would
+    fail a second ``apt-get install`` running at the same time)."""
+    installed: list[PostgresBinaries] = []
+    installs: list[str] = []
+    start = threading.Barrier(2)
+    found: dict[str, PostgresBinaries] = {}
+
+    def fake_install(package: str) -> None:
+        installs.append(package)
+        time.sleep(0.3)  # the other process looks for the programs while this one installs
+        installed.append(PostgresBinaries(tmp_path / "bin"))
+
+    monkeypatch.setattr(postgres, "SETUP_LOCK", tmp_path / "setup.lock")
+    monkeypatch.setattr(postgres.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(postgres, "find_binaries", lambda: installed[0] if installed else None)
+    monkeypatch.setattr(postgres, "_apt_install", fake_install)
+
+    def start_server(name: str) -> None:
+        start.wait()
+        found[name] = postgres.ensure_binaries()
+
+    threads = [threading.Thread(target=start_server, args=(name,)) for name in ("first", "second")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+
+    assert installs == ["postgresql"]
+    installed_once = PostgresBinaries(tmp_path / "bin")
+    assert found == {"first": installed_once, "second": installed_once}

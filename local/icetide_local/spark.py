@@ -70,6 +70,7 @@ def quiet_log_configuration() -> Path:
         return path
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False) as new:
         new.write(QUIET_LOG4J2)
+    os.chmod(new.name, 0o644)  # as write_text made it: a temporary file is the owner's alone
     os.replace(new.name, path)
     return path
 

@@ -2,7 +2,7 @@
 
 ``benchmarks/`` is a folder of scripts, not a package: each module is loaded from its file. The
 benchmark reuses an active session (``getOrCreate``) and leaves it running, so these tests share
-the JVM with every other Spark test of the run instead of starting a second one.
+the JVM with every other Spark test of the worker process instead of starting a second one.
 """
 
 from __future__ import annotations

@@ -242,3 +242,5 @@ def test_the_newest_boundary_is_the_kth_highest_live_id(
         unbounded = [live_keys.newest_boundary(n) for n in (0, len(ids))]
     assert found == {n: newest_first[n - 1] for n in ranks}
     assert unbounded == [None, None]
+    # Counted once for every edge asked of the batch, not once per edge.
+    assert live_keys.blocks is live_keys.blocks

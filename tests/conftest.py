@@ -1,6 +1,10 @@
 """Shared pytest configuration. Fixtures that belong to one area live in that area's conftest."""
 
 import os
+import socket
+from collections.abc import Iterator
+
+import pytest
 
 # No test may reach AWS: moto intercepts boto3, and these make sure nothing falls through to real
 # credentials or a real region.
@@ -25,3 +29,16 @@ import handlers
 # keeps a handler first invoked under a patched clock from keeping that clock for the whole session.
 for _handler in pkgutil.iter_modules(handlers.__path__):
     importlib.import_module(f"handlers.{_handler.name}")
+
+
+@pytest.fixture
+def unused_tcp_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test: a database that cannot be reached.
+
+    The probe socket stays bound, without listening, until the test ends: on Linux a connection to
+    it is refused, and no other process (the other test worker's PostgreSQL, say) can take the
+    port in the meantime, as it could once a closed probe had freed it.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        yield int(probe.getsockname()[1])

@@ -4,7 +4,6 @@ and nothing already in silver is lost (nor any watermark moved by a failed run).
 from __future__ import annotations
 
 import json
-import socket
 from decimal import Decimal
 
 import pytest
@@ -75,14 +74,14 @@ def test_a_bad_item_and_a_missing_table_fail_alone(shop, tmp_path, write_tables,
     assert _state(workspace)["shop_orders"]["watermark"] == {"N": "3"}
 
 
-def test_an_unreachable_database_fails_every_table_and_changes_nothing(shop, tmp_path, write_tables, icetide):
+def test_an_unreachable_database_fails_every_table_and_changes_nothing(
+    shop, tmp_path, write_tables, icetide, unused_tcp_port
+):
     url, engine, orders, prices = shop
     workspace = tmp_path / "ws"
     _first_cycle(icetide, write_tables, workspace, url)
     state_before = _state(workspace)
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = unused_tcp_port
     unreachable = f"postgresql+psycopg://icetide:pa55word-not-shown@127.0.0.1:{port}/shop"
 
     result = icetide(

@@ -3,7 +3,6 @@ a directory standing for the bronze bucket, and DMS task inputs written the way 
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -150,11 +149,3 @@ def full_load(bronze, table_mapping, s3_settings) -> Callable[..., FullLoadResul
         return run_full_load(mapping, s3_settings, source.url, bronze.sink, **options)
 
     return run
-
-
-@pytest.fixture
-def unused_tcp_port() -> int:
-    """A loopback port nothing listens on (it was free a moment ago): a database that cannot be reached."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

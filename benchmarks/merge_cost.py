@@ -28,8 +28,14 @@ rows; ``--scale F`` multiplies every size and change count for a quick run):
            the found rows' positions as parquet (not committed). No checks, counts, tombstones,
            delete-file bookkeeping or run records, and silver is left as it is: not a candidate,
            a measured floor for a run of Spark jobs on this machine. Its ratios are printed too
+  arrow    the floor's reads and writes in the driver's own process, without a Spark job
+           (benchmarks/one_process_floor.py: pyarrow reads and writes the files, Iceberg's Java
+           API plans silver's files and commits the append): what leaving Spark's jobs out for a
+           small batch could buy, measured before any such engine is built. Checked after each
+           round to find the floor's positions and append its rows; Iceberg's scan figures are not
+           counted for it (no Spark scan reports them). A reference, its ratios printed too
 
-Every round applies the SAME batch to all six, in an order rotated each round (so no approach
+Every round applies the SAME batch to all seven, in an order rotated each round (so no approach
 always runs first, on a cold cache), after an untimed warm-up pass of everything at 1,000 rows.
 Batches are DMS CDC folders (``Op``, the ``dms_timestamp`` string, the source columns ``id``,
 ``name``, ``amount``, ``updated_at``), one change per key, every change later than everything
@@ -92,6 +98,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
+import one_process_floor
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -124,7 +131,7 @@ CHANGE_SHARE_OF_TABLE = 0.01
 UPDATE_SHARE, DELETE_SHARE = 0.7, 0.1  # the rest (20 %) are inserts
 # Rows per full-load file (DMS splits a full load into LOADnnnnnnnn files).
 ROWS_PER_LOAD_FILE = 1_000_000
-APPROACHES = ("icetide", "append", "naive", "reload", "bare", "floor")
+APPROACHES = ("icetide", "append", "naive", "reload", "bare", "floor", "arrow")
 # The approaches whose tables hold the source's state after each round, compared with the naive one.
 CHECKED_APPROACHES = {"icetide": "silver", "reload": "reload", "bare": "bare"}
 COPY_ON_WRITE_V2 = {
@@ -799,10 +806,10 @@ def run_bare(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     spark.catalog.dropTempView(view)
 
 
-def floor_positions(batch: Batch) -> Path:
-    """Where the floor writes the positions of a round's found rows (beside the export, never in
-    the bronze folder the job reads; removed with the round's files)."""
-    return batch.export.with_name(batch.export.name + "-floor-positions")
+def floor_positions(batch: Batch, approach: str = "floor") -> Path:
+    """Where ``approach`` (the floor or arrow) writes the positions of a round's found rows
+    (beside the export, never in the bronze folder the job reads; removed with the round's files)."""
+    return batch.export.with_name(f"{batch.export.name}-{approach}-positions")
 
 
 def run_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
@@ -838,16 +845,47 @@ def run_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     positions.sortWithinPartitions("file_path", "pos").write.parquet(str(floor_positions(batch)))
 
 
-def check_floor(spark: SparkSession, batch: Batch, cost: dict[str, Any]) -> None:
-    """After a floor run, untimed: it found every updated or deleted key in silver and appended
-    every update and insert (a floor that skipped work would stop the benchmark)."""
-    found = spark.read.parquet(str(floor_positions(batch))).count()
+def check_floor(spark: SparkSession, batch: Batch, cost: dict[str, Any], approach: str = "floor") -> None:
+    """After a floor (or arrow) run, untimed: it found every updated or deleted key in silver and
+    appended every update and insert (a floor that skipped work would stop the benchmark)."""
+    found = spark.read.parquet(str(floor_positions(batch, approach))).count()
     appended = cost["written_records"]
     expected = (batch.mix.existing, batch.mix.updates + batch.mix.inserts)
     if (found, appended) != expected:
         raise RuntimeError(
-            f"floor of {batch.run_id}: {found} rows found and {appended} appended, not {expected}"
+            f"{approach} of {batch.run_id}: {found} rows found and {appended} appended, not {expected}"
         )
+
+
+def run_arrow_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
+    """The floor's reads and writes in this process (benchmarks/one_process_floor.py)."""
+    one_process_floor.run(
+        spark,
+        one_process_floor.FloorRun(
+            batch_files=batch.files,
+            silver=tables.name("silver"),
+            silver_snapshot=batch.silver_snapshot,
+            target=tables.name("arrow"),
+            positions=floor_positions(batch, "arrow"),
+            key=KEY,
+            change_time=TIMESTAMP_COLUMN,
+            source_names=SOURCE_NAMES,
+            silver_columns=("_icetide_change_ts", "_icetide_change_seq"),
+        ),
+    )
+
+
+def check_arrow_floor(spark: SparkSession, batch: Batch, cost: dict[str, Any]) -> None:
+    """After an arrow run, untimed: it found the very positions the Spark floor found (same file,
+    same row: the delete files applied alike) and appended as many rows."""
+    check_floor(spark, batch, cost, "arrow")
+    mine, floors = (
+        spark.read.parquet(str(floor_positions(batch, approach))).select("file_path", "pos")
+        for approach in ("arrow", "floor")
+    )
+    differ = mine.exceptAll(floors).count() + floors.exceptAll(mine).count()
+    if differ:
+        raise RuntimeError(f"arrow of {batch.run_id}: {differ} position(s) differ from the floor's")
 
 
 def run_reload(spark: SparkSession, tables: Tables, batch: Batch) -> None:
@@ -865,6 +903,7 @@ def approach_action(name: str, spark: SparkSession, tables: Tables, batch: Batch
         "reload": lambda: run_reload(spark, tables, batch),
         "bare": lambda: run_bare(spark, tables, batch),
         "floor": lambda: run_floor(spark, tables, batch),
+        "arrow": lambda: run_arrow_floor(spark, tables, batch),
     }
     return actions[name]
 
@@ -891,8 +930,8 @@ def written_tables(spark: SparkSession, tables: Tables, approach: str) -> list[s
 
 
 def create_tables(spark: SparkSession, tables: Tables, full_load: Path) -> None:
-    """The naive, bare, append and floor tables, as untimed copies of the build (silver's source
-    columns; the append table's rows with an empty Op; the floor table starts empty)."""
+    """The naive, bare, append, floor and arrow tables, as untimed copies of the build (silver's
+    source columns; the append table's rows with an empty Op; the floor's and arrow's start empty)."""
     copy_of_silver(spark, tables, "naive", COPY_ON_WRITE_V2)
     # Silver's layout: its properties, and rows written (and rewritten) in key order.
     copy_of_silver(spark, tables, "bare", MERGE_TABLE_PROPERTIES, f"ORDER BY {KEY}")
@@ -902,6 +941,7 @@ def create_tables(spark: SparkSession, tables: Tables, full_load: Path) -> None:
         tables.name("append")
     ).using("iceberg").tableProperty("format-version", "2").create()
     copy_of_silver(spark, tables, "floor", MERGE_TABLE_PROPERTIES, "LIMIT 0")
+    copy_of_silver(spark, tables, "arrow", MERGE_TABLE_PROPERTIES, "LIMIT 0")
 
 
 def copy_of_silver(
@@ -992,6 +1032,7 @@ def run_round(
         progress(f"size {tables.size:,} | {batch.pattern} round {batch.round + 1} | {name}")
         costs[name] = measure_approach(spark, tables, batch, name)
     check_floor(spark, batch, costs["floor"])
+    check_arrow_floor(spark, batch, costs["arrow"])
     if before_compare is not None:
         before_compare(spark, tables)
     naive = spark.table(tables.name("naive"))
@@ -1062,7 +1103,8 @@ def measure_rounds(
             state.after(batch.mix)
             shutil.rmtree(batch.folder)
             shutil.rmtree(batch.export)
-            shutil.rmtree(floor_positions(batch))
+            for approach in ("floor", "arrow"):
+                shutil.rmtree(floor_positions(batch, approach))
 
 
 def warm_up(spark: SparkSession, config: Config, workspace: Path) -> list[Check]:
@@ -1178,6 +1220,7 @@ REPORT_COLUMNS = (
 REFERENCES = {
     "bare": "the bare MERGE (one plain Spark MERGE, no guarantees)",
     "floor": "the floor (the reads and writes a merge needs, nothing more)",
+    "arrow": "the floor in one process (its reads and writes without a Spark job)",
 }
 
 

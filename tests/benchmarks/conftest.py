@@ -17,6 +17,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+# As when a benchmark runs as a script: its folder first on the path, for the modules it imports
+# from beside it (merge_cost imports one_process_floor).
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
 
 
 def load_benchmark(name: str) -> ModuleType:
@@ -32,6 +36,11 @@ def load_benchmark(name: str) -> ModuleType:
 @pytest.fixture(scope="session")
 def merge_cost() -> ModuleType:
     return load_benchmark("merge_cost")
+
+
+@pytest.fixture(scope="session")
+def one_process_floor() -> ModuleType:
+    return load_benchmark("one_process_floor")
 
 
 @pytest.fixture(scope="session")

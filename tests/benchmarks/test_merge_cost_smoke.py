@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
-APPROACHES = {"icetide", "append", "naive", "reload", "bare", "floor"}
+APPROACHES = {"icetide", "append", "naive", "reload", "bare", "floor", "arrow"}
 PATTERNS = {"scattered", "recent", "fixed"}
 
 
@@ -62,9 +62,14 @@ def test_every_approach_and_pattern_is_measured_and_agrees(
         # tombstone per delete), the append every change, the copy-on-write and the reload far more.
         mix = record["changes"]
         written = {name: cost["written_records"] for name, cost in record["approaches"].items()}
-        assert written["floor"] == written["bare"] == mix["updates"] + mix["inserts"]
+        assert written["arrow"] == written["floor"] == written["bare"] == mix["updates"] + mix["inserts"]
         assert written["icetide"] == written["append"] == sum(mix.values())
-    assert set(results["bare_ratios"][0]) == set(results["floor_ratios"][0]) == set(results["targets"][0])
+    assert (
+        set(results["bare_ratios"][0])
+        == set(results["floor_ratios"][0])
+        == set(results["arrow_ratios"][0])
+        == set(results["targets"][0])
+    )
     summary = results["summary"]["2000"]
     assert set(summary) == PATTERNS and all(set(row) == APPROACHES for row in summary.values())
     assert results["builds"][0]["seconds"] > 0
@@ -147,11 +152,17 @@ def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
 
     summary = {
         1000: {
-            "scattered": figures(icetide=1.0, append=0.1, naive=4.0, reload=1.0, bare=2.0, floor=0.5),
-            "recent": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.5, floor=0.8),
-            "fixed": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.0, floor=0.4),
+            "scattered": figures(
+                icetide=1.0, append=0.1, naive=4.0, reload=1.0, bare=2.0, floor=0.5, arrow=0.2
+            ),
+            "recent": figures(
+                icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.5, floor=0.8, arrow=0.4
+            ),
+            "fixed": figures(icetide=1.0, append=0.5, naive=4.0, reload=20.0, bare=1.0, floor=0.4, arrow=0.1),
         },
-        10000: {"fixed": figures(icetide=2.0, append=0.5, naive=4.0, reload=20.0, bare=1.4, floor=0.6)},
+        10000: {
+            "fixed": figures(icetide=2.0, append=0.5, naive=4.0, reload=20.0, bare=1.4, floor=0.6, arrow=0.3)
+        },
     }
     verdicts = merge_cost.evaluate_targets(summary, [1000, 10000])
     passed = {(v["size"], v["pattern"], v["ratio"]): v["pass"] for v in verdicts}
@@ -173,7 +184,7 @@ def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
     }
     # Every reference in icetide's place: the bare MERGE's ratios as above, and the floor's.
     references = merge_cost.reference_verdicts(summary, [1000, 10000])
-    assert set(references) == {"bare", "floor"}
+    assert set(references) == {"bare", "floor", "arrow"}
     assert references["bare"] == bare
     assert {(v["size"], v["pattern"], v["ratio"]): round(v["value"], 2) for v in references["floor"]} == {
         (1000, "scattered", "naive/floor"): 8.0,
@@ -182,6 +193,28 @@ def test_targets_are_judged_from_minimum_times(merge_cost: ModuleType) -> None:
         (1000, "recent", "floor/append"): 1.6,
         (10000, "fixed", "floor(10,000)/floor(1,000)"): 1.5,
     }
+    assert {(v["size"], v["pattern"], v["ratio"]): round(v["value"], 2) for v in references["arrow"]} == {
+        (1000, "scattered", "naive/arrow"): 20.0,
+        (1000, "scattered", "reload/arrow"): 5.0,
+        (1000, "recent", "reload/arrow"): 50.0,
+        (1000, "recent", "arrow/append"): 0.8,
+        (10000, "fixed", "arrow(10,000)/arrow(1,000)"): 3.0,
+    }
+
+
+def round_zero(merge_cost: ModuleType, tmp_path: Path, pattern: str, mix: Any) -> Any:
+    """A first round's batch of ``pattern`` and ``mix``, its files under ``tmp_path`` (none written)."""
+    return merge_cost.Batch(
+        pattern=pattern,
+        round=0,
+        seed=1,
+        mix=mix,
+        folder=tmp_path / "bronze",
+        files=tmp_path / "bronze" / "files",
+        export=tmp_path / "export",
+        changed_at=merge_cost.BASE_TIME,
+        silver_snapshot=1,
+    )
 
 
 def test_a_floor_that_skipped_work_stops_the_benchmark(
@@ -190,17 +223,7 @@ def test_a_floor_that_skipped_work_stops_the_benchmark(
     """The floor's own check, untimed after each round: the rows it found in silver (the positions
     it wrote) and the rows it appended must be the batch's updated or deleted keys, and its
     updates and inserts."""
-    batch = merge_cost.Batch(
-        pattern="scattered",
-        round=0,
-        seed=1,
-        mix=merge_cost.Mix(updates=3, deletes=1, inserts=2),
-        folder=tmp_path / "bronze",
-        files=tmp_path / "bronze" / "files",
-        export=tmp_path / "export",
-        changed_at=merge_cost.BASE_TIME,
-        silver_snapshot=1,
-    )
+    batch = round_zero(merge_cost, tmp_path, "scattered", merge_cost.Mix(updates=3, deletes=1, inserts=2))
     spark.createDataFrame([("f", i) for i in range(4)], "file_path string, pos long").write.parquet(
         str(merge_cost.floor_positions(batch))
     )
@@ -213,6 +236,28 @@ def test_a_floor_that_skipped_work_stops_the_benchmark(
     )
     with pytest.raises(RuntimeError, match="3 rows found and 5 appended, not \\(4, 5\\)"):
         merge_cost.check_floor(spark, fewer, {"written_records": 5})
+
+
+def test_an_arrow_floor_that_found_other_rows_than_the_floor_stops_the_benchmark(
+    spark: SparkSession, merge_cost: ModuleType, tmp_path: Path
+) -> None:
+    """The same number of rows found is not enough: arrow must find the floor's very positions."""
+    batch = round_zero(merge_cost, tmp_path, "recent", merge_cost.Mix(updates=2, deletes=1, inserts=1))
+
+    def positions(approach: str, *rows: tuple[str, int]) -> None:
+        folder = merge_cost.floor_positions(batch, approach)
+        spark.createDataFrame(list(rows), "file_path string, pos long").write.mode("overwrite").parquet(
+            str(folder)
+        )
+
+    positions("floor", ("a", 1), ("a", 7), ("b", 0))
+    positions("arrow", ("b", 0), ("a", 7), ("a", 1))
+    merge_cost.check_arrow_floor(spark, batch, {"written_records": 3})  # the same rows, in any order
+    positions("arrow", ("a", 1), ("a", 8), ("b", 0))
+    with pytest.raises(RuntimeError, match="arrow of recent-round-0: 2 position\\(s\\) differ"):
+        merge_cost.check_arrow_floor(spark, batch, {"written_records": 3})
+    with pytest.raises(RuntimeError, match="arrow of recent-round-0: 3 rows found and 2 appended"):
+        merge_cost.check_arrow_floor(spark, batch, {"written_records": 2})
 
 
 @pytest.mark.parametrize("seed", [1, 2])

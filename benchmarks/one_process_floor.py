@@ -1,0 +1,218 @@
+"""The floor's reads and writes without a Spark job: what a merge costs in one process.
+
+``merge_cost``'s ``floor`` does the reads and writes a merge with icetide's answers needs, each as
+the plainest Spark statement. The recent pattern's targets ask for less time than that floor took
+(run 20: 2.03 s for a batch that a reload does in 7.35 s, a tenth of which is the target). This
+reference, ``arrow``, does the same reads and writes in the driver's own process with pyarrow,
+so the benchmark measures, side by side, what leaving Spark's jobs out for a small batch would
+buy before anyone builds it:
+
+- the batch's DMS files read, and each key's latest change kept (sort by key, change time newest
+  first; the first row of each key);
+- silver's rows in the batch's lowest to highest key, as the round found them: the data files and
+  their delete files planned by Iceberg's Java API on the driver (its column bounds skip files),
+  each file's row groups skipped by their key statistics, its deleted positions left out, then
+  the same columns the floor reads (key, change time and sequence, value columns, file and
+  position) joined with the latest changes;
+- the rows the changes leave written as one Parquet file with Iceberg's field ids and appended to
+  a table of silver's source columns (``arrow_<size>``) with Iceberg's ``AppendFiles``;
+- the found rows' positions written as Parquet (not committed), as the floor does.
+
+No values hash, checks, counts, tombstones, delete-file bookkeeping or run records, exactly as
+the floor: a reference, not a candidate. An engine built on it would be a second implementation of
+the merge's semantics (DMS's types, the values hash, schema changes, soft deletes, the order
+guard), which is why this measures before anything is built. ``merge_cost.check_arrow_floor``
+checks after each round, untimed, that it found the same positions as the Spark floor and
+appended the same number of rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from icetide_glue.iceberg_tables import iceberg_table, java_long, jvm
+
+# Iceberg's metadata names local files with a scheme; pyarrow opens plain paths.
+LOCAL_SCHEME = "file:"
+# The Parquet key that carries a column's Iceberg field id (what Iceberg's readers match on).
+FIELD_ID_KEY = b"PARQUET:field_id"
+# Iceberg's table property for the Parquet codec, and its default since Iceberg 1.4.
+COMPRESSION_PROPERTY = "write.parquet.compression-codec"
+DEFAULT_COMPRESSION = "zstd"
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """A data file Iceberg's planning kept for the key range, and its position delete files."""
+
+    path: str
+    delete_files: tuple[str, ...]
+
+
+def local_path(path: str) -> str:
+    """``path`` as pyarrow opens it (``file:/x`` and ``file:///x`` are ``/x``)."""
+    if path.startswith(LOCAL_SCHEME):
+        path = path[len(LOCAL_SCHEME) :]
+        if path.startswith("///"):
+            path = path[2:]
+    return path
+
+
+def latest_changes(changes: pa.Table, key: str, change_time: str) -> pa.Table:
+    """Each key's latest change: the rows sorted by key, newest change first, and the first of each
+    key kept (DMS's change time strings sort as times: fixed width, largest unit first)."""
+    ordered = changes.sort_by([(key, "ascending"), (change_time, "descending")])
+    keys = ordered.column(key).to_numpy()
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return ordered.filter(pa.array(first))
+
+
+def planned_files(
+    spark: SparkSession, table: str, snapshot_id: int, key: str, low: int, high: int
+) -> list[PlannedFile]:
+    """The data files of ``table`` in ``snapshot_id`` that may hold a key from ``low`` to ``high``,
+    with their delete files, as Iceberg's planning answers on the driver (no Spark job)."""
+    iceberg = iceberg_table(spark, table)
+    expressions = jvm(spark).org.apache.iceberg.expressions.Expressions
+    # ``and`` is a Python keyword: Expressions.and by name.
+    in_range = getattr(expressions, "and")(
+        expressions.greaterThanOrEqual(key, java_long(spark, low)),
+        expressions.lessThanOrEqual(key, java_long(spark, high)),
+    )
+    tasks = iceberg.newScan().useSnapshot(snapshot_id).filter(in_range).planFiles()
+    planned = []
+    try:
+        iterator = tasks.iterator()
+        while iterator.hasNext():
+            task = iterator.next()
+            deletes = tuple(str(delete.location()) for delete in task.deletes())
+            planned.append(PlannedFile(str(task.file().location()), deletes))
+    finally:
+        tasks.close()
+    return planned
+
+
+def deleted_positions(planned: PlannedFile) -> np.ndarray:
+    """The positions of ``planned``'s rows its delete files remove."""
+    positions = []
+    for delete_file in planned.delete_files:
+        deletes = pq.read_table(local_path(delete_file), columns=["file_path", "pos"])
+        mine = deletes.filter(pc.equal(deletes.column("file_path"), planned.path))
+        positions.append(mine.column("pos").to_numpy())
+    return np.concatenate(positions) if positions else np.empty(0, dtype=np.int64)
+
+
+def rows_in_range(
+    planned: PlannedFile, columns: Sequence[str], key: str, low: int, high: int
+) -> Iterator[pa.Table]:
+    """``planned``'s live rows with a key from ``low`` to ``high``: ``columns`` plus ``_file`` and
+    ``_pos``, reading only the row groups whose key statistics overlap the range."""
+    parquet = pq.ParquetFile(local_path(planned.path))
+    key_index = parquet.schema_arrow.get_field_index(key)
+    deleted = deleted_positions(planned)
+    start = 0
+    for group in range(parquet.metadata.num_row_groups):
+        rows = parquet.metadata.row_group(group).num_rows
+        stats = parquet.metadata.row_group(group).column(key_index).statistics
+        overlaps = stats is None or not stats.has_min_max or (stats.min <= high and stats.max >= low)
+        if overlaps:
+            read = parquet.read_row_group(group, columns=list(columns))
+            positions = np.arange(start, start + rows, dtype=np.int64)
+            keys = read.column(key).to_numpy()
+            keep = (keys >= low) & (keys <= high)
+            if len(deleted):
+                keep &= ~np.isin(positions, deleted)
+            chosen = read.filter(pa.array(keep))
+            yield chosen.append_column(
+                "_file", pa.array([planned.path] * len(chosen), pa.string())
+            ).append_column("_pos", pa.array(positions[keep]))
+        start += rows
+
+
+def arrow_schema(iceberg: Any, frame: pa.Table) -> pa.Schema:
+    """``frame``'s schema with each column's Iceberg field id (by name, from ``iceberg``'s schema)."""
+    ids = {str(field.name()): int(field.fieldId()) for field in iceberg.schema().columns()}
+    return pa.schema(
+        [field.with_metadata({FIELD_ID_KEY: str(ids[field.name]).encode()}) for field in frame.schema]
+    )
+
+
+def append_rows(spark: SparkSession, table: str, rows: pa.Table) -> None:
+    """``rows`` written as one Parquet file in ``table``'s data location and appended (one commit)."""
+    iceberg = iceberg_table(spark, table)
+    api = jvm(spark).org.apache.iceberg
+    path = str(iceberg.locationProvider().newDataLocation(f"arrow-floor-{uuid.uuid4()}.parquet"))
+    target = Path(local_path(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # The table's codec, as Iceberg's own writers use it (zstd unless the table says otherwise).
+    codec = str(iceberg.properties().getOrDefault(COMPRESSION_PROPERTY, DEFAULT_COMPRESSION))
+    pq.write_table(rows.cast(arrow_schema(iceberg, rows)), target, coerce_timestamps="us", compression=codec)
+    metrics = api.parquet.ParquetUtil.fileMetrics(
+        iceberg.io().newInputFile(path), api.MetricsConfig.forTable(iceberg)
+    )
+    data_file = (
+        api.DataFiles.builder(iceberg.spec())
+        .withPath(path)
+        .withFormat(api.FileFormat.PARQUET)
+        .withFileSizeInBytes(target.stat().st_size)
+        .withMetrics(metrics)
+        .build()
+    )
+    iceberg.newAppend().appendFile(data_file).commit()
+
+
+@dataclass(frozen=True)
+class FloorRun:
+    """What one run of the floor in one process reads and writes (merge_cost names the places)."""
+
+    batch_files: Path  # the batch's DMS folder of Parquet files
+    silver: str  # silver's SQL name, read as of ``silver_snapshot``
+    silver_snapshot: int
+    target: str  # the table the rows the changes leave are appended to
+    positions: Path  # where the found rows' positions go (a folder, as Spark's writes make)
+    key: str
+    change_time: str  # DMS's change time column
+    source_names: tuple[str, ...]  # the source's columns, the key first
+    silver_columns: tuple[str, ...]  # silver's columns the floor reads besides the source's
+
+
+def run(spark: SparkSession, floor: FloorRun) -> tuple[int, int]:
+    """The floor's reads and writes in this process (module docstring); (rows found, rows appended)."""
+    latest = latest_changes(pq.read_table(floor.batch_files), floor.key, floor.change_time)
+    keys = latest.column(floor.key)
+    low, high = pc.min(keys).as_py(), pc.max(keys).as_py()
+    columns = (*floor.source_names, *floor.silver_columns)
+    parts = [
+        part
+        for planned in planned_files(spark, floor.silver, floor.silver_snapshot, floor.key, low, high)
+        for part in rows_in_range(planned, columns, floor.key, low, high)
+    ]
+    silver = pa.concat_tables(parts) if parts else None
+    found = 0
+    if silver is not None:
+        silver = silver.rename_columns([f"silver_{name}" for name in silver.column_names])
+        # As the floor's join: silver's rows with the change each meets (inner: pyarrow's default
+        # join is a left outer one).
+        joined = silver.join(latest, f"silver_{floor.key}", floor.key, join_type="inner")
+        positions = joined.select(["silver__file", "silver__pos"]).rename_columns(["file_path", "pos"])
+        positions = positions.sort_by([("file_path", "ascending"), ("pos", "ascending")])
+        found = len(positions)
+    else:
+        positions = pa.table({"file_path": pa.array([], pa.string()), "pos": pa.array([], pa.int64())})
+    appended = latest.filter(pc.not_equal(latest.column("Op"), "D")).select(list(floor.source_names))
+    if len(appended):
+        append_rows(spark, floor.target, appended)
+    floor.positions.mkdir(parents=True, exist_ok=True)
+    pq.write_table(positions, floor.positions / "positions.parquet")
+    return found, len(appended)

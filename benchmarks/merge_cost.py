@@ -32,7 +32,8 @@ rows; ``--scale F`` multiplies every size and change count for a quick run):
            (benchmarks/one_process_floor.py: pyarrow reads and writes the files, Iceberg's Java
            API plans silver's files and commits the append): what leaving Spark's jobs out for a
            small batch could buy, measured before any such engine is built. Checked after each
-           round to find the floor's positions and append its rows; Iceberg's scan figures are not
+           round to find the floor's positions and append the floor's rows (read back by Spark,
+           compared by count and checksum); Iceberg's scan figures are not
            counted for it (no Spark scan reports them). A reference, its ratios printed too
 
 Every round applies the SAME batch to all seven, in an order rotated each round (so no approach
@@ -812,6 +813,10 @@ def floor_positions(batch: Batch, approach: str = "floor") -> Path:
     return batch.export.with_name(f"{batch.export.name}-{approach}-positions")
 
 
+# Silver's columns the floor reads besides the source's: what the order guard compares.
+FLOOR_METADATA_COLUMNS = ("_icetide_change_ts", "_icetide_change_seq")
+
+
 def run_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     """The floor (module docstring): the batch's latest change per key; silver's rows of its keys
     as the round found them (one key range, as ``bare``, the batch broadcast into silver's scan,
@@ -831,8 +836,7 @@ def run_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
     found = (
         silver.select(
             F.col(KEY).alias("silver_id"),
-            "_icetide_change_ts",
-            "_icetide_change_seq",
+            *FLOOR_METADATA_COLUMNS,
             *[F.col(name).alias(f"silver_{name}") for name in SOURCE_NAMES if name != KEY],
             F.col("_file").alias("silver_file"),
             F.col("_pos").alias("silver_pos"),
@@ -858,8 +862,10 @@ def check_floor(spark: SparkSession, batch: Batch, cost: dict[str, Any], approac
 
 
 def run_arrow_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
-    """The floor's reads and writes in this process (benchmarks/one_process_floor.py)."""
-    one_process_floor.run(
+    """The floor's reads and writes in this process (benchmarks/one_process_floor.py); stops the
+    benchmark when its join did not carry every column the floor reads (found positions alone
+    would not tell a read of the keys only)."""
+    result = one_process_floor.run(
         spark,
         one_process_floor.FloorRun(
             batch_files=batch.files,
@@ -870,15 +876,25 @@ def run_arrow_floor(spark: SparkSession, tables: Tables, batch: Batch) -> None:
             key=KEY,
             change_time=TIMESTAMP_COLUMN,
             source_names=SOURCE_NAMES,
-            silver_columns=("_icetide_change_ts", "_icetide_change_seq"),
+            silver_columns=FLOOR_METADATA_COLUMNS,
         ),
     )
+    missing = {f"silver_{name}" for name in (*SOURCE_NAMES, *FLOOR_METADATA_COLUMNS)} - set(
+        result.joined_columns
+    )
+    if result.found and missing:
+        raise RuntimeError(f"arrow of {batch.run_id}: silver's {sorted(missing)} not read")
 
 
-def check_arrow_floor(spark: SparkSession, batch: Batch, cost: dict[str, Any]) -> None:
+def check_arrow_floor(spark: SparkSession, tables: Tables, batch: Batch, cost: dict[str, Any]) -> None:
     """After an arrow run, untimed: it found the very positions the Spark floor found (same file,
-    same row: the delete files applied alike) and appended as many rows."""
+    same row: the delete files applied alike), and its table holds the rows the floor's does (both
+    start empty and take the same rows each round: read back by Spark, so a wrong type or field id
+    shows too)."""
     check_floor(spark, batch, cost, "arrow")
+    appended = fingerprint(source_rows(spark.table(tables.name("arrow"))))
+    if appended != fingerprint(source_rows(spark.table(tables.name("floor")))):
+        raise RuntimeError(f"arrow of {batch.run_id}: its table's rows differ from the floor's")
     mine, floors = (
         spark.read.parquet(str(floor_positions(batch, approach))).select("file_path", "pos")
         for approach in ("arrow", "floor")
@@ -1032,7 +1048,7 @@ def run_round(
         progress(f"size {tables.size:,} | {batch.pattern} round {batch.round + 1} | {name}")
         costs[name] = measure_approach(spark, tables, batch, name)
     check_floor(spark, batch, costs["floor"])
-    check_arrow_floor(spark, batch, costs["arrow"])
+    check_arrow_floor(spark, tables, batch, costs["arrow"])
     if before_compare is not None:
         before_compare(spark, tables)
     naive = spark.table(tables.name("naive"))

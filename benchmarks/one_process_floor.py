@@ -38,17 +38,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.schema import Schema
 from pyspark.sql import SparkSession
 
 from icetide_glue.iceberg_tables import iceberg_table, java_long, jvm
 
 # Iceberg's metadata names local files with a scheme; pyarrow opens plain paths.
 LOCAL_SCHEME = "file:"
-# The Parquet key that carries a column's Iceberg field id (what Iceberg's readers match on).
-FIELD_ID_KEY = b"PARQUET:field_id"
 # Iceberg's table property for the Parquet codec, and its default since Iceberg 1.4.
 COMPRESSION_PROPERTY = "write.parquet.compression-codec"
 DEFAULT_COMPRESSION = "zstd"
+# Iceberg's codec names that pyarrow spells otherwise.
+PYARROW_CODECS = {"uncompressed": "none"}
 
 
 @dataclass(frozen=True)
@@ -103,49 +105,57 @@ def planned_files(
     return planned
 
 
-def deleted_positions(planned: PlannedFile) -> np.ndarray:
-    """The positions of ``planned``'s rows its delete files remove."""
-    positions = []
+def live_rows(planned: PlannedFile, rows: int) -> np.ndarray:
+    """Which of ``planned``'s ``rows`` positions its delete files leave live (a mask by position)."""
+    live = np.ones(rows, dtype=bool)
     for delete_file in planned.delete_files:
         deletes = pq.read_table(local_path(delete_file), columns=["file_path", "pos"])
         mine = deletes.filter(pc.equal(deletes.column("file_path"), planned.path))
-        positions.append(mine.column("pos").to_numpy())
-    return np.concatenate(positions) if positions else np.empty(0, dtype=np.int64)
+        live[mine.column("pos").to_numpy()] = False
+    return live
+
+
+def leaf_index(parquet: pq.ParquetFile, column: str) -> int:
+    """The Parquet leaf column of top-level ``column`` (row-group statistics are per leaf, which
+    is not the Arrow field index once a nested column comes first)."""
+    schema = parquet.metadata.schema
+    for index in range(len(schema)):
+        if schema.column(index).path == column:
+            return index
+    raise KeyError(f"{column} is not a flat column of the data file")
 
 
 def rows_in_range(
-    planned: PlannedFile, columns: Sequence[str], key: str, low: int, high: int
+    planned: PlannedFile, file_index: int, columns: Sequence[str], key: str, low: int, high: int
 ) -> Iterator[pa.Table]:
-    """``planned``'s live rows with a key from ``low`` to ``high``: ``columns`` plus ``_file`` and
-    ``_pos``, reading only the row groups whose key statistics overlap the range."""
+    """``planned``'s live rows with a key from ``low`` to ``high``: ``columns`` plus ``_file_index``
+    (``file_index``, the file's place in the run's list: a path string per row would cost more
+    than the read) and ``_pos``, reading only the row groups whose key statistics overlap the range."""
     parquet = pq.ParquetFile(local_path(planned.path))
-    key_index = parquet.schema_arrow.get_field_index(key)
-    deleted = deleted_positions(planned)
+    key_leaf = leaf_index(parquet, key)
+    live = live_rows(planned, parquet.metadata.num_rows)
     start = 0
     for group in range(parquet.metadata.num_row_groups):
         rows = parquet.metadata.row_group(group).num_rows
-        stats = parquet.metadata.row_group(group).column(key_index).statistics
+        stats = parquet.metadata.row_group(group).column(key_leaf).statistics
         overlaps = stats is None or not stats.has_min_max or (stats.min <= high and stats.max >= low)
         if overlaps:
             read = parquet.read_row_group(group, columns=list(columns))
-            positions = np.arange(start, start + rows, dtype=np.int64)
             keys = read.column(key).to_numpy()
-            keep = (keys >= low) & (keys <= high)
-            if len(deleted):
-                keep &= ~np.isin(positions, deleted)
+            keep = (keys >= low) & (keys <= high) & live[start : start + rows]
             chosen = read.filter(pa.array(keep))
             yield chosen.append_column(
-                "_file", pa.array([planned.path] * len(chosen), pa.string())
-            ).append_column("_pos", pa.array(positions[keep]))
+                "_file_index", pa.array(np.full(len(chosen), file_index, dtype=np.int32))
+            ).append_column("_pos", pa.array(np.arange(start, start + rows, dtype=np.int64)[keep]))
         start += rows
 
 
-def arrow_schema(iceberg: Any, frame: pa.Table) -> pa.Schema:
-    """``frame``'s schema with each column's Iceberg field id (by name, from ``iceberg``'s schema)."""
-    ids = {str(field.name()): int(field.fieldId()) for field in iceberg.schema().columns()}
-    return pa.schema(
-        [field.with_metadata({FIELD_ID_KEY: str(ids[field.name]).encode()}) for field in frame.schema]
-    )
+def iceberg_arrow_schema(spark: SparkSession, iceberg: Any) -> pa.Schema:
+    """``iceberg``'s schema as Arrow types with each column's field id, as pyiceberg maps them
+    (a Spark ``timestamp`` is Iceberg's ``timestamptz``: microseconds, adjusted to UTC; the batch's
+    DMS files hold it as INT96, which Arrow reads without a zone)."""
+    as_json = jvm(spark).org.apache.iceberg.SchemaParser.toJson(iceberg.schema())
+    return schema_to_pyarrow(Schema.model_validate_json(str(as_json)))
 
 
 def append_rows(spark: SparkSession, table: str, rows: pa.Table) -> None:
@@ -155,9 +165,12 @@ def append_rows(spark: SparkSession, table: str, rows: pa.Table) -> None:
     path = str(iceberg.locationProvider().newDataLocation(f"arrow-floor-{uuid.uuid4()}.parquet"))
     target = Path(local_path(path))
     target.parent.mkdir(parents=True, exist_ok=True)
-    # The table's codec, as Iceberg's own writers use it (zstd unless the table says otherwise).
+    # The table's codec (zstd unless the table says otherwise), at pyarrow's level and row-group
+    # size, not parquet-java's: the file is about 1.3-1.8x the size Spark's writer makes.
     codec = str(iceberg.properties().getOrDefault(COMPRESSION_PROPERTY, DEFAULT_COMPRESSION))
-    pq.write_table(rows.cast(arrow_schema(iceberg, rows)), target, coerce_timestamps="us", compression=codec)
+    schema = iceberg_arrow_schema(spark, iceberg)
+    typed = rows.select(schema.names).cast(schema)
+    pq.write_table(typed, target, compression=PYARROW_CODECS.get(codec, codec))
     metrics = api.parquet.ParquetUtil.fileMetrics(
         iceberg.io().newInputFile(path), api.MetricsConfig.forTable(iceberg)
     )
@@ -187,32 +200,45 @@ class FloorRun:
     silver_columns: tuple[str, ...]  # silver's columns the floor reads besides the source's
 
 
-def run(spark: SparkSession, floor: FloorRun) -> tuple[int, int]:
-    """The floor's reads and writes in this process (module docstring); (rows found, rows appended)."""
+@dataclass(frozen=True)
+class FloorResult:
+    """What a run found and appended, and the columns its join of silver's rows carried (so the
+    benchmark can check the floor's columns were read, not only the keys)."""
+
+    found: int
+    appended: int
+    joined_columns: tuple[str, ...]
+
+
+def run(spark: SparkSession, floor: FloorRun) -> FloorResult:
+    """The floor's reads and writes in this process (module docstring)."""
     latest = latest_changes(pq.read_table(floor.batch_files), floor.key, floor.change_time)
     keys = latest.column(floor.key)
     low, high = pc.min(keys).as_py(), pc.max(keys).as_py()
     columns = (*floor.source_names, *floor.silver_columns)
+    files = planned_files(spark, floor.silver, floor.silver_snapshot, floor.key, low, high)
     parts = [
         part
-        for planned in planned_files(spark, floor.silver, floor.silver_snapshot, floor.key, low, high)
-        for part in rows_in_range(planned, columns, floor.key, low, high)
+        for index, planned in enumerate(files)
+        for part in rows_in_range(planned, index, columns, floor.key, low, high)
     ]
-    silver = pa.concat_tables(parts) if parts else None
-    found = 0
-    if silver is not None:
+    positions = pa.table({"file_path": pa.array([], pa.string()), "pos": pa.array([], pa.int64())})
+    joined_columns: tuple[str, ...] = ()
+    if parts:
+        silver = pa.concat_tables(parts)
         silver = silver.rename_columns([f"silver_{name}" for name in silver.column_names])
         # As the floor's join: silver's rows with the change each meets (inner: pyarrow's default
         # join is a left outer one).
         joined = silver.join(latest, f"silver_{floor.key}", floor.key, join_type="inner")
-        positions = joined.select(["silver__file", "silver__pos"]).rename_columns(["file_path", "pos"])
+        joined_columns = tuple(joined.column_names)
+        paths = pc.take(
+            pa.array([planned.path for planned in files], pa.string()), joined["silver__file_index"]
+        )
+        positions = pa.table({"file_path": paths, "pos": joined["silver__pos"]})
         positions = positions.sort_by([("file_path", "ascending"), ("pos", "ascending")])
-        found = len(positions)
-    else:
-        positions = pa.table({"file_path": pa.array([], pa.string()), "pos": pa.array([], pa.int64())})
     appended = latest.filter(pc.not_equal(latest.column("Op"), "D")).select(list(floor.source_names))
     if len(appended):
         append_rows(spark, floor.target, appended)
     floor.positions.mkdir(parents=True, exist_ok=True)
     pq.write_table(positions, floor.positions / "positions.parquet")
-    return found, len(appended)
+    return FloorResult(len(positions), len(appended), joined_columns)

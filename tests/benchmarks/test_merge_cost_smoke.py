@@ -238,11 +238,19 @@ def test_a_floor_that_skipped_work_stops_the_benchmark(
         merge_cost.check_floor(spark, fewer, {"written_records": 5})
 
 
-def test_an_arrow_floor_that_found_other_rows_than_the_floor_stops_the_benchmark(
+def test_an_arrow_floor_that_found_or_appended_other_rows_than_the_floor_stops_the_benchmark(
     spark: SparkSession, merge_cost: ModuleType, tmp_path: Path
 ) -> None:
-    """The same number of rows found is not enough: arrow must find the floor's very positions."""
+    """The same numbers are not enough: arrow must find the floor's very positions, and its table
+    must hold the floor's rows (read back by Spark)."""
     batch = round_zero(merge_cost, tmp_path, "recent", merge_cost.Mix(updates=2, deletes=1, inserts=1))
+    tables = merge_cost.Tables("bench_session", "arrow_check", 1)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS bench_session.arrow_check")
+    columns = ", ".join(f"{name} {kind}" for name, kind in merge_cost.SOURCE_COLUMNS)
+    rows = "(1, 'a', 1.50, TIMESTAMP '2026-11-30 10:00:00'), (5, 'b', 2.00, TIMESTAMP '2026-11-30 11:00:00')"
+    for role in ("floor", "arrow"):
+        spark.sql(f"CREATE OR REPLACE TABLE {tables.name(role)} ({columns}) USING iceberg")
+        spark.sql(f"INSERT INTO {tables.name(role)} VALUES {rows}")  # noqa: S608
 
     def positions(approach: str, *rows: tuple[str, int]) -> None:
         folder = merge_cost.floor_positions(batch, approach)
@@ -252,12 +260,18 @@ def test_an_arrow_floor_that_found_other_rows_than_the_floor_stops_the_benchmark
 
     positions("floor", ("a", 1), ("a", 7), ("b", 0))
     positions("arrow", ("b", 0), ("a", 7), ("a", 1))
-    merge_cost.check_arrow_floor(spark, batch, {"written_records": 3})  # the same rows, in any order
+    merge_cost.check_arrow_floor(spark, tables, batch, {"written_records": 3})  # the same rows, in any order
     positions("arrow", ("a", 1), ("a", 8), ("b", 0))
     with pytest.raises(RuntimeError, match="arrow of recent-round-0: 2 position\\(s\\) differ"):
-        merge_cost.check_arrow_floor(spark, batch, {"written_records": 3})
+        merge_cost.check_arrow_floor(spark, tables, batch, {"written_records": 3})
     with pytest.raises(RuntimeError, match="arrow of recent-round-0: 3 rows found and 2 appended"):
-        merge_cost.check_arrow_floor(spark, batch, {"written_records": 2})
+        merge_cost.check_arrow_floor(spark, tables, batch, {"written_records": 2})
+    positions("arrow", ("a", 1), ("a", 7), ("b", 0))
+    spark.sql(f"UPDATE {tables.name('arrow')} SET updated_at = updated_at + INTERVAL 1 HOUR WHERE id = 5")  # noqa: S608
+    with pytest.raises(
+        RuntimeError, match="arrow of recent-round-0: its table's rows differ from the floor's"
+    ):
+        merge_cost.check_arrow_floor(spark, tables, batch, {"written_records": 3})
 
 
 @pytest.mark.parametrize("seed", [1, 2])

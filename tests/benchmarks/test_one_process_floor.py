@@ -69,15 +69,19 @@ def test_the_live_rows_of_a_key_range_carry_their_positions(
     high = low + 20_000  # a fifth of the keys: about 3 of the 13 row groups
     planned = one_process_floor.PlannedFile(path, (f"file://{delete_file}",))
 
-    parts = list(one_process_floor.rows_in_range(planned, ["id", "amount"], "id", low, high))
+    parts = list(one_process_floor.rows_in_range(planned, 7, ["id", "amount"], "id", low, high))
 
     found = (
-        pa.concat_tables(parts).to_pydict() if parts else {"id": [], "amount": [], "_file": [], "_pos": []}
+        pa.concat_tables(parts).to_pydict()
+        if parts
+        else {"id": [], "amount": [], "_file_index": [], "_pos": []}
     )
     expected = [
-        (key, key * 3, path, pos) for pos, key in enumerate(keys) if low <= key <= high and pos not in deleted
+        (key, key * 3, 7, pos) for pos, key in enumerate(keys) if low <= key <= high and pos not in deleted
     ]
-    assert list(zip(found["id"], found["amount"], found["_file"], found["_pos"], strict=True)) == expected
+    assert (
+        list(zip(found["id"], found["amount"], found["_file_index"], found["_pos"], strict=True)) == expected
+    )
     # Row groups wholly outside the range are not read.
     assert len(parts) <= 5
 
@@ -86,3 +90,16 @@ def test_local_paths_lose_their_scheme(one_process_floor: ModuleType) -> None:
     assert one_process_floor.local_path("file:/w/a.parquet") == "/w/a.parquet"
     assert one_process_floor.local_path("file:///w/a.parquet") == "/w/a.parquet"
     assert one_process_floor.local_path("/w/a.parquet") == "/w/a.parquet"
+
+
+def test_the_key_s_statistics_are_found_by_leaf_after_a_nested_column(
+    one_process_floor: ModuleType, tmp_path: Path
+) -> None:
+    """A struct of two leaves before the key: the key is leaf 2, not the Arrow field index 1."""
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"pair": [{"a": 1, "b": 2}], "id": [10]}), path)
+    parquet = pq.ParquetFile(path)
+    assert one_process_floor.leaf_index(parquet, "id") == 2
+    assert parquet.metadata.row_group(0).column(2).statistics.min == 10
+    with pytest.raises(KeyError, match="pair is not a flat column"):
+        one_process_floor.leaf_index(parquet, "pair")

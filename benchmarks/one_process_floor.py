@@ -22,8 +22,8 @@ No values hash, checks, counts, tombstones, delete-file bookkeeping or run recor
 the floor: a reference, not a candidate. An engine built on it would be a second implementation of
 the merge's semantics (DMS's types, the values hash, schema changes, soft deletes, the order
 guard), which is why this measures before anything is built. ``merge_cost.check_arrow_floor``
-checks after each round, untimed, that it found the same positions as the Spark floor and
-appended the same number of rows.
+checks after each round, untimed, that it found the same positions as the Spark floor and that
+its table holds the floor table's rows.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyspark.sql import SparkSession
 
-from icetide_glue.iceberg_tables import iceberg_table, java_long, jvm
+from icetide_glue.iceberg_tables import iceberg_table, jvm
+from icetide_glue.planned_scan import plan_tasks
 
 # Iceberg's metadata names local files with a scheme; pyarrow opens plain paths.
 LOCAL_SCHEME = "file:"
@@ -84,25 +85,13 @@ def planned_files(
     spark: SparkSession, table: str, snapshot_id: int, key: str, low: int, high: int
 ) -> list[PlannedFile]:
     """The data files of ``table`` in ``snapshot_id`` that may hold a key from ``low`` to ``high``,
-    with their delete files, as Iceberg's planning answers on the driver (no Spark job)."""
-    iceberg = iceberg_table(spark, table)
-    expressions = jvm(spark).org.apache.iceberg.expressions.Expressions
-    # ``and`` is a Python keyword: Expressions.and by name.
-    in_range = getattr(expressions, "and")(
-        expressions.greaterThanOrEqual(key, java_long(spark, low)),
-        expressions.lessThanOrEqual(key, java_long(spark, high)),
-    )
-    tasks = iceberg.newScan().useSnapshot(snapshot_id).filter(in_range).planFiles()
-    planned = []
-    try:
-        iterator = tasks.iterator()
-        while iterator.hasNext():
-            task = iterator.next()
-            deletes = tuple(str(delete.location()) for delete in task.deletes())
-            planned.append(PlannedFile(str(task.file().location()), deletes))
-    finally:
-        tasks.close()
-    return planned
+    with their delete files, as Iceberg's planning answers on the driver (no Spark job): the
+    job's own planning of a batch's key ranges (icetide_glue.planned_scan)."""
+    tasks, _ = plan_tasks(spark, iceberg_table(spark, table), table, key, [(low, high)], None, snapshot_id)
+    return [
+        PlannedFile(str(task.file().location()), tuple(str(delete.location()) for delete in task.deletes()))
+        for task in tasks
+    ]
 
 
 def live_rows(planned: PlannedFile, rows: int) -> np.ndarray:

@@ -75,7 +75,7 @@ def rows_in_key_ranges(
     ``with_nulls_in``), as every join on the key does.
     """
     table = iceberg_table(spark, sql_name, refreshed=True)
-    tasks, planned = _plan(spark, table, sql_name, key, key_ranges, with_nulls_in, snapshot_id)
+    tasks, planned = plan_tasks(spark, table, sql_name, key, key_ranges, with_nulls_in, snapshot_id)
     logger.info("planned read of %s", sql_name, extra={"scan": asdict(planned)})
     positions = list(ROW_POSITION_COLUMNS) if row_positions else []
     if tasks.isEmpty():
@@ -93,7 +93,7 @@ def rows_in_key_ranges(
         manager.removeTasks(table, set_id)
 
 
-def _plan(
+def plan_tasks(
     spark: SparkSession,
     table: Any,
     sql_name: str,
@@ -103,7 +103,8 @@ def _plan(
     snapshot_id: int | None,
 ) -> tuple[Any, PlannedScan]:
     """The file scan tasks of ``snapshot_id`` (None: the newest, or none for a table without a
-    snapshot) that the filters can touch (a Java list), and Iceberg's report of that planning."""
+    snapshot) that the filters can touch (a Java list), and Iceberg's report of that planning.
+    (The merge-cost benchmark's one-process floor plans its read of silver with it too.)"""
     api = jvm(spark).org.apache.iceberg
     reporter = api.metrics.InMemoryMetricsReporter()
     scan = table.newScan().caseSensitive(False).metricsReporter(reporter)

@@ -41,8 +41,12 @@ OPTIONAL_ARGUMENTS = (
     "reconcile_started_at",
     "bronze_files_uri",
     "verify_report_uri",
+    "driver_merge_max_changes",
 )
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
+# A merge batch of at most this many rows may be merged on the driver, without a Spark job
+# (icetide_glue.driver_merge); 0 turns that off.
+DEFAULT_MAX_DRIVER_CHANGES = 500_000
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -92,6 +96,9 @@ class JobArguments:
     # which the job compares with silver's live keys, writing the verify report here instead of
     # merging; nothing is committed, no manifest written.
     verify_report_uri: str | None = None
+    # A merge batch of at most this many rows may be merged on the driver without a Spark job
+    # (icetide_glue.driver_merge, when the run qualifies); 0: every merge runs on Spark.
+    driver_merge_max_changes: int = DEFAULT_MAX_DRIVER_CHANGES
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -126,6 +133,10 @@ class JobArguments:
         if self.tombstone_retention_days < 0:
             raise InvalidJobArguments(
                 f"--tombstone_retention_days {self.tombstone_retention_days} must not be negative"
+            )
+        if self.driver_merge_max_changes < 0:
+            raise InvalidJobArguments(
+                f"--driver_merge_max_changes {self.driver_merge_max_changes} must not be negative"
             )
         self._check_reconcile()
         self._check_verify()
@@ -210,6 +221,9 @@ class JobArguments:
         delete_mode = _choice(DeleteMode, "--delete_mode", optional("delete_mode") or DeleteMode.HARD.value)
         retention = _row_count(optional("tombstone_retention_days"), "--tombstone_retention_days", "days")
         reconcile_rows = _row_count(optional("reconcile_expected_rows"), "--reconcile_expected_rows")
+        driver_changes = _row_count(
+            optional("driver_merge_max_changes"), "--driver_merge_max_changes", "changes"
+        )
         return cls(
             target_table=str(options["target_table"]).strip(),
             run_id=str(options["run_id"]).strip(),
@@ -229,6 +243,7 @@ class JobArguments:
             reconcile_started_at=_instant(optional("reconcile_started_at"), "--reconcile_started_at"),
             bronze_files_uri=optional("bronze_files_uri"),
             verify_report_uri=optional("verify_report_uri"),
+            driver_merge_max_changes=DEFAULT_MAX_DRIVER_CHANGES if driver_changes is None else driver_changes,
         )
 
 

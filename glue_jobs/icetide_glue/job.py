@@ -27,7 +27,6 @@ key-only extraction and writes a verify report (icetide_glue.verify).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from typing import Any
@@ -41,7 +40,6 @@ from icetide_glue.apply import (
     append_changes,
     classify_changes,
     commit_changes,
-    forget_expired_changes,
     remember_changes,
     values_hash_types,
 )
@@ -59,12 +57,18 @@ from icetide_glue.changes import (
     source_schema,
 )
 from icetide_glue.columns import is_metadata_column
-from icetide_glue.errors import IcetideJobError, one_line
+from icetide_glue.driver_merge import merge_on_driver
 from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import check_row_count
 from icetide_glue.run_ledger import find_run
+from icetide_glue.run_record import (
+    SPARK_MERGE_PATH,
+    committed_snapshot_id,
+    forget_expired_changes_after_commit,
+    snapshot_properties,
+)
 from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
     SilverTable,
@@ -72,13 +76,11 @@ from icetide_glue.silver import (
     create_silver_table,
     ensure_tombstone_table,
     evolve_silver_table,
-    find_committed_run,
     has_rows_without_values_hash,
     main_snapshot_id,
     silver_schema,
     table_exists,
 )
-from icetide_glue.sql import RUN_ID_PROPERTY, RUN_STATS_PROPERTY
 from icetide_glue.verify import run_verify
 
 logger = logging.getLogger(__name__)
@@ -138,13 +140,18 @@ def _load_run(
     if args.load_mode is LoadMode.APPEND:
         changes = changes.persist()
     try:
-        return _land_changes(spark, args, table, exists, changes)
+        return _land_changes(spark, args, table, exists, changes, bronze)
     finally:
         changes.unpersist()
 
 
 def _land_changes(
-    spark: SparkSession, args: JobArguments, table: SilverTable, exists: bool, changes: DataFrame
+    spark: SparkSession,
+    args: JobArguments,
+    table: SilverTable,
+    exists: bool,
+    changes: DataFrame,
+    bronze: DataFrame | None,
 ) -> RunManifest:
     merging = args.load_mode is LoadMode.MERGE
     # Append mode ignores keys: they need not even be in the files.
@@ -158,6 +165,12 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     latest = None
+    if merging and exists and bronze is not None:
+        # A small batch that qualifies is merged without a Spark job (icetide_glue.driver_merge);
+        # any other run, or one that path finds it cannot read as Spark would, goes on below.
+        merged = merge_on_driver(spark, args, table, bronze, changes, keys, watermark)
+        if merged is not None:
+            return merged
     if merging:
         # DMS's row count bounds the batch's keys before it is read: the check finds the key
         # ranges too (a wrong count fails the run just below, as before). A reconcile reads silver
@@ -275,7 +288,7 @@ def _merge(
             remembered = remember_changes(spark, tombstones, classified, keys)
 
         if counts.changing > 0:
-            properties = _snapshot_properties(manifest)
+            properties = snapshot_properties(manifest, SPARK_MERGE_PATH)
             # The tombstones land before silver's commit (a rerun of a committed run writes
             # nothing, so they must be there), written beside silver's files.
             commit_changes(
@@ -288,23 +301,15 @@ def _merge(
                 base_snapshot_id,
                 before_commit=remember,
             )
-            manifest = replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+            manifest = replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
         else:
             # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
             remember()
     finally:
         classified.release()
     if remembered and newest is not None:
-        _forget_expired_changes(spark, tombstones, newest, args.tombstone_retention_days)
+        forget_expired_changes_after_commit(spark, tombstones, newest, args.tombstone_retention_days)
     return manifest
-
-
-def _forget_expired_changes(spark: SparkSession, tombstones: SilverTable, newest: int, days: int) -> None:
-    """Housekeeping after the run's commit: a failure only delays it to the next run."""
-    try:
-        forget_expired_changes(spark, tombstones, newest, days)
-    except Exception as error:  # the run's commit stands; failing the run now would only mislead
-        logger.warning("%s: old tombstones not pruned this run: %s", tombstones, one_line(error))
 
 
 def _append(
@@ -323,10 +328,10 @@ def _append(
         manifest = replace(manifest, rows_inserted=inserted, rows_unchanged=manifest.rows_read - inserted)
         if inserted == 0:
             return manifest
-        append_changes(table.sql_name, new_rows, _snapshot_properties(manifest), row_count=inserted)
+        append_changes(table.sql_name, new_rows, snapshot_properties(manifest), row_count=inserted)
     finally:
         new_rows.unpersist()
-    return replace(manifest, snapshot_id=_committed_snapshot_id(spark, table, manifest.run_id))
+    return replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
 
 
 def _final_key_fields(
@@ -337,14 +342,3 @@ def _final_key_fields(
     if exists:
         by_name.update({field.name.lower(): field for field in silver_schema(spark, table).fields})
     return [by_name[key.lower()] for key in keys]
-
-
-def _snapshot_properties(manifest: RunManifest) -> dict[str, str]:
-    return {RUN_ID_PROPERTY: manifest.run_id, RUN_STATS_PROPERTY: json.dumps(manifest.run_stats())}
-
-
-def _committed_snapshot_id(spark: SparkSession, table: SilverTable, run_id: str) -> int:
-    committed = find_committed_run(spark, table, run_id)
-    if committed is None:
-        raise IcetideJobError(f"{table}: the commit of run {run_id} is not among the table's snapshots")
-    return committed.snapshot_id

@@ -155,7 +155,7 @@ def remove_rows(
     if not written:
         raise IcetideJobError(f"{table}: the position deletes were written as no file")
     expected = positions + sum(file.record_count for file in replaced)
-    _commit_row_delta(
+    commit_row_delta(
         spark,
         iceberg,
         written,
@@ -274,7 +274,7 @@ def _write_delete_files(
     ]
 
 
-def _commit_row_delta(
+def commit_row_delta(
     spark: SparkSession,
     iceberg: Any,
     written: Sequence[PositionDeleteFile],

@@ -143,20 +143,36 @@ def add_missing_metadata_columns(
     table lacks), so it is checked on every run: a run that stopped in between is mended by the
     next. Returns the manifest's ``schemaChanges`` lines.
     """
+    missing, without_metrics = missing_metadata(spark, table, load_mode, delete_mode)
+    if missing:
+        spark.sql(add_columns_sql(table.sql_name, missing))
+    # A mode set by the table's owner (say "full") is kept: every mode but "none" counts nulls.
+    if missing or without_metrics:
+        properties = iceberg_table(spark, table.sql_name, refreshed=True).properties()
+        if _stores_values_hash(load_mode, delete_mode) and any(
+            properties.get(key) is None for key in VALUES_HASH_METRICS
+        ):
+            spark.sql(set_properties_sql(table.sql_name, VALUES_HASH_METRICS))
+    return [f"added metadata column(s) {', '.join(name for name, _ in missing)}"] if missing else []
+
+
+def missing_metadata(
+    spark: SparkSession, table: SilverTable, load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD
+) -> tuple[list[tuple[str, str]], bool]:
+    """The metadata columns (name, type) this version stores and ``table`` lacks, and whether it
+    stores the values hash without its metrics property (:func:`add_missing_metadata_columns`
+    mends both)."""
     present = {name.lower() for name in silver_schema(spark, table).fieldNames()}
     missing = [
         (f.name, f.dataType.simpleString())
         for f in _metadata(load_mode, delete_mode).fields
         if f.name.lower() not in present
     ]
-    if missing:
-        spark.sql(add_columns_sql(table.sql_name, missing))
+    without_metrics = False
     if _stores_values_hash(load_mode, delete_mode):
         properties = iceberg_table(spark, table.sql_name, refreshed=True).properties()
-        # A mode set by the table's owner (say "full") is kept: every mode but "none" counts nulls.
-        if any(properties.get(key) is None for key in VALUES_HASH_METRICS):
-            spark.sql(set_properties_sql(table.sql_name, VALUES_HASH_METRICS))
-    return [f"added metadata column(s) {', '.join(name for name, _ in missing)}"] if missing else []
+        without_metrics = any(properties.get(key) is None for key in VALUES_HASH_METRICS)
+    return missing, without_metrics
 
 
 def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPlan) -> list[str]:

@@ -35,6 +35,8 @@ from icetide_glue.columns import (
 # Snapshot summary keys of the commit that brings a run onto main (icetide_glue.apply).
 RUN_ID_PROPERTY = "icetide.run-id"
 RUN_STATS_PROPERTY = "icetide.run-stats"
+# Which of the job's merge paths committed a run: "driver" (icetide_glue.driver_merge) or "spark".
+MERGE_PATH_PROPERTY = "icetide.merge-path"
 
 
 class ChangeAction(StrEnum):

@@ -9,7 +9,14 @@ from typing import Any
 from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.arguments import DEFAULT_TOMBSTONE_RETENTION_DAYS, DeleteMode, JobArguments, LoadMode
+from icetide_glue.arguments import (
+    DEFAULT_MAX_DRIVER_CHANGES,
+    DEFAULT_TOMBSTONE_RETENTION_DAYS,
+    DeleteMode,
+    JobArguments,
+    LoadMode,
+)
+from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.job import run_job
 
 CATALOG = "local"
@@ -58,9 +65,11 @@ def load_into_silver(
     reconcile_expected_rows: int | None = None,
     reconcile_started_at: datetime | None = None,
     expected_rows: int | None = None,
+    driver_merge_max_changes: int = DEFAULT_MAX_DRIVER_CHANGES,
 ) -> dict[str, Any]:
     """Run the job on a bronze folder into ``silver.<table>`` and return its manifest
-    (``expected_rows``: DMS's row count, as the state machine passes it)."""
+    (``expected_rows``: DMS's row count, as the state machine passes it;
+    ``driver_merge_max_changes`` 0: every merge on the Spark path)."""
     arguments = JobArguments(
         target_table=f"{SILVER_DATABASE}.{table}",
         run_id=run_id,
@@ -76,5 +85,13 @@ def load_into_silver(
         reconcile_expected_rows=reconcile_expected_rows,
         reconcile_started_at=reconcile_started_at,
         expected_rows=expected_rows,
+        driver_merge_max_changes=driver_merge_max_changes,
     )
     return run_job(spark, arguments)
+
+
+def merge_path(spark: SparkSession, table: str, snapshot_id: int) -> str | None:
+    """Which merge path committed ``snapshot_id`` (its summary's ``icetide.merge-path``)."""
+    summary = iceberg_table(spark, silver_table(table), refreshed=True).snapshot(snapshot_id).summary()
+    found = summary.get("icetide.merge-path")
+    return None if found is None else str(found)

@@ -34,7 +34,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from glue.dms_files import write_dms_file
-from glue.silver_tables import load_into_silver, silver_table
+from glue.silver_tables import load_into_silver, merge_path, silver_table
 from glue.values_hash import int_text, values_hash
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
@@ -283,16 +283,17 @@ def silver_rows(spark: SparkSession, table: str, soft: bool) -> set[tuple[Any, .
     }
 
 
-def wrong_hashes(spark: SparkSession, table: str, hashed_from: int) -> list[str]:
+def wrong_hashes(spark: SparkSession, table: str, hashed_from: int, unhashed_runs: set[int]) -> list[str]:
     """Silver's rows whose stored values hash is not the oracle's (glue.values_hash): null is
-    right only for a row written by a run before ``hashed_from`` (the column was dropped since)."""
+    right only for a row written by a run before ``hashed_from`` (the column was dropped since)
+    or by one of ``unhashed_runs`` (merged on the driver, which stores no hash)."""
     if not spark.catalog.tableExists(silver_table(table)):
         return []
     columns = ("id", "name", "v", "_icetide_run_id", VALUES_HASH)
     wrong = []
     for row in spark.table(silver_table(table)).select(*columns).collect():
         stored, run = row[VALUES_HASH], int(row["_icetide_run_id"].rsplit("-", 1)[1])
-        if stored is None and run < hashed_from:
+        if stored is None and (run < hashed_from or run in unhashed_runs):
             continue
         if stored != values_hash({"name": row["name"], "v": int_text(row["v"])}):
             wrong.append(f"key {row['id']} (run {run}) stores hash {stored} of {row['name']!r}, {row['v']!r}")
@@ -339,32 +340,52 @@ def write_run(workload: Workload, number: int, folder: Path) -> tuple[Path, list
 
 
 def run_workload(
-    spark: SparkSession, rng: random.Random, workload: Workload, table: str, folder: Path
+    spark: SparkSession, rng: random.Random, workload: Workload, table: str, folder: Path, taken: dict[str, int]
 ) -> list[str]:
-    """Load every run of the workload; return its mismatches (none expected)."""
+    """Load every run of the workload; return its mismatches (none expected). ``taken`` counts
+    the committed runs per merge path, of those either path may merge."""
     mode = DeleteMode.SOFT if workload.soft else DeleteMode.HARD
     oracle, mismatches = Oracle(workload.soft), []
-    # Rows written by this run or a later one must store a hash (the column was there).
-    hashed_from = 0
+    # Rows written by this run or a later one must store a hash (the column was there), unless
+    # the run was merged on the driver.
+    hashed_from, unhashed_runs = 0, set()
     for number in range(len(workload.runs)):
         bronze, batch, reconcile = write_run(workload, number, folder)
         run_id = f"{table}-{number}"
-        if not workload.soft and number > 0 and rng.random() < 0.3:
+        dropped = not workload.soft and number > 0 and rng.random() < 0.3
+        if dropped:
             # As if an earlier icetide had written silver: no stored hash, values compared.
             spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
             hashed_from = number
         # Every other run with DMS's row count: its key ranges come from the batch check.
         counted = {"expected_rows": len(batch)} if number % 2 else {}
-        manifest = load_into_silver(spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted)
+        # Each run picks its merge path: the driver's where it may (a hard-delete merge into an
+        # existing table with every metadata column, no reconcile), or Spark's.
+        on_driver = rng.random() < 0.6
+        paths = {} if on_driver else {"driver_merge_max_changes": 0}
+        manifest = load_into_silver(
+            spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted, **paths
+        )
         expected = oracle.deliver(batch, workload.reconciles.get(number))
         where = f"{table} run {number} ({workload}):"
+        qualifies = not workload.soft and number > 0 and not reconcile and not dropped
+        if manifest["snapshotId"] is not None:
+            path = merge_path(spark, table, manifest["snapshotId"])
+            if path != ("driver" if qualifies and on_driver else "spark"):
+                mismatches.append(f"{where} committed by the {path} merge path (driver: {on_driver})")
+            if path == "driver":
+                unhashed_runs.add(number)
+            if qualifies:
+                taken[path] = taken.get(path, 0) + 1
         got = {k: manifest[k] for k in COUNTS}
         if manifest["rowsRead"] != len(batch) or got != expected:
             mismatches.append(
                 f"{where} counts {got} read {manifest['rowsRead']}, oracle {expected} read {len(batch)}"
             )
         if not workload.soft:
-            mismatches += [f"{where} {wrong}" for wrong in wrong_hashes(spark, table, hashed_from)]
+            mismatches += [
+                f"{where} {wrong}" for wrong in wrong_hashes(spark, table, hashed_from, unhashed_runs)
+            ]
         actual = silver_rows(spark, table, workload.soft)
         if actual != oracle.rows():
             mismatches.append(
@@ -372,7 +393,10 @@ def run_workload(
             )
         if rng.random() < 0.3:
             again = load_into_silver(spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted)
-            wanted = {**manifest, "alreadyCommitted": manifest["snapshotId"] is not None}
+            committed = manifest["snapshotId"] is not None
+            # A run that committed nothing runs again: its schema changes are made already.
+            changes = manifest["schemaChanges"] if committed else []
+            wanted = {**manifest, "alreadyCommitted": committed, "schemaChanges": changes}
             if again != wanted:
                 mismatches.append(f"{where} rerun manifest {again} != {wanted}")
             if silver_rows(spark, table, workload.soft) != oracle.rows():
@@ -380,12 +404,15 @@ def run_workload(
     return mismatches
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 6, 9, 11])
 def test_random_workloads_match_the_oracle(spark: SparkSession, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     mismatches: list[str] = []
+    taken: dict[str, int] = {}
     for number in range(2):
         workload = make_workload(rng, soft=number % 2 == 1)
         table = f"random_{seed}_{number}"
-        mismatches += run_workload(spark, rng, workload, table, tmp_path / table)
+        mismatches += run_workload(spark, rng, workload, table, tmp_path / table, taken)
     assert mismatches == [], "\n".join(mismatches)
+    # Both merge paths committed runs either may merge (the seeds are picked so that they do).
+    assert taken.get("driver", 0) >= 1 and taken.get("spark", 0) >= 1, taken

@@ -420,14 +420,14 @@ def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_lande
 ) -> None:
     name = "one_commit_lost_" + ("landed" if landed else "not")
     before, _, second = _load_first(spark, load_run, tmp_path, name)
-    real = position_deletes_module._commit_row_delta
+    real = position_deletes_module.commit_row_delta
 
     def commit_fails(*args: Any, **kwargs: Any) -> None:
         if landed:  # the commit went through, then the call failed (a lost response)
             real(*args, **kwargs)
         raise InjectedFailure("the commit's answer was lost")
 
-    monkeypatch.setattr(position_deletes_module, "_commit_row_delta", commit_fails)
+    monkeypatch.setattr(position_deletes_module, "commit_row_delta", commit_fails)
     with pytest.raises(InjectedFailure):
         load_run(name, f"{name}-2", second)
     assert _rows(spark, name) == (AFTER_SECOND if landed else AFTER_FIRST)

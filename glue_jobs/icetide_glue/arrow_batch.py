@@ -1,0 +1,312 @@
+"""A small merge batch read on the driver with pyarrow: the same latest change per key, checks and
+summary as :func:`icetide_glue.batch.deduplicate_batch`, without a Spark job.
+
+Only batches whose every value this reading gives exactly as Spark's would are read here: DMS's
+own column types (a timestamp string, an Op string, a string sequence), source columns whose
+Arrow type is the very Spark type the batch's DataFrame has, no time before 1900 (Spark may
+rebase those), no float NaN in the watermark column. Anything else, and any row a check would
+refuse, raises :class:`NotEligible`: the job then runs its Spark path, which loads the batch or
+names what is wrong with it, exactly as before (icetide_glue.driver_merge).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from icetide_glue.arrow_files import open_input
+from icetide_glue.batch import BatchSummary
+from icetide_glue.changes import DMS_TIMESTAMP_PATTERN, find_column, is_whole_number_type
+from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, DMS_OP_COLUMN, INSERT, OP, RUN_ID, UPDATE
+from icetide_glue.key_ranges import MAX_KEYS_FOR_RANGES, ranges_of_sorted_keys
+from icetide_glue.watermark import watermark_json
+
+# Spark reads a timestamp or date before this (in its files' calendar) through a rebase of the
+# Julian calendar (or refuses it); pyarrow does not. Such batches take the Spark path.
+EARLIEST_EXACT_TIME = datetime(1900, 1, 1, tzinfo=UTC)
+_EARLIEST_MICROS = int(EARLIEST_EXACT_TIME.timestamp() * 1_000_000)
+_EARLIEST_DAYS = (EARLIEST_EXACT_TIME.date() - datetime(1970, 1, 1).date()).days
+_LOAD_FILE = re.compile(r"^LOAD([0-9A-Fa-f]+)")
+# As icetide_glue.bronze.file_rank: LOAD numbers left-padded to 20 digits.
+_LOAD_NUMBER_DIGITS = 20
+_SEQUENCE_DIGITS = r"^[0-9]*$"
+# Working columns of the Arrow batch (never stored): each row's file rank and position in its file.
+FILE_RANK = "_icetide_file_rank"
+ROW_INDEX = "_icetide_row_index"
+
+
+class NotEligible(Exception):
+    """The run cannot be merged on the driver exactly as Spark would: the job takes its Spark path.
+    Not an error of the batch (the Spark path finds those)."""
+
+
+@dataclass(frozen=True)
+class ArrowBatch:
+    """A merge's batch on the driver: its latest change per key, with icetide's metadata columns
+    (change time as microseconds since the epoch in UTC, sequence text, Op, run id), and what the
+    check found (as the Spark path's :class:`BatchSummary`)."""
+
+    latest: pa.Table
+    summary: BatchSummary
+
+
+def file_rank(file_name: str) -> str:
+    """:func:`icetide_glue.bronze.file_rank` for one file name (a test holds both to one answer)."""
+    load = _LOAD_FILE.match(file_name)
+    if load is not None:
+        return "0" + str(int(load.group(1), 16)).rjust(_LOAD_NUMBER_DIGITS, "0")
+    return "1" + file_name
+
+
+def spark_type_of(arrow_type: pa.DataType, int96: bool) -> DataType | None:
+    """The Spark type Spark's Parquet reader gives a column pyarrow reads as ``arrow_type``
+    (``int96``: the file stores it as INT96, which both read as an instant), or None when this
+    module does not read that type."""
+    simple: dict[pa.DataType, DataType] = {
+        pa.int8(): ByteType(),
+        pa.int16(): ShortType(),
+        pa.int32(): IntegerType(),
+        pa.int64(): LongType(),
+        pa.float32(): FloatType(),
+        pa.float64(): DoubleType(),
+        pa.bool_(): BooleanType(),
+        pa.string(): StringType(),
+        pa.large_string(): StringType(),
+        pa.binary(): BinaryType(),
+        pa.date32(): DateType(),
+    }
+    if arrow_type in simple:
+        return simple[arrow_type]
+    if pa.types.is_decimal128(arrow_type):
+        return DecimalType(arrow_type.precision, arrow_type.scale)
+    if pa.types.is_timestamp(arrow_type):
+        return TimestampType() if (arrow_type.tz is not None or int96) else TimestampNTZType()
+    return None
+
+
+def _read_file(path: str, columns: StructType) -> pa.Table:
+    """One bronze file as ``columns`` (a column it lacks is null), its types checked against Spark's."""
+    with open_input(path) as source:
+        parquet = pq.ParquetFile(source)
+        int96 = {
+            parquet.schema.column(i).name
+            for i in range(len(parquet.schema))
+            if parquet.schema.column(i).physical_type == "INT96"
+        }
+        table = parquet.read(coerce_int96_timestamp_unit="us") if int96 else parquet.read()
+    by_name = {name.lower(): name for name in table.column_names}
+    arrays = []
+    for field in columns.fields:
+        name = by_name.get(field.name.lower())
+        if name is None:
+            # Typed when the files are put together (pa.concat_tables promotes a null column).
+            arrays.append(pa.nulls(len(table)))
+            continue
+        values = table.column(name)
+        if spark_type_of(values.type, name in int96) != field.dataType:
+            raise NotEligible(
+                f"bronze column {name} reads as {values.type} here, "
+                f"Spark reads {field.dataType.simpleString()}"
+            )
+        if pa.types.is_timestamp(values.type):
+            values = values.cast(pa.timestamp("us", tz=values.type.tz))
+        arrays.append(values)
+    return pa.table(arrays, names=[field.name for field in columns.fields])
+
+
+def _micros(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A timestamp column as int64 microseconds since the epoch (UTC for a zone-less one, as the
+    job's UTC session reads it)."""
+    return pc.cast(pc.cast(values, pa.timestamp("us")), pa.int64())
+
+
+def _change_times(values: pa.ChunkedArray, data_type: DataType) -> pa.ChunkedArray:
+    """:func:`icetide_glue.changes.change_time` in microseconds: a DMS string parsed only when it
+    has DMS's form, else the batch is not eligible (the Spark path refuses the row)."""
+    if isinstance(data_type, TimestampType | TimestampNTZType):
+        return _micros(values)
+    text = pc.utf8_trim(values, characters=" ")
+    if not pc.all(pc.match_substring_regex(text, DMS_TIMESTAMP_PATTERN)).as_py():
+        raise NotEligible("a change time is not in DMS's form")
+    try:
+        return _micros(pc.cast(text, pa.timestamp("us")))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise NotEligible(f"a change time pyarrow does not read: {error}") from None
+
+
+def _check_times(table: pa.Table) -> None:
+    """No timestamp or date before :data:`EARLIEST_EXACT_TIME` (Spark's rebase)."""
+    for values in table.columns:
+        if pa.types.is_timestamp(values.type):
+            lowest = pc.min(_micros(values)).as_py()
+        elif pa.types.is_date32(values.type):
+            lowest = pc.min(pc.cast(values, pa.int32())).as_py()
+        else:
+            continue
+        limit = _EARLIEST_MICROS if pa.types.is_timestamp(values.type) else _EARLIEST_DAYS
+        if lowest is not None and lowest < limit:
+            raise NotEligible("a time before 1900 (Spark may rebase it)")
+
+
+def read_batch(
+    files: Sequence[str],
+    bronze_schema: StructType,
+    keys: Sequence[str],
+    watermark_column: str | None,
+    timestamp_column: str,
+    change_sequence_column: str,
+    run_id: str,
+) -> ArrowBatch:
+    """The batch of ``files`` (the listing Spark made, ``bronze_schema`` its merged schema, without
+    Spark's file-rank and row-index columns), each key's latest change kept as
+    :func:`icetide_glue.changes.latest_change_per_key` keeps it, and its summary with the first
+    key's ranges. ``keys`` and ``watermark_column`` are spelled as in ``bronze_schema``."""
+    parts = []
+    for path in files:
+        table = _read_file(path, bronze_schema)
+        name = PurePosixPath(path).name
+        parts.append(
+            table.append_column(
+                FILE_RANK, pa.array([file_rank(name)] * len(table), pa.string())
+            ).append_column(ROW_INDEX, pa.array(np.arange(len(table), dtype=np.int64)))
+        )
+    if not parts:
+        raise NotEligible("no bronze file")
+    try:
+        batch = pa.concat_tables(parts, promote_options="default")
+    except pa.ArrowInvalid as error:
+        raise NotEligible(f"the bronze files' columns do not line up: {error}") from None
+    _check_times(batch)
+    normalized = _normalize(batch, bronze_schema, timestamp_column, change_sequence_column, run_id)
+    _check_rows(normalized, keys)
+    latest = _latest_per_key(normalized, keys)
+    ranges = None
+    if (
+        len(keys)
+        and 0 < len(latest) <= MAX_KEYS_FOR_RANGES
+        and is_whole_number_type(bronze_schema[keys[0]].dataType)
+    ):
+        first = latest.column(keys[0])
+        distinct = first if len(keys) == 1 else pc.unique(first)
+        ranges = ranges_of_sorted_keys(np.sort(distinct.to_numpy()).tolist())
+    summary = BatchSummary(
+        rows_read=len(batch),
+        new_watermark=_new_watermark(batch, bronze_schema, watermark_column),
+        key_ranges=ranges,
+    )
+    return ArrowBatch(latest.drop_columns([FILE_RANK, ROW_INDEX]), summary)
+
+
+def _normalize(
+    batch: pa.Table, schema: StructType, timestamp_column: str, change_sequence_column: str, run_id: str
+) -> pa.Table:
+    """:func:`icetide_glue.changes.normalize_changes` for the types this module reads."""
+    ts_name = find_column(batch.column_names, timestamp_column)
+    op_name = find_column(batch.column_names, DMS_OP_COLUMN)
+    seq_name = find_column(batch.column_names, change_sequence_column)
+    if ts_name is None:
+        raise NotEligible("no DMS timestamp column")
+    if op_name is not None and not isinstance(schema[op_name].dataType, StringType):
+        raise NotEligible("the Op column is not a string")
+    if seq_name is not None and not isinstance(schema[seq_name].dataType, StringType):
+        raise NotEligible("the change sequence is not a string")
+    dms = {name for name in (ts_name, op_name, seq_name) if name is not None}
+    source = [name for name in batch.column_names if name not in dms and name not in (FILE_RANK, ROW_INDEX)]
+    rows = len(batch)
+    op = pa.array([INSERT] * rows, pa.string())
+    if op_name is not None:
+        trimmed = pc.utf8_trim(batch.column(op_name), characters=" ")
+        op = pc.coalesce(pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed), INSERT)
+    sequence = batch.column(seq_name) if seq_name is not None else pa.nulls(rows, pa.string())
+    return pa.table(
+        {
+            **{name: batch.column(name) for name in source},
+            OP: op,
+            CHANGE_TS: _change_times(batch.column(ts_name), schema[ts_name].dataType),
+            CHANGE_SEQ: pc.cast(sequence, pa.string()),
+            RUN_ID: pa.array([run_id] * rows, pa.string()),
+            FILE_RANK: batch.column(FILE_RANK),
+            ROW_INDEX: batch.column(ROW_INDEX),
+        }
+    )
+
+
+def _check_rows(changes: pa.Table, keys: Sequence[str]) -> None:
+    """The checks of :func:`icetide_glue.batch.inspect_batch`: any row failing one is not read here."""
+    if not pc.all(pc.is_in(changes.column(OP), pa.array([INSERT, UPDATE, DELETE]))).as_py():
+        raise NotEligible("an Op other than I, U or D")
+    if changes.column(CHANGE_TS).null_count:
+        raise NotEligible("a change time that cannot be read")
+    sequence = changes.column(CHANGE_SEQ)
+    if (
+        len(sequence) > sequence.null_count
+        and not pc.all(pc.match_substring_regex(sequence.drop_null(), _SEQUENCE_DIGITS)).as_py()
+    ):
+        raise NotEligible("a change sequence that is not digits")
+    if any(changes.column(key).null_count for key in keys):
+        raise NotEligible("a null key")
+
+
+def _latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Each key's latest change by (change time, sequence with a missing one lowest, file rank,
+    row index), as :func:`icetide_glue.changes.latest_change_per_key` orders them."""
+    ordering = [(key, "ascending") for key in keys] + [
+        (CHANGE_TS, "descending"),
+        (CHANGE_SEQ, "descending"),
+        (FILE_RANK, "descending"),
+        (ROW_INDEX, "descending"),
+    ]
+    ordered = changes.sort_by(ordering, null_placement="at_end")
+    if not len(ordered):
+        return ordered
+    first = np.zeros(len(ordered), dtype=bool)
+    first[0] = True
+    for key in keys:
+        values = ordered.column(key)
+        first[1:] |= pc.not_equal(values.slice(1), values.slice(0, len(values) - 1)).to_numpy(
+            zero_copy_only=False
+        )
+    return ordered.filter(pa.array(first))
+
+
+def _new_watermark(batch: pa.Table, schema: StructType, watermark_column: str | None) -> object:
+    """The largest value of the watermark column, as the manifest's JSON value (None: no column)."""
+    if watermark_column is None:
+        return None
+    name = find_column(batch.column_names, watermark_column)
+    data_type = schema[watermark_column].dataType
+    if name is None:
+        raise NotEligible("the watermark column is not in the files")
+    values = batch.column(name)
+    if pa.types.is_floating(values.type) and pc.any(pc.is_nan(values)).as_py():
+        raise NotEligible("a NaN watermark (Spark's largest value)")
+    if pa.types.is_timestamp(values.type):
+        return watermark_json(pc.max(_micros(values)).as_py(), data_type)
+    if pa.types.is_binary(values.type) or pa.types.is_boolean(values.type):
+        raise NotEligible("a watermark type the check refuses")
+    return watermark_json(pc.max(values).as_py(), data_type)

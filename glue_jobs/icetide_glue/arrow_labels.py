@@ -1,0 +1,152 @@
+"""The classification of :func:`icetide_glue.sql.classify_changes_sql` for a hard-delete table,
+computed on the driver over Arrow columns: each change's action, whether silver holds its key and
+where, and whether the tombstone table must remember it.
+
+The statement is the definition; this is the same decision table, column by column (the tests
+run seeded random workloads through both and hold them to one oracle):
+
+- ``memory_ok`` (:func:`icetide_glue.sql.passes_memory`): no tombstone entry, or a delete not
+  older than it, or an insert or update newer than it;
+- ``newer`` (:func:`icetide_glue.sql.order_guard`): silver's row has no change time, or the
+  change's (time, sequence) is larger, a missing sequence below every other;
+- ``same_row``: an insert or update whose compared columns all equal silver's (nulls equal, as
+  ``<=>``; a float NaN equals NaN and -0.0 equals 0.0, as Spark compares them);
+- action: not ``memory_ok`` → unchanged; no silver row → insert (a delete: unchanged); not
+  ``newer`` → unchanged; a delete → delete; ``same_row`` → unchanged; otherwise update;
+- remember: ``memory_ok`` and ``newer`` and (a delete, or a ``same_row`` of a key silver holds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icetide_glue.arrow_batch import NotEligible
+from icetide_glue.arrow_silver import FILE_INDEX, POSITION
+from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, OP
+from icetide_glue.sql import ChangeAction
+
+# Prefixes of silver's and the tombstone table's columns once joined with the changes.
+SILVER_SIDE, MEMORY_SIDE = "_icetide_t:", "_icetide_m:"
+_ROW = "_icetide_change_row"
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Per change (in the order of the labelled table): its action, whether silver holds its key
+    (and then the row's file index and position), whether the tombstone table holds an entry for
+    it and whether it must remember the change."""
+
+    changes: pa.Table
+    action: np.ndarray  # ChangeAction values
+    matched: np.ndarray
+    file_index: np.ndarray
+    position: np.ndarray
+    remembered: np.ndarray
+    remember: np.ndarray
+
+    def count(self, action: ChangeAction) -> int:
+        return int((self.action == action.value).sum())
+
+    @property
+    def removes(self) -> np.ndarray:
+        """The changing changes of keys silver holds: their silver rows go."""
+        return self.matched & (self.action != ChangeAction.UNCHANGED.value)
+
+    @property
+    def writes(self) -> np.ndarray:
+        """The changes that leave a row (hard deletes: inserts and updates)."""
+        return np.isin(self.action, [ChangeAction.INSERT.value, ChangeAction.UPDATE.value])
+
+
+def _side(table: pa.Table, prefix: str, keys: Sequence[str]) -> pa.Table:
+    return table.rename_columns([name if name in keys else prefix + name for name in table.column_names])
+
+
+def _micros(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_timestamp(values.type):
+        return pc.cast(pc.cast(values, pa.timestamp("us")), pa.int64())
+    return values
+
+
+def newer(
+    a_ts: pa.ChunkedArray, a_seq: pa.ChunkedArray, b_ts: pa.ChunkedArray, b_seq: pa.ChunkedArray
+) -> np.ndarray:
+    """:func:`icetide_glue.sql.order_guard` of a over b (``a_ts`` never null here)."""
+    a_ts, b_ts = _micros(a_ts), _micros(b_ts)
+    a_seq, b_seq = pc.fill_null(a_seq, ""), pc.fill_null(b_seq, "")
+    missing = pc.is_null(b_ts)
+    later = pc.fill_null(pc.greater(a_ts, b_ts), False)
+    tie = pc.fill_null(pc.and_(pc.equal(a_ts, b_ts), pc.greater(a_seq, b_seq)), False)
+    return _numpy(pc.or_(pc.or_(missing, later), tie))
+
+
+def _numpy(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def same_values(left: pa.ChunkedArray, right: pa.ChunkedArray) -> np.ndarray:
+    """``left <=> right`` per row, as Spark compares the values of one type."""
+    left, right = _micros(left), _micros(right)
+    both_null = pc.and_(pc.is_null(left), pc.is_null(right))
+    equal = pc.fill_null(pc.equal(left, right), False)
+    if pa.types.is_floating(left.type):
+        equal = pc.or_(equal, pc.fill_null(pc.and_(pc.is_nan(left), pc.is_nan(right)), False))
+    return _numpy(pc.or_(both_null, equal))
+
+
+def label_changes(
+    changes: pa.Table,
+    silver_rows: pa.Table,
+    memory_rows: pa.Table,
+    keys: Sequence[str],
+    compared: Sequence[str],
+) -> Labels:
+    """Label ``changes`` (one per key, aligned to silver: its names and types) against
+    ``silver_rows`` (keys, change time and sequence, ``compared`` columns, ``FILE_INDEX``,
+    ``POSITION``: the live rows of the changes' keys) and ``memory_rows`` (keys, change time,
+    sequence, Op: the tombstone entries of those keys). A key with two silver rows or two entries
+    is :class:`NotEligible` (the Spark path's join would label the change twice)."""
+    numbered = changes.append_column(_ROW, pa.array(np.arange(len(changes), dtype=np.int64)))
+    joined = numbered.join(_side(silver_rows, SILVER_SIDE, keys), list(keys), join_type="left outer")
+    joined = joined.join(_side(memory_rows, MEMORY_SIDE, keys), list(keys), join_type="left outer")
+    if len(joined) != len(changes):
+        raise NotEligible("a key with more than one live silver row or tombstone entry")
+    joined = joined.sort_by(_ROW)
+    op = _numpy(pc.equal(joined.column(OP), DELETE))
+    s_ts, s_seq = joined.column(CHANGE_TS), joined.column(CHANGE_SEQ)
+    matched = ~_numpy(pc.is_null(joined.column(SILVER_SIDE + FILE_INDEX)))
+    remembered = ~_numpy(pc.is_null(joined.column(MEMORY_SIDE + CHANGE_TS)))
+    m_ts, m_seq = joined.column(MEMORY_SIDE + CHANGE_TS), joined.column(MEMORY_SIDE + CHANGE_SEQ)
+    memory_ok = ~remembered | np.where(op, ~newer(m_ts, m_seq, s_ts, s_seq), newer(s_ts, s_seq, m_ts, m_seq))
+    silver_newer = newer(
+        s_ts, s_seq, joined.column(SILVER_SIDE + CHANGE_TS), joined.column(SILVER_SIDE + CHANGE_SEQ)
+    )
+    same_row = np.zeros(len(joined), dtype=bool)
+    if compared:
+        same_row = ~op
+        for name in compared:
+            same_row &= same_values(joined.column(name), joined.column(SILVER_SIDE + name))
+    action = np.full(len(joined), ChangeAction.UPDATE.value, dtype=object)
+    # The statement's CASE, last branch first, so each earlier branch overrides the later ones.
+    action[same_row] = ChangeAction.UNCHANGED.value
+    action[op] = ChangeAction.DELETE.value
+    action[~silver_newer] = ChangeAction.UNCHANGED.value
+    action[~matched] = np.where(op[~matched], ChangeAction.UNCHANGED.value, ChangeAction.INSERT.value)
+    action[~memory_ok] = ChangeAction.UNCHANGED.value
+    remember = memory_ok & silver_newer & (op | (matched & same_row))
+    file_index = joined.column(SILVER_SIDE + FILE_INDEX).fill_null(-1).to_numpy()
+    position = joined.column(SILVER_SIDE + POSITION).fill_null(-1).to_numpy()
+    return Labels(
+        changes=joined.select(changes.column_names),
+        action=action,
+        matched=matched,
+        file_index=file_index,
+        position=position,
+        remembered=remembered,
+        remember=remember,
+    )

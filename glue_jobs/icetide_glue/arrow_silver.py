@@ -1,0 +1,257 @@
+"""Rows of an Iceberg table read on the driver with pyarrow: the files Iceberg's planning keeps for
+a batch's key ranges (icetide_glue.planned_scan, its Java API on the driver), their columns found
+by Iceberg field id (a file written before a column was added lacks it: null; before a widening it
+holds the narrower type: cast), their deleted positions left out, each row with its file and
+position (what the Spark path reads as ``_file`` and ``_pos``).
+
+Only what a file-scoped or partition-scoped position delete file describes is applied; a planned
+file with an equality delete or a deletion vector, or a planned part of a file, is
+:class:`icetide_glue.arrow_batch.NotEligible` (icetide writes none; the Spark path reads them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from icetide_glue.arrow_batch import NotEligible
+from icetide_glue.arrow_files import open_input
+from icetide_glue.iceberg_tables import jvm
+from icetide_glue.planned_scan import plan_tasks
+from icetide_glue.position_deletes import LiveDeleteFile
+
+# How Parquet files (Iceberg's, pyarrow's) carry a column's Iceberg field id.
+FIELD_ID_KEY = b"PARQUET:field_id"
+# The working columns of rows read here: the row's data file (its index in the planned list) and
+# its position in that file.
+FILE_INDEX = "_icetide_file_index"
+POSITION = "_icetide_pos"
+
+
+def arrow_type(data_type: DataType) -> pa.DataType:
+    """The Arrow type that holds a Spark type's values as Iceberg stores them (a ``timestamp`` is
+    Iceberg's ``timestamptz``: microseconds, adjusted to UTC)."""
+    simple: list[tuple[type[DataType], pa.DataType]] = [
+        (ByteType, pa.int8()),
+        (ShortType, pa.int16()),
+        (IntegerType, pa.int32()),
+        (LongType, pa.int64()),
+        (FloatType, pa.float32()),
+        (DoubleType, pa.float64()),
+        (BooleanType, pa.bool_()),
+        (StringType, pa.string()),
+        (BinaryType, pa.binary()),
+        (DateType, pa.date32()),
+        (TimestampType, pa.timestamp("us", tz="UTC")),
+        (TimestampNTZType, pa.timestamp("us")),
+    ]
+    for spark_type, arrow in simple:
+        if isinstance(data_type, spark_type):
+            return arrow
+    if isinstance(data_type, DecimalType):
+        return pa.decimal128(data_type.precision, data_type.scale)
+    raise NotEligible(f"a column of type {data_type.simpleString()}")
+
+
+def iceberg_arrow_schema(iceberg: Any, schema: StructType) -> pa.Schema:
+    """``schema`` (the table's, as Spark reads it) as Arrow fields carrying each column's Iceberg
+    field id, as a Parquet file of the table must."""
+    fields = []
+    for field in schema.fields:
+        iceberg_field = iceberg.schema().caseInsensitiveFindField(field.name)
+        if iceberg_field is None:
+            raise NotEligible(f"column {field.name} is not in the table's Iceberg schema")
+        metadata = {FIELD_ID_KEY: str(int(iceberg_field.fieldId())).encode()}
+        nullable = not bool(iceberg_field.isRequired())
+        fields.append(pa.field(field.name, arrow_type(field.dataType), nullable=nullable, metadata=metadata))
+    return pa.schema(fields)
+
+
+@dataclass(frozen=True)
+class PlannedDataFile:
+    """A data file Iceberg's planning kept, and the position delete files that apply to it."""
+
+    path: str
+    size_bytes: int
+    delete_files: tuple[LiveDeleteFile, ...]
+
+
+def planned_data_files(
+    spark: SparkSession,
+    iceberg: Any,
+    sql_name: str,
+    key: str,
+    key_ranges: Sequence[tuple[int, int]],
+    snapshot_id: int | None,
+) -> list[PlannedDataFile]:
+    """The data files of ``snapshot_id`` that may hold a key of ``key_ranges`` ([]: every file),
+    with their delete files (a delete file's data file: the one it names, or None for one that
+    spans several)."""
+    api = jvm(spark).org.apache.iceberg
+    tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, None, snapshot_id)
+    planned = []
+    for task in tasks:
+        data_file = task.file()
+        if int(task.start()) != 0 or int(task.length()) != int(data_file.fileSizeInBytes()):
+            raise NotEligible("a planned task covers part of a data file")
+        if str(data_file.format().name()) != "PARQUET":
+            raise NotEligible("a data file that is not Parquet")
+        deletes = []
+        for delete in task.deletes():
+            if str(delete.content().name()) != "POSITION_DELETES" or api.util.ContentFileUtil.isDV(delete):
+                raise NotEligible("an equality delete file or a deletion vector")
+            referenced = api.util.ContentFileUtil.referencedDataFile(delete)
+            deletes.append(
+                LiveDeleteFile(
+                    path=str(delete.location()),
+                    size_bytes=int(delete.fileSizeInBytes()),
+                    data_file=str(referenced) if referenced is not None else "",
+                    record_count=int(delete.recordCount()),
+                )
+            )
+        planned.append(
+            PlannedDataFile(str(data_file.location()), int(data_file.fileSizeInBytes()), tuple(deletes))
+        )
+    return planned
+
+
+def _live_positions(planned: PlannedDataFile, rows: int) -> np.ndarray:
+    """Which of the file's ``rows`` positions its delete files leave live."""
+    live = np.ones(rows, dtype=bool)
+    for delete_file in planned.delete_files:
+        with open_input(delete_file.path) as source:
+            deletes = pq.read_table(source, columns=["file_path", "pos"])
+        if delete_file.data_file != planned.path:
+            deletes = deletes.filter(pc.equal(deletes.column("file_path"), planned.path))
+        live[deletes.column("pos").to_numpy()] = False
+    return live
+
+
+def _field_ids(schema: pa.Schema) -> dict[int, str]:
+    """A Parquet file's top-level columns by Iceberg field id."""
+    found = {}
+    for field in schema:
+        if field.metadata and FIELD_ID_KEY in field.metadata:
+            found[int(field.metadata[FIELD_ID_KEY])] = field.name
+    return found
+
+
+def rows_of_keys(
+    planned: PlannedDataFile, file_index: int, columns: pa.Schema, key: str, wanted_keys: pa.Array
+) -> pa.Table | None:
+    """The live rows of ``planned`` whose ``key`` is one of ``wanted_keys``: ``columns`` (Arrow
+    fields with their field ids, :func:`iceberg_arrow_schema`), ``FILE_INDEX`` (``file_index``)
+    and ``POSITION``. Row groups whose key statistics lie outside the wanted keys are not read."""
+    with open_input(planned.path) as source:
+        parquet = pq.ParquetFile(source)
+        by_id = _field_ids(parquet.schema_arrow)
+        key_field = columns.field(key)
+        key_name = by_id.get(int(key_field.metadata[FIELD_ID_KEY]))
+        if key_name is None:
+            raise NotEligible(f"data file {planned.path} has no key column")
+        key_leaf = next(
+            (
+                i
+                for i in range(len(parquet.metadata.schema))
+                if parquet.metadata.schema.column(i).path == key_name
+            ),
+            None,
+        )
+        present = [(field, by_id.get(int(field.metadata[FIELD_ID_KEY]))) for field in columns]
+        read_names = [name for _, name in present if name is not None]
+        low, high = pc.min(wanted_keys).as_py(), pc.max(wanted_keys).as_py()
+        live = _live_positions(planned, parquet.metadata.num_rows)
+        parts, start = [], 0
+        for group in range(parquet.metadata.num_row_groups):
+            rows = parquet.metadata.row_group(group).num_rows
+            stats = (
+                parquet.metadata.row_group(group).column(key_leaf).statistics
+                if key_leaf is not None
+                else None
+            )
+            overlaps = stats is None or not stats.has_min_max or (stats.min <= high and stats.max >= low)
+            if overlaps:
+                read = parquet.read_row_group(group, columns=read_names)
+                keep = pc.is_in(read.column(key_name), value_set=wanted_keys).to_numpy(zero_copy_only=False)
+                keep &= live[start : start + rows]
+                if keep.any():
+                    mask = pa.array(keep)
+                    arrays = [
+                        pc.cast(read.column(name).filter(mask), field.type)
+                        if name is not None
+                        else pa.nulls(int(keep.sum()), field.type)
+                        for field, name in present
+                    ]
+                    positions = np.arange(start, start + rows, dtype=np.int64)[keep]
+                    parts.append(
+                        pa.Table.from_arrays(
+                            [
+                                *arrays,
+                                pa.array(np.full(len(positions), file_index, dtype=np.int32)),
+                                pa.array(positions),
+                            ],
+                            names=[*columns.names, FILE_INDEX, POSITION],
+                        )
+                    )
+            start += rows
+    return pa.concat_tables(parts) if parts else None
+
+
+def read_rows_of_keys(
+    spark: SparkSession,
+    iceberg: Any,
+    sql_name: str,
+    columns: pa.Schema,
+    key: str,
+    key_ranges: Sequence[tuple[int, int]],
+    wanted_keys: pa.Array,
+    snapshot_id: int | None,
+    max_bytes: int | None = None,
+) -> tuple[list[PlannedDataFile], pa.Table]:
+    """The planned files of the table and the live rows of ``wanted_keys`` in them
+    (:func:`rows_of_keys`; ``FILE_INDEX`` indexes the returned list); :class:`NotEligible` when
+    the planned data files hold more than ``max_bytes``."""
+    planned = planned_data_files(spark, iceberg, sql_name, key, key_ranges, snapshot_id)
+    if max_bytes is not None and sum(data_file.size_bytes for data_file in planned) > max_bytes:
+        raise NotEligible(f"the planned read of {sql_name} is more than {max_bytes} bytes")
+    if not len(wanted_keys):
+        return planned, empty_rows(columns)
+    parts = [
+        part
+        for index, data_file in enumerate(planned)
+        if (part := rows_of_keys(data_file, index, columns, key, wanted_keys)) is not None
+    ]
+    return planned, pa.concat_tables([empty_rows(columns), *parts])
+
+
+def empty_rows(columns: pa.Schema) -> pa.Table:
+    """No rows, shaped as :func:`rows_of_keys`' are."""
+    return pa.Table.from_arrays(
+        [pa.array([], field.type) for field in columns]
+        + [pa.array([], pa.int32()), pa.array([], pa.int64())],
+        names=[*columns.names, FILE_INDEX, POSITION],
+    )

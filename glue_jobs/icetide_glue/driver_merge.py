@@ -1,0 +1,347 @@
+"""A small merge run on the driver alone: the same answers and the same commit as the Spark path,
+without a Spark job.
+
+Why: a run of Spark jobs costs what a job costs, whatever the batch. A batch of recent changes
+(the newest keys, plus new ones) touches a few of silver's files, and on a 20M-row table the Spark
+path took 3.4-3.7 s for it where a reload takes 8-10 s; the same reads and writes done in the
+driver's process took 0.6-0.7 s (docs/benchmarks/merge-cost.md, eighteenth round). So a run whose
+batch and planned read of silver are small is merged here: pyarrow reads the batch
+(icetide_glue.arrow_batch) and the planned rows of silver and of the tombstone table
+(icetide_glue.arrow_silver), the changes are labelled by the classification's own decision table
+(icetide_glue.arrow_labels), and the rows they leave and the positions they remove are written
+and committed as the Spark path commits them (icetide_glue.arrow_commit).
+
+Which runs: a merge with hard deletes into an existing, unpartitioned format-v2 table, no
+reconcile, whose batch needs no schema change and has the table's very column types, at most
+``max_changes`` rows, and whose planned read of silver is at most :data:`MAX_PLANNED_BYTES`. Every
+other run, and any run this path finds it cannot read exactly as Spark would
+(:class:`~icetide_glue.arrow_batch.NotEligible`, raised before anything is written), takes the
+Spark path; so does every batch a check refuses, which the Spark path names. The rows it writes
+store no values hash (the Spark path reads their values instead, as for rows from before the
+hash). The snapshot summary says which path committed (``icetide.merge-path``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import DoubleType, FloatType, StructType
+
+from icetide_contracts.run_manifest import RunManifest
+from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
+from icetide_glue.arrow_batch import NotEligible, read_batch
+from icetide_glue.arrow_commit import (
+    append_data_file,
+    commit_row_delta,
+    write_data_file,
+    write_position_deletes,
+)
+from icetide_glue.arrow_files import file_size
+from icetide_glue.arrow_labels import Labels, label_changes
+from icetide_glue.arrow_silver import PlannedDataFile, arrow_type, iceberg_arrow_schema, read_rows_of_keys
+from icetide_glue.changes import find_column, is_whole_number_type, source_schema
+from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, OP, ROW_INDEX, RUN_ID, is_metadata_column
+from icetide_glue.iceberg_tables import iceberg_table
+from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
+from icetide_glue.row_count import check_row_count
+from icetide_glue.run_record import (
+    DRIVER_MERGE_PATH,
+    committed_snapshot_id,
+    forget_expired_changes_after_commit,
+    snapshot_properties,
+)
+from icetide_glue.schema_evolution import plan_schema_changes
+from icetide_glue.silver import (
+    SilverTable,
+    ensure_tombstone_table,
+    main_snapshot_id,
+    missing_metadata,
+    silver_schema,
+)
+from icetide_glue.sql import MEMORY_COLUMNS, ChangeAction, compared_columns, memory_merge_sql
+
+logger = logging.getLogger(__name__)
+
+# Nor more than this many bytes of bronze files.
+MAX_BRONZE_BYTES = 256 * 1024 * 1024
+# The planned read of silver past which the Spark path reads it (on many workers, on Glue).
+MAX_PLANNED_BYTES = 512 * 1024 * 1024
+_MEMORY_VIEW = "icetide_driver_changes_to_remember"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A run this path merges: its labelled changes and what their commit needs."""
+
+    labels: Labels
+    manifest: RunManifest
+    silver: StructType
+    silver_keys: list[str]
+    tombstones: SilverTable
+    tombstone_keys: list[str]
+    base_snapshot_id: int
+    planned: list[PlannedDataFile]
+
+
+def merge_on_driver(
+    spark: SparkSession,
+    args: JobArguments,
+    table: SilverTable,
+    bronze: DataFrame,
+    changes: DataFrame,
+    keys: Sequence[str],
+    watermark: str | None,
+) -> RunManifest | None:
+    """Merge the run here and return its manifest, or None (nothing written to silver) when the
+    run takes the Spark path. ``bronze`` is the run's bronze read (its files, its merged schema),
+    ``changes`` its normalised form (icetide_glue.changes.normalize_changes), ``keys`` and
+    ``watermark`` spelled as in it."""
+    try:
+        run = _label(spark, args, table, bronze, changes, keys, watermark)
+    except NotEligible as reason:
+        logger.info("%s: merged by Spark, not on the driver: %s", table, reason)
+        return None
+    logger.info("%s: %d change(s) merged on the driver", table, len(run.labels.changes))
+    return _commit(spark, args, table, run)
+
+
+def _require(condition: bool, reason: str) -> None:
+    if not condition:
+        raise NotEligible(reason)
+
+
+def _check_run(
+    spark: SparkSession, args: JobArguments, table: SilverTable, changes: DataFrame, keys: Sequence[str]
+) -> StructType:
+    """The conditions known before a file is read (module docstring); silver's schema."""
+    limit = args.driver_merge_max_changes
+    _require(
+        args.load_mode is LoadMode.MERGE and args.delete_mode is DeleteMode.HARD, "not a hard-delete merge"
+    )
+    _require(args.reconcile_uri is None, "a reconcile run")
+    _require(limit > 0, "merges on the driver are turned off (--driver_merge_max_changes 0)")
+    _require(args.expected_rows is None or args.expected_rows <= limit, f"more than {limit} changes")
+    silver = silver_schema(spark, table)
+    source = source_schema(changes)
+    schema_plan = plan_schema_changes(silver, source)
+    _require(not schema_plan.additions and not schema_plan.widenings, "the batch changes silver's schema")
+    missing, without_metrics = missing_metadata(spark, table, args.load_mode, args.delete_mode)
+    _require(not missing and not without_metrics, "silver lacks a metadata column or property")
+    for field in silver.fields:
+        arrow_type(field.dataType)
+    for field in source.fields:
+        name = find_column(silver.fieldNames(), field.name)
+        _require(name is not None and silver[name].dataType == field.dataType, f"column {field.name}'s type")
+    key_types = [source[key].dataType for key in keys]
+    _require(is_whole_number_type(key_types[0]), "the first key is not a whole number")
+    _require(not any(isinstance(t, FloatType | DoubleType) for t in key_types), "a floating-point key")
+    iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
+    _require(int(iceberg.operations().current().formatVersion()) == POSITION_DELETES_FORMAT, "not format v2")
+    _require(
+        all(iceberg.specs().get(i).isUnpartitioned() for i in iceberg.specs().keySet()), "a partitioned table"
+    )
+    return silver
+
+
+def _align(latest: pa.Table, silver: StructType) -> pa.Table:
+    """The latest changes as silver's source columns (names and Arrow types; a column the batch
+    lacks is null) and the metadata columns the labels and the commit read."""
+    columns: dict[str, Any] = {}
+    for field in silver.fields:
+        if is_metadata_column(field.name):
+            continue
+        name = find_column(latest.column_names, field.name)
+        wanted = arrow_type(field.dataType)
+        columns[field.name] = pc.cast(latest.column(name), wanted) if name else pa.nulls(len(latest), wanted)
+    for name in (CHANGE_TS, CHANGE_SEQ, RUN_ID, OP):
+        columns[name] = latest.column(name)
+    return pa.table(columns)
+
+
+def _tombstone_keys(memory: StructType, keys: Sequence[str]) -> list[str]:
+    return [find_column(memory.fieldNames(), key) or key for key in keys]
+
+
+def _label(
+    spark: SparkSession,
+    args: JobArguments,
+    table: SilverTable,
+    bronze: DataFrame,
+    changes: DataFrame,
+    keys: Sequence[str],
+    watermark: str | None,
+) -> _Run:
+    """Everything up to the labels, and nothing written but a missing tombstone table."""
+    silver = _check_run(spark, args, table, changes, keys)
+    files = list(bronze.inputFiles())
+    _require(sum(file_size(path) for path in files) <= MAX_BRONZE_BYTES, "the bronze files are too large")
+    bronze_schema = StructType([f for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)])
+    batch = read_batch(
+        files, bronze_schema, keys, watermark, args.timestamp_column, args.change_sequence_column, args.run_id
+    )
+    limit = args.driver_merge_max_changes
+    _require(batch.summary.rows_read <= limit, f"more than {limit} changes")
+    # Before anything is written, as on the Spark path: a lost or added bronze file must not land.
+    check_row_count(args.expected_rows, batch.summary.rows_read, args.bronze_uri)
+    silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
+    latest = _align(batch.latest, silver)
+    tombstones = ensure_tombstone_table(spark, table, silver, keys)
+    base_snapshot_id = main_snapshot_id(spark, table)
+    _require(base_snapshot_id is not None, "silver has no snapshot")
+    assert base_snapshot_id is not None  # (for the type checker)
+    compared = compared_columns([n for n in silver.fieldNames() if not is_metadata_column(n)], keys)
+    ranges = batch.summary.key_ranges or []
+    wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
+    iceberg = iceberg_table(spark, table.sql_name)
+    read = StructType([silver[name] for name in [*silver_keys, CHANGE_TS, CHANGE_SEQ, *compared]])
+    planned, silver_rows = read_rows_of_keys(
+        spark,
+        iceberg,
+        table.sql_name,
+        iceberg_arrow_schema(iceberg, read),
+        silver_keys[0],
+        ranges,
+        wanted,
+        base_snapshot_id,
+        MAX_PLANNED_BYTES,
+    )
+    memory = silver_schema(spark, tombstones)
+    tombstone_keys = _tombstone_keys(memory, keys)
+    memory_read = StructType([memory[name] for name in [*tombstone_keys, CHANGE_TS, CHANGE_SEQ, OP]])
+    memory_iceberg = iceberg_table(spark, tombstones.sql_name, refreshed=True)
+    _, memory_rows = read_rows_of_keys(
+        spark,
+        memory_iceberg,
+        tombstones.sql_name,
+        iceberg_arrow_schema(memory_iceberg, memory_read),
+        tombstone_keys[0],
+        ranges,
+        wanted,
+        None,
+        MAX_PLANNED_BYTES,
+    )
+    _require(memory_rows.column(CHANGE_TS).null_count == 0, "a tombstone entry without a change time")
+    key_fields = [latest.schema.field(key) for key in silver_keys]
+    memory_rows = pa.table(
+        {
+            **{
+                f.name: pc.cast(memory_rows.column(k), f.type)
+                for f, k in zip(key_fields, tombstone_keys, strict=True)
+            },
+            **{name: memory_rows.column(name) for name in (CHANGE_TS, CHANGE_SEQ, OP)},
+        }
+    )
+    labels = label_changes(latest, silver_rows, memory_rows, silver_keys, compared)
+    summary = batch.summary
+    manifest = RunManifest(
+        run_id=args.run_id,
+        target_table=str(table),
+        rows_read=summary.rows_read,
+        watermark_column=args.watermark_column,
+        new_watermark=summary.new_watermark,
+        schema_changes=[],
+        rows_inserted=labels.count(ChangeAction.INSERT),
+        rows_updated=labels.count(ChangeAction.UPDATE),
+        rows_deleted=labels.count(ChangeAction.DELETE),
+        rows_unchanged=labels.count(ChangeAction.UNCHANGED),
+    )
+    return _Run(labels, manifest, silver, silver_keys, tombstones, tombstone_keys, base_snapshot_id, planned)
+
+
+def _with_times(rows: pa.Table) -> pa.Table:
+    """The change time as Iceberg's timestamptz (it is microseconds since the epoch here)."""
+    index = rows.column_names.index(CHANGE_TS)
+    return rows.set_column(index, CHANGE_TS, pc.cast(rows.column(CHANGE_TS), pa.timestamp("us", tz="UTC")))
+
+
+def _remember(spark: SparkSession, run: _Run) -> bool:
+    """The tombstone table's writes, before silver's commit (icetide_glue.apply.remember_changes:
+    entries of keys it holds moved forward by its MERGE, the others appended); False when there
+    is nothing to remember."""
+    labels = run.labels
+    if not labels.remember.any():
+        return False
+    entries = _with_times(
+        labels.changes.filter(pa.array(labels.remember)).select([*run.silver_keys, *MEMORY_COLUMNS])
+    )
+    entries = entries.rename_columns([*run.tombstone_keys, *MEMORY_COLUMNS])
+    held = labels.remembered[labels.remember]
+    memory = silver_schema(spark, run.tombstones)
+    if held.any():
+        columns = StructType([memory[name] for name in entries.column_names])
+        moved = spark.createDataFrame(entries.filter(pa.array(held)).to_pylist(), columns)
+        moved.createOrReplaceTempView(_MEMORY_VIEW)
+        try:
+            spark.sql(memory_merge_sql(run.tombstones.sql_name, _MEMORY_VIEW, run.tombstone_keys))
+        finally:
+            spark.catalog.dropTempView(_MEMORY_VIEW)
+    if not held.all():
+        iceberg = iceberg_table(spark, run.tombstones.sql_name, refreshed=True)
+        schema = iceberg_arrow_schema(iceberg, StructType([memory[name] for name in entries.column_names]))
+        append_data_file(
+            spark, iceberg, write_data_file(spark, iceberg, entries.filter(pa.array(~held)), schema), {}
+        )
+    return True
+
+
+def _positions(run: _Run) -> dict[str, np.ndarray]:
+    """The positions of the silver rows the run removes, by data file."""
+    labels = run.labels
+    removes = labels.removes
+    found: dict[str, np.ndarray] = {}
+    for index in np.unique(labels.file_index[removes]):
+        found[run.planned[int(index)].path] = labels.position[removes & (labels.file_index == index)]
+    return found
+
+
+def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _Run) -> RunManifest:
+    """The run's writes and ONE commit of silver (as icetide_glue.apply.commit_changes: the
+    tombstones first, then the removal and the appended rows in one ``RowDelta``, or an append)."""
+    labels, manifest = run.labels, run.manifest
+    times = labels.changes.column(CHANGE_TS)
+    newest = pc.max(times).as_py() if len(times) else None
+    changing = manifest.rows_inserted + manifest.rows_updated + manifest.rows_deleted
+    remembered = False
+    if changing:
+        iceberg = iceberg_table(spark, table.sql_name)
+        properties = snapshot_properties(manifest, DRIVER_MERGE_PATH)
+        rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
+        rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
+        schema = iceberg_arrow_schema(iceberg, run.silver)
+        added = [write_data_file(spark, iceberg, rows, schema)] if len(rows) else []
+        positions = _positions(run)
+        if positions:
+            live = [
+                d for f in run.planned if f.path in positions for d in f.delete_files if d.data_file == f.path
+            ]
+            replaced = files_to_replace(live)
+            written = write_position_deletes(iceberg, positions, replaced)
+            remembered = _remember(spark, run)
+            expected = int(labels.removes.sum()) + sum(old.record_count for old in replaced)
+            commit_row_delta(
+                spark,
+                iceberg,
+                written,
+                replaced,
+                expected,
+                sorted(positions),
+                run.base_snapshot_id,
+                properties,
+                added,
+            )
+        else:
+            remembered = _remember(spark, run)
+            append_data_file(spark, iceberg, added[0], properties)
+        manifest = replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
+    else:
+        remembered = _remember(spark, run)
+    if remembered and newest is not None:
+        forget_expired_changes_after_commit(spark, run.tombstones, int(newest), args.tombstone_retention_days)
+    return manifest

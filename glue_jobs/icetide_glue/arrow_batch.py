@@ -39,6 +39,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from icetide_contracts.watermark_text import WatermarkJson
 from icetide_glue.arrow_files import open_input
 from icetide_glue.batch import BatchSummary
 from icetide_glue.changes import DMS_TIMESTAMP_PATTERN, find_column, is_whole_number_type
@@ -294,7 +295,7 @@ def _latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
     return ordered.filter(pa.array(first))
 
 
-def _new_watermark(batch: pa.Table, schema: StructType, watermark_column: str | None) -> object:
+def _new_watermark(batch: pa.Table, schema: StructType, watermark_column: str | None) -> WatermarkJson:
     """The largest value of the watermark column, as the manifest's JSON value (None: no column)."""
     if watermark_column is None:
         return None

@@ -69,7 +69,9 @@ def write_data_file(spark: SparkSession, iceberg: Any, rows: pa.Table, schema: p
     path = str(iceberg.locationProvider().newDataLocation(f"icetide-driver-{uuid.uuid4()}.parquet"))
     typed = pa.Table.from_arrays(
         [
-            rows.column(field.name).cast(field.type) if field.name in rows.column_names else pa.nulls(len(rows), field.type)
+            rows.column(field.name).cast(field.type)
+            if field.name in rows.column_names
+            else pa.nulls(len(rows), field.type)
             for field in schema
         ],
         schema=schema,

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from glue.awsglue_fake import awsglue_installed
 from glue.silver_tables import CATALOG, load_into_silver
+from icetide_glue import job as job_module
 
 LoadRun = Callable[..., dict[str, Any]]
 
@@ -59,3 +60,11 @@ def maintenance_entrypoint() -> Iterator[ModuleType]:
         sys.modules.pop("maintain_silver", None)
         yield importlib.import_module("maintain_silver")
     sys.modules.pop("maintain_silver", None)
+
+
+@pytest.fixture
+def merges_on_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every merge of the test on the job's Spark path: for tests of that path's own mechanics
+    (its writes, threads, Spark jobs), which a small batch would otherwise skip by merging on the
+    driver (icetide_glue.driver_merge)."""
+    monkeypatch.setattr(job_module, "merge_on_driver", lambda *args, **kwargs: None)

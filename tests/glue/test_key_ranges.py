@@ -135,8 +135,14 @@ def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
         load_into_silver(spark, table, "first", tmp_path / "first")
         if counted:
             monkeypatch.setattr(job_module, "batch_key_ranges", _no_separate_job)
+        # The Spark path's classification (a small batch would be merged on the driver).
         manifest = load_into_silver(
-            spark, table, "second", tmp_path / "second", expected_rows=len(rows) if counted else None
+            spark,
+            table,
+            "second",
+            tmp_path / "second",
+            expected_rows=len(rows) if counted else None,
+            driver_merge_max_changes=0,
         )
         assert (manifest["rowsUpdated"], manifest["rowsInserted"]) == (63, 2)
         assert spark.table(silver_table(table)).where("v < 0").count() == 65

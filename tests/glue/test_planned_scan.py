@@ -233,6 +233,7 @@ BRONZE = pa.schema(
 )
 
 
+@pytest.mark.usefixtures("merges_on_spark")
 def test_a_run_plans_silver_at_its_base_snapshot_and_its_tombstones_without_positions(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

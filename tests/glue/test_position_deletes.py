@@ -39,7 +39,8 @@ from icetide_glue.position_deletes import (
 )
 from icetide_glue.silver import SilverTable
 
-pytestmark = pytest.mark.spark
+# These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]

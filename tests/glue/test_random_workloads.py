@@ -340,7 +340,12 @@ def write_run(workload: Workload, number: int, folder: Path) -> tuple[Path, list
 
 
 def run_workload(
-    spark: SparkSession, rng: random.Random, workload: Workload, table: str, folder: Path, taken: dict[str, int]
+    spark: SparkSession,
+    rng: random.Random,
+    workload: Workload,
+    table: str,
+    folder: Path,
+    taken: dict[str, int],
 ) -> list[str]:
     """Load every run of the workload; return its mismatches (none expected). ``taken`` counts
     the committed runs per merge path, of those either path may merge."""

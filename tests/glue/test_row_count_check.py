@@ -29,7 +29,8 @@ from icetide_glue.arguments import JobArguments, LoadMode
 from icetide_glue.errors import BronzeRowCountMismatch
 from icetide_glue.job import run_job
 
-pytestmark = pytest.mark.spark
+# These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]

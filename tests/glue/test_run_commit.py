@@ -33,7 +33,8 @@ from icetide_glue.planned_scan import ROW_POSITION_COLUMNS
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import STAGING_BRANCH
 
-pytestmark = pytest.mark.spark
+# These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]

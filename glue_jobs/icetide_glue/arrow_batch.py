@@ -47,6 +47,10 @@ from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, DMS_OP_COLUMN, I
 from icetide_glue.key_ranges import MAX_KEYS_FOR_RANGES, ranges_of_sorted_keys
 from icetide_glue.watermark import watermark_json
 
+# The oldest pyarrow whose features this reading uses (concat_tables' promote_options).
+OLDEST_PYARROW = 15
+if int(pa.__version__.split(".")[0]) < OLDEST_PYARROW:
+    raise ImportError(f"pyarrow {pa.__version__} is older than {OLDEST_PYARROW}: no merge on the driver")
 # Spark reads a timestamp or date before this (in its files' calendar) through a rebase of the
 # Julian calendar (or refuses it); pyarrow does not. Such batches take the Spark path.
 EARLIEST_EXACT_TIME = datetime(1900, 1, 1, tzinfo=UTC)
@@ -113,13 +117,13 @@ def spark_type_of(arrow_type: pa.DataType, int96: bool) -> DataType | None:
 def _read_file(path: str, columns: StructType) -> pa.Table:
     """One bronze file as ``columns`` (a column it lacks is null), its types checked against Spark's."""
     with open_input(path) as source:
-        parquet = pq.ParquetFile(source)
+        parquet = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
         int96 = {
             parquet.schema.column(i).name
             for i in range(len(parquet.schema))
             if parquet.schema.column(i).physical_type == "INT96"
         }
-        table = parquet.read(coerce_int96_timestamp_unit="us") if int96 else parquet.read()
+        table = parquet.read()
     by_name = {name.lower(): name for name in table.column_names}
     arrays = []
     for field in columns.fields:

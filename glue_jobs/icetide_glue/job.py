@@ -57,7 +57,6 @@ from icetide_glue.changes import (
     source_schema,
 )
 from icetide_glue.columns import is_metadata_column
-from icetide_glue.driver_merge import merge_on_driver
 from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
@@ -84,6 +83,12 @@ from icetide_glue.silver import (
 from icetide_glue.verify import run_verify
 
 logger = logging.getLogger(__name__)
+
+try:
+    from icetide_glue.driver_merge import merge_on_driver
+except ImportError as missing:  # a runtime without pyarrow 15 or later: every merge runs on Spark
+    logger.info("merges run on Spark only: %s", missing)
+    merge_on_driver = None  # type: ignore[assignment]
 
 # Up to this many changes, the batch's keys are broadcast into silver's scan (a few tens of MB on
 # the driver at most); a larger batch is a large share of the table anyway, and is joined by shuffle.
@@ -165,7 +170,7 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     latest = None
-    if merging and exists and bronze is not None:
+    if merging and exists and bronze is not None and merge_on_driver is not None:
         # A small batch that qualifies is merged without a Spark job (icetide_glue.driver_merge);
         # any other run, or one that path finds it cannot read as Spark would, goes on below.
         merged = merge_on_driver(spark, args, table, bronze, changes, keys, watermark)

@@ -31,6 +31,7 @@ from icetide_contracts.bronze_files import BronzeFiles
 from icetide_contracts.maintenance import JOB_ARGUMENTS, MaintenancePolicy
 from icetide_glue.arguments import (
     DEFAULT_CHANGE_SEQUENCE_COLUMN,
+    DEFAULT_MAX_DRIVER_CHANGES,
     DEFAULT_TIMESTAMP_COLUMN,
     DEFAULT_TOMBSTONE_RETENTION_DAYS,
     DeleteMode,
@@ -194,6 +195,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "how long a deleted key is remembered in <table>__icetide_tombstones, counted back from the "
             "batch's newest change time, so an older change arriving later cannot bring it back "
             f"(default {DEFAULT_TOMBSTONE_RETENTION_DAYS})"
+        ),
+    )
+    run.add_argument(
+        "--driver-merge-max-changes",
+        default=str(DEFAULT_MAX_DRIVER_CHANGES),
+        metavar="ROWS",
+        help=(
+            "a qualifying merge (hard deletes, no schema change, a small planned read of silver) of at "
+            "most this many bronze rows runs on the driver without a Spark job; 0: every merge on Spark "
+            f"(default {DEFAULT_MAX_DRIVER_CHANGES})"
         ),
     )
     run.add_argument(
@@ -432,6 +443,7 @@ def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
                 "expected_rows": args.expected_rows,
                 "delete_mode": args.delete_mode,
                 "tombstone_retention_days": args.tombstone_retention_days,
+                "driver_merge_max_changes": args.driver_merge_max_changes,
                 "reconcile_uri": str(Path(args.reconcile).resolve()) if args.reconcile else "",
                 "reconcile_expected_rows": args.reconcile_expected_rows,
                 "reconcile_started_at": args.reconcile_started_at,

@@ -51,6 +51,7 @@ def test_command_line_with_only_required_arguments_takes_the_documented_defaults
         expected_rows=None,
     )
     assert (args.database, args.table_name) == ("icetide_silver", "dbo_orders")
+    assert args.driver_merge_max_changes == 500_000
 
 
 def test_command_line_reads_every_argument() -> None:
@@ -73,9 +74,12 @@ def test_command_line_reads_every_argument() -> None:
             "local",
             "--expected_rows",
             "1200",
+            "--driver_merge_max_changes",
+            "0",
         ]
     )
     assert args.expected_rows == 1200
+    assert args.driver_merge_max_changes == 0
     assert args.manifest_uri == "s3://raw/manifests/x.json"
     assert args.primary_keys == ("tenant", "order_id")
     assert args.load_mode is LoadMode.MERGE
@@ -128,6 +132,10 @@ def test_merge_without_keys_is_refused_with_the_way_out() -> None:
         (
             ["--primary_keys", "id", "--expected_rows", "null"],
             "--expected_rows 'null' must be a whole number",
+        ),
+        (
+            ["--primary_keys", "id", "--driver_merge_max_changes", "-5"],
+            "--driver_merge_max_changes '-5' must be a whole number of changes",
         ),
     ],
 )

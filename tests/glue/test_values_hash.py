@@ -248,6 +248,7 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
     }
 
 
+@pytest.mark.usefixtures("merges_on_spark")  # what the Spark path's classification is told
 def test_files_without_null_counts_may_hold_rows_without_a_hash(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,456 @@
+"""The merge on the driver (icetide_glue.driver_merge) against the Spark path it stands in for.
+
+The random workloads (test_random_workloads.py) hold both paths to one oracle; these tests hold
+the driver's reading of a batch to Spark's on seeded random batches (DMS's spellings of times,
+Ops and sequences, LOAD and CDC files, equal times), the two paths to the same silver and
+manifests across schema changes and column types, and the driver's one commit to the Spark
+path's guarantees (another writer, a compaction, at most four delete files per data file).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from glue.dms_files import write_dms_file
+from glue.silver_tables import load_into_silver, merge_path, silver_table
+from icetide_glue import driver_merge as driver_module
+from icetide_glue.arrow_batch import NotEligible, file_rank, read_batch
+from icetide_glue.batch import deduplicate_batch
+from icetide_glue.bronze import file_rank as spark_file_rank
+from icetide_glue.bronze import read_bronze
+from icetide_glue.changes import normalize_changes
+from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, OP, ROW_INDEX, RUN_ID, VALUES_HASH
+from icetide_glue.errors import InvalidChangeData
+from icetide_glue.iceberg_tables import iceberg_table
+
+pytestmark = pytest.mark.spark
+
+BASE = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
+RANDOM_SCHEMA = pa.schema(
+    [
+        ("Op", pa.string()),
+        ("dms_timestamp", pa.string()),
+        ("AR_H_CHANGE_SEQ", pa.string()),
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("amount", pa.decimal128(10, 2)),
+        ("score", pa.float64()),
+        ("updated", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def _dms_time(rng: random.Random, seconds: int) -> str:
+    """A DMS change time with 0-6 fraction digits, sometimes padded with spaces."""
+    moment = BASE + timedelta(seconds=seconds, microseconds=rng.choice([0, 500_000, 123_456, 10]))
+    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    digits = rng.randint(0, 6)
+    if digits:
+        text += "." + moment.strftime("%f")[:digits]
+    return rng.choice(["", " "]) + text + rng.choice(["", "  "])
+
+
+def _random_batch(rng: random.Random, folder: Path) -> None:
+    """1-3 files of random changes to a few keys: LOAD files (hexadecimal numbers, no sequence
+    sometimes no Op) and CDC files, equal times, blank Ops, missing sequences."""
+    names = rng.sample(
+        [
+            "LOAD00000009.parquet",
+            "LOAD0000000A.parquet",
+            "20261121-070000000.parquet",
+            "20261121-070100000.parquet",
+        ],
+        rng.randint(1, 3),
+    )
+    for name in names:
+        schema = RANDOM_SCHEMA
+        if name.startswith("LOAD") and rng.random() < 0.5:
+            schema = pa.schema([f for f in RANDOM_SCHEMA if f.name not in ("Op", "AR_H_CHANGE_SEQ")])
+        rows = []
+        for _ in range(rng.randint(1, 12)):
+            row = {
+                "Op": rng.choice(["I", "U", "D", " U ", "", None]),
+                "dms_timestamp": _dms_time(rng, rng.randint(0, 3)),
+                "AR_H_CHANGE_SEQ": rng.choice([None, f"{rng.randint(0, 5):020d}", ""]),
+                "id": rng.randint(1, 8),
+                "name": rng.choice(["a", "b", None, "é"]),
+                "amount": rng.choice([Decimal("1.50"), Decimal("-0.01"), None]),
+                "score": rng.choice([0.0, -0.0, 1.5, math.nan, None]),
+                "updated": rng.choice([BASE, BASE + timedelta(microseconds=1), None]),
+            }
+            rows.append(tuple(row[field.name] for field in schema))
+        write_dms_file(folder, name, schema, rows)
+
+
+def _spark_latest(spark: SparkSession, folder: Path) -> tuple[dict[int, tuple[Any, ...]], Any]:
+    bronze = read_bronze(spark, str(folder))
+    assert bronze is not None
+    changes = normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-1")
+    batch = deduplicate_batch(changes, ["id"], "updated", "dms_timestamp", "AR_H_CHANGE_SEQ", 10_000)
+    columns = ["id", OP, "name", "amount", "score", "updated", CHANGE_SEQ, RUN_ID]
+    rows = batch.latest.select(*columns, F.unix_micros(CHANGE_TS).alias("ts")).collect()
+    return {row["id"]: _comparable([*row[1:]]) for row in rows}, batch.summary
+
+
+def _comparable(values: list[Any]) -> tuple[Any, ...]:
+    """Values as one tuple compares them: NaN as text, times as UTC microseconds."""
+    out = []
+    for value in values:
+        if isinstance(value, float) and math.isnan(value):
+            value = "NaN"
+        elif isinstance(value, bytearray):
+            value = bytes(value)
+        elif isinstance(value, datetime):
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+            value = round(value.timestamp() * 1_000_000)
+        out.append(value)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_driver_reads_a_batch_as_spark_deduplicates_it(
+    spark: SparkSession, tmp_path: Path, seed: int
+) -> None:
+    rng = random.Random(seed)
+    _random_batch(rng, tmp_path)
+    expected, summary = _spark_latest(spark, tmp_path)
+    bronze = read_bronze(spark, str(tmp_path))
+    assert bronze is not None
+    schema = StructType([f for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)])
+    batch = read_batch(
+        bronze.inputFiles(), schema, ["id"], "updated", "dms_timestamp", "AR_H_CHANGE_SEQ", "run-1"
+    )
+    latest = batch.latest.to_pylist()
+    got = {
+        row["id"]: _comparable(
+            [
+                row[OP],
+                row["name"],
+                row["amount"],
+                row["score"],
+                row["updated"],
+                row[CHANGE_SEQ],
+                row[RUN_ID],
+                row[CHANGE_TS],
+            ]
+        )
+        for row in latest
+    }
+    assert got == expected
+    assert batch.summary == summary
+
+
+def test_file_ranks_are_the_spark_path_s(spark: SparkSession) -> None:
+    names = [
+        "LOAD00000001.parquet",
+        "LOAD0000000A.parquet",
+        "LOADFFFFFFFFFFFFFFFF.parquet",
+        "20261121-070000000.parquet",
+        "x.parquet",
+    ]
+    expected = {
+        "LOAD00000001.parquet": "0" + "1".rjust(20, "0"),
+        "LOAD0000000A.parquet": "0" + "10".rjust(20, "0"),
+        "LOADFFFFFFFFFFFFFFFF.parquet": "018446744073709551615",
+        "20261121-070000000.parquet": "120261121-070000000.parquet",
+        "x.parquet": "1x.parquet",
+    }
+    assert {name: file_rank(name) for name in names} == expected
+    frame = spark.createDataFrame([(name,) for name in names], "name string")
+    ranks = frame.select("name", spark_file_rank(F.col("name")).alias("rank")).collect()
+    assert {row["name"]: row["rank"] for row in ranks} == expected
+
+
+def test_change_times_pyarrow_cannot_read_as_spark_does_take_the_spark_path(tmp_path: Path) -> None:
+    """A time of DMS's form that is not a date (30 February) is refused by the Spark path's check;
+    the driver does not read it either."""
+    schema = pa.schema([("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64())])
+    path = write_dms_file(tmp_path, "20261121-070000000.parquet", schema, [("I", "2026-02-30 07:00:00", 1)])
+    from pyspark.sql.types import LongType, StringType, StructField
+
+    spark_schema = StructType(
+        [
+            StructField("Op", StringType()),
+            StructField("dms_timestamp", StringType()),
+            StructField("id", LongType()),
+        ]
+    )
+    with pytest.raises(NotEligible):
+        read_batch([str(path)], spark_schema, ["id"], None, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-1")
+
+
+# --- both paths, one silver ----------------------------------------------------------------------
+
+
+def _silver(spark: SparkSession, table: str) -> set[tuple[Any, ...]]:
+    frame = spark.table(silver_table(table)).drop(VALUES_HASH, RUN_ID)
+    return {_comparable(list(row)) for row in frame.collect()}
+
+
+def _manifest(manifest: dict[str, Any], table: str) -> dict[str, Any]:
+    """A manifest without what differs between two tables (their names, snapshots)."""
+    kept = {k: v for k, v in manifest.items() if k not in ("snapshotId", "runId", "targetTable")}
+    return {**kept, "schemaChanges": [c.replace(table, "<table>") for c in manifest["schemaChanges"]]}
+
+
+def _write(
+    folder: Path, name: str, schema: pa.Schema, rows: list[tuple[Any, ...]], int96: bool = False
+) -> Path:
+    target = folder / "dbo" / "source_table"
+    target.mkdir(parents=True, exist_ok=True)
+    table = pa.table({f.name: pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)})
+    pq.write_table(table, target / name, use_deprecated_int96_timestamps=int96)
+    return folder
+
+
+class BothPaths:
+    """Each run loaded into two tables, one merged by Spark only, one by the driver where it may."""
+
+    def __init__(self, spark: SparkSession, name: str) -> None:
+        self.spark, self.name = spark, name
+        self.spark_table, self.driver_table = f"{name}_spark", f"{name}_driver"
+
+    def run(self, run_id: str, bronze: Path, driver: bool, **arguments: Any) -> dict[str, Any]:
+        by_spark = load_into_silver(
+            self.spark, self.spark_table, run_id, bronze, driver_merge_max_changes=0, **arguments
+        )
+        by_driver = load_into_silver(self.spark, self.driver_table, run_id, bronze, **arguments)
+        assert _manifest(by_driver, self.driver_table) == _manifest(by_spark, self.spark_table), run_id
+        assert _silver(self.spark, self.driver_table) == _silver(self.spark, self.spark_table), run_id
+        if by_driver["snapshotId"] is not None:
+            assert merge_path(self.spark, self.driver_table, by_driver["snapshotId"]) == (
+                "driver" if driver else "spark"
+            ), run_id
+        return by_driver
+
+
+TYPED = pa.schema(
+    [
+        ("Op", pa.string()),
+        ("dms_timestamp", pa.string()),
+        ("id", pa.int32()),
+        ("v", pa.int32()),
+        ("price", pa.decimal128(9, 2)),
+        ("day", pa.date32()),
+        ("at", pa.timestamp("us")),
+        ("ratio", pa.float64()),
+        ("blob", pa.binary()),
+        ("ok", pa.bool_()),
+    ]
+)
+
+
+def _typed(op: str, seconds: int, key: int, v: int, ratio: float | None, **extra: Any) -> tuple[Any, ...]:
+    values = {
+        "Op": op,
+        "dms_timestamp": (BASE + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S.%f"),
+        "id": key,
+        "v": v,
+        "price": Decimal(f"{v % 1000}.25"),
+        "day": date(2026, 1, 1) + timedelta(days=v % 1000),
+        "at": datetime(2026, 1, 1, 8, 0) + timedelta(seconds=v % 1000),
+        "ratio": ratio,
+        "blob": bytes([v % 256]),
+        "ok": v % 2 == 0,
+        **extra,
+    }
+    return tuple(values[name] for name in values)
+
+
+def test_both_paths_agree_across_types_schema_changes_and_widening(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    both = BothPaths(spark, "both_types")
+    first = [_typed("I", 0, key, key, 0.0 if key == 4 else float(key)) for key in range(1, 21)]
+    both.run("t-1", _write(tmp_path / "1", "LOAD00000001.parquet", TYPED, first, int96=True), driver=False)
+    # Updates, one re-read unchanged, NaN over a number, -0.0 against 0.0, a delete, an insert.
+    second = [
+        _typed("U", 10, 1, 100, 1.0),
+        _typed("U", 10, 2, 2, 2.0),
+        _typed("U", 10, 3, 3, math.nan),
+        _typed("U", 10, 4, 4, -0.0),
+        _typed("D", 10, 5, 5, 5.0),
+        _typed("I", 10, 30, 30, None),
+    ]
+    manifest = both.run(
+        "t-2", _write(tmp_path / "2", "20261121-070000000.parquet", TYPED, second, True), driver=True
+    )
+    assert (manifest["rowsUpdated"], manifest["rowsUnchanged"], manifest["rowsDeleted"]) == (2, 2, 1)
+    # NaN read again equals NaN; a column added by the Spark path (files before it lack it).
+    extra = pa.schema([*TYPED, ("note", pa.string())])
+    third = [(*_typed("U", 20, 3, 3, math.nan), None), (*_typed("U", 20, 6, 6, 6.0), "new")]
+    both.run("t-3", _write(tmp_path / "3", "20261121-070100000.parquet", extra, third, True), driver=False)
+    fourth = [(*_typed("U", 30, 7, 7, 7.0), "seven"), (*_typed("U", 30, 6, 6, 6.0), "new")]
+    manifest = both.run(
+        "t-4", _write(tmp_path / "4", "20261121-070200000.parquet", extra, fourth, True), driver=True
+    )
+    assert (manifest["rowsUpdated"], manifest["rowsUnchanged"]) == (1, 1)
+    # v widened to bigint by the Spark path; the driver then reads older files' int.
+    wide = pa.schema([f if f.name != "v" else pa.field("v", pa.int64()) for f in extra])
+    fifth = [(*_typed("U", 40, 8, 8_000_000_000, 8.0), None)]
+    both.run("t-5", _write(tmp_path / "5", "20261121-070300000.parquet", wide, fifth, True), driver=False)
+    sixth = [(*_typed("U", 50, 9, 9, 9.0), None), (*_typed("U", 50, 10, 10, 10.0), None)]
+    manifest = both.run(
+        "t-6", _write(tmp_path / "6", "20261121-070400000.parquet", wide, sixth, True), driver=True
+    )
+    assert (manifest["rowsUpdated"], manifest["rowsUnchanged"]) == (0, 2)
+
+
+KEYED = pa.schema(
+    [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
+)
+
+
+def _keyed(folder: Path, name: str, rows: list[tuple[str, int, int, int]]) -> Path:
+    text = [
+        (op, (BASE + timedelta(seconds=s)).strftime("%Y-%m-%d %H:%M:%S"), key, v) for op, s, key, v in rows
+    ]
+    write_dms_file(folder, name, KEYED, text)
+    return folder
+
+
+def test_both_paths_agree_on_tombstones_and_late_changes(spark: SparkSession, tmp_path: Path) -> None:
+    both = BothPaths(spark, "both_memory")
+    both.run(
+        "m-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 11)]), False
+    )
+    # Deletes and a re-read, remembered; then older changes of the deleted keys arrive late.
+    both.run(
+        "m-2", _keyed(tmp_path / "2", "a.parquet", [("D", 10, 1, 1), ("D", 10, 2, 2), ("U", 0, 3, 3)]), True
+    )
+    late = [("U", 5, 1, 100), ("I", 5, 2, 200), ("D", 10, 1, 1), ("U", 0, 3, 3), ("U", 20, 4, 40)]
+    manifest = both.run("m-3", _keyed(tmp_path / "3", "b.parquet", late), True)
+    assert (manifest["rowsUnchanged"], manifest["rowsUpdated"]) == (3, 1)
+    # Newer changes of the same keys (their entries move forward), and a delete again.
+    newer = [("I", 30, 1, 1000), ("D", 30, 3, 3), ("D", 31, 2, 2)]
+    both.run("m-4", _keyed(tmp_path / "4", "c.parquet", newer), True)
+
+
+def _live_delete_files(spark: SparkSession, table: str) -> dict[str, int]:
+    rows = spark.table(f"{silver_table(table)}.delete_files").select("referenced_data_file").collect()
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row[0]] = counts.get(row[0], 0) + 1
+    return counts
+
+
+def test_a_data_file_keeps_at_most_four_delete_files_on_the_driver_too(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    both = BothPaths(spark, "both_deletes")
+    both.run(
+        "d-0", _keyed(tmp_path / "0", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 41)]), False
+    )
+    for run in range(1, 9):
+        rows = [("U", run, run, -run), ("D", run, 20 + run, 0)]
+        both.run(f"d-{run}", _keyed(tmp_path / str(run), "a.parquet", rows), True)
+        assert max(_live_delete_files(spark, "both_deletes_driver").values()) <= 4
+
+
+# --- the driver's one commit ---------------------------------------------------------------------
+
+
+def _other_writer(spark: SparkSession, table: str, kind: str) -> Callable[[], None]:
+    def write() -> None:
+        if kind == "insert":
+            row = (
+                spark.table(silver_table(table))
+                .where("id = 1")
+                .withColumns({"id": F.lit(99), "v": F.lit(990)})
+            )
+            row.writeTo(silver_table(table)).append()
+        elif kind == "delete":
+            spark.sql(f"DELETE FROM {silver_table(table)} WHERE id = 8")  # noqa: S608
+        else:
+            spark.sql(
+                f"CALL local.system.rewrite_data_files(table => 'silver.{table}', "
+                "options => map('rewrite-all', 'true'))"
+            ).collect()
+
+    return write
+
+
+@pytest.mark.parametrize(
+    ("kind", "when"),
+    [("insert", "noted"), ("delete", "noted"), ("insert", "labelled"), ("compaction", "labelled")],
+)
+def test_a_commit_by_another_writer_fails_a_driver_run_and_the_rerun_lands(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, when: str
+) -> None:
+    """Another writer commits after the run noted main (or after it labelled its changes): the
+    run's one commit is refused (the validation the Spark path's commit makes), main keeps the
+    other writer's commit only, and the rerun lands on top of it."""
+    table = f"driver_race_{kind}_{when}"
+    load_into_silver(
+        spark,
+        table,
+        "r-1",
+        _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k * 10) for k in range(1, 9)]),
+    )
+    second = _keyed(tmp_path / "2", "a.parquet", [("D", 10, 2, 0), ("U", 10, 5, 55), ("I", 10, 9, 90)])
+    other = _other_writer(spark, table, kind)
+    target = "main_snapshot_id" if when == "noted" else "label_changes"
+    real = getattr(driver_module, target)
+
+    def then_other(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        other()
+        return result
+
+    monkeypatch.setattr(driver_module, target, then_other)
+    with pytest.raises(Exception, match=r"[Cc]onflicting|[Mm]issing|[Cc]annot commit"):
+        load_into_silver(spark, table, "r-2", second)
+    monkeypatch.undo()
+    rows = {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()}
+    before = {k: k * 10 for k in range(1, 9)}
+    if kind == "insert":
+        before[99] = 990
+    if kind == "delete":
+        del before[8]
+    assert rows == before
+    manifest = load_into_silver(spark, table, "r-2", second)
+    assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
+    after = {**before, 5: 55, 9: 90}
+    del after[2]
+    assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == after
+
+
+def test_a_batch_a_check_refuses_is_named_by_the_spark_path(spark: SparkSession, tmp_path: Path) -> None:
+    table = "driver_refused"
+    load_into_silver(spark, table, "x-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, 1, 1)]))
+    before = iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId()
+    write_dms_file(tmp_path / "2", "a.parquet", KEYED, [("X", "2026-11-21 07:00:00", 1, 2)])
+    with pytest.raises(InvalidChangeData, match="an Op other than I, U or D"):
+        load_into_silver(spark, table, "x-2", tmp_path / "2")
+    assert iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId() == before
+
+
+def test_a_batch_over_the_driver_s_limit_is_merged_by_spark(spark: SparkSession, tmp_path: Path) -> None:
+    table = "driver_limit"
+    load_into_silver(spark, table, "l-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, 1, 1)]))
+    rows = [("U", 10, 1, 2), ("I", 10, 2, 2), ("I", 10, 3, 3)]
+    manifest = load_into_silver(
+        spark, table, "l-2", _keyed(tmp_path / "2", "a.parquet", rows), driver_merge_max_changes=2
+    )
+    assert merge_path(spark, table, manifest["snapshotId"]) == "spark"
+    manifest = load_into_silver(
+        spark,
+        table,
+        "l-3",
+        _keyed(tmp_path / "3", "a.parquet", [("U", 20, 1, 5)]),
+        driver_merge_max_changes=2,
+    )
+    assert merge_path(spark, table, manifest["snapshotId"]) == "driver"

@@ -42,17 +42,10 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyspark.sql import SparkSession
 
+from icetide_glue.arrow_commit import parquet_codec
+from icetide_glue.arrow_files import local_path
 from icetide_glue.iceberg_tables import iceberg_table, jvm
 from icetide_glue.planned_scan import plan_tasks
-
-# Iceberg's metadata names local files with a scheme; pyarrow opens plain paths.
-LOCAL_SCHEME = "file:"
-# Iceberg's table property for the Parquet codec, and its default since Iceberg 1.4.
-COMPRESSION_PROPERTY = "write.parquet.compression-codec"
-DEFAULT_COMPRESSION = "zstd"
-# Iceberg's codec names that pyarrow spells otherwise.
-PYARROW_CODECS = {"uncompressed": "none"}
-
 
 @dataclass(frozen=True)
 class PlannedFile:
@@ -60,15 +53,6 @@ class PlannedFile:
 
     path: str
     delete_files: tuple[str, ...]
-
-
-def local_path(path: str) -> str:
-    """``path`` as pyarrow opens it (``file:/x`` and ``file:///x`` are ``/x``)."""
-    if path.startswith(LOCAL_SCHEME):
-        path = path[len(LOCAL_SCHEME) :]
-        if path.startswith("///"):
-            path = path[2:]
-    return path
 
 
 def latest_changes(changes: pa.Table, key: str, change_time: str) -> pa.Table:
@@ -156,10 +140,9 @@ def append_rows(spark: SparkSession, table: str, rows: pa.Table) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     # The table's codec (zstd unless the table says otherwise), at pyarrow's level and row-group
     # size, not parquet-java's: the file is about 1.3-1.8x the size Spark's writer makes.
-    codec = str(iceberg.properties().getOrDefault(COMPRESSION_PROPERTY, DEFAULT_COMPRESSION))
     schema = iceberg_arrow_schema(spark, iceberg)
     typed = rows.select(schema.names).cast(schema)
-    pq.write_table(typed, target, compression=PYARROW_CODECS.get(codec, codec))
+    pq.write_table(typed, target, compression=parquet_codec(iceberg))
     metrics = api.parquet.ParquetUtil.fileMetrics(
         iceberg.io().newInputFile(path), api.MetricsConfig.forTable(iceberg)
     )

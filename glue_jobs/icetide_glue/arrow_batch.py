@@ -21,26 +21,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import DataType, StringType, StructType, TimestampNTZType, TimestampType
 
 from icetide_contracts.watermark_text import WatermarkJson
 from icetide_glue.arrow_files import open_input
+from icetide_glue.arrow_types import NotEligible, micros, spark_type_of
 from icetide_glue.batch import BatchSummary
 from icetide_glue.changes import DMS_TIMESTAMP_PATTERN, find_column, is_whole_number_type
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, DMS_OP_COLUMN, INSERT, OP, RUN_ID, UPDATE
@@ -65,11 +50,6 @@ FILE_RANK = "_icetide_file_rank"
 ROW_INDEX = "_icetide_row_index"
 
 
-class NotEligible(Exception):
-    """The run cannot be merged on the driver exactly as Spark would: the job takes its Spark path.
-    Not an error of the batch (the Spark path finds those)."""
-
-
 @dataclass(frozen=True)
 class ArrowBatch:
     """A merge's batch on the driver: its latest change per key, with icetide's metadata columns
@@ -86,32 +66,6 @@ def file_rank(file_name: str) -> str:
     if load is not None:
         return "0" + str(int(load.group(1), 16)).rjust(_LOAD_NUMBER_DIGITS, "0")
     return "1" + file_name
-
-
-def spark_type_of(arrow_type: pa.DataType, int96: bool) -> DataType | None:
-    """The Spark type Spark's Parquet reader gives a column pyarrow reads as ``arrow_type``
-    (``int96``: the file stores it as INT96, which both read as an instant), or None when this
-    module does not read that type."""
-    simple: dict[pa.DataType, DataType] = {
-        pa.int8(): ByteType(),
-        pa.int16(): ShortType(),
-        pa.int32(): IntegerType(),
-        pa.int64(): LongType(),
-        pa.float32(): FloatType(),
-        pa.float64(): DoubleType(),
-        pa.bool_(): BooleanType(),
-        pa.string(): StringType(),
-        pa.large_string(): StringType(),
-        pa.binary(): BinaryType(),
-        pa.date32(): DateType(),
-    }
-    if arrow_type in simple:
-        return simple[arrow_type]
-    if pa.types.is_decimal128(arrow_type):
-        return DecimalType(arrow_type.precision, arrow_type.scale)
-    if pa.types.is_timestamp(arrow_type):
-        return TimestampType() if (arrow_type.tz is not None or int96) else TimestampNTZType()
-    return None
 
 
 def _read_file(path: str, columns: StructType) -> pa.Table:
@@ -144,22 +98,16 @@ def _read_file(path: str, columns: StructType) -> pa.Table:
     return pa.table(arrays, names=[field.name for field in columns.fields])
 
 
-def _micros(values: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A timestamp column as int64 microseconds since the epoch (UTC for a zone-less one, as the
-    job's UTC session reads it)."""
-    return pc.cast(pc.cast(values, pa.timestamp("us")), pa.int64())
-
-
 def _change_times(values: pa.ChunkedArray, data_type: DataType) -> pa.ChunkedArray:
     """:func:`icetide_glue.changes.change_time` in microseconds: a DMS string parsed only when it
     has DMS's form, else the batch is not eligible (the Spark path refuses the row)."""
     if isinstance(data_type, TimestampType | TimestampNTZType):
-        return _micros(values)
+        return micros(values)
     text = pc.utf8_trim(values, characters=" ")
     if not pc.all(pc.match_substring_regex(text, DMS_TIMESTAMP_PATTERN)).as_py():
         raise NotEligible("a change time is not in DMS's form")
     try:
-        return _micros(pc.cast(text, pa.timestamp("us")))
+        return micros(pc.cast(text, pa.timestamp("us")))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         raise NotEligible(f"a change time pyarrow does not read: {error}") from None
 
@@ -168,7 +116,7 @@ def _check_times(table: pa.Table) -> None:
     """No timestamp or date before :data:`EARLIEST_EXACT_TIME` (Spark's rebase)."""
     for values in table.columns:
         if pa.types.is_timestamp(values.type):
-            lowest = pc.min(_micros(values)).as_py()
+            lowest = pc.min(micros(values)).as_py()
         elif pa.types.is_date32(values.type):
             lowest = pc.min(pc.cast(values, pa.int32())).as_py()
         else:
@@ -311,7 +259,7 @@ def _new_watermark(batch: pa.Table, schema: StructType, watermark_column: str | 
     if pa.types.is_floating(values.type) and pc.any(pc.is_nan(values)).as_py():
         raise NotEligible("a NaN watermark (Spark's largest value)")
     if pa.types.is_timestamp(values.type):
-        return watermark_json(pc.max(_micros(values)).as_py(), data_type)
+        return watermark_json(pc.max(micros(values)).as_py(), data_type)
     if pa.types.is_binary(values.type) or pa.types.is_boolean(values.type):
         raise NotEligible("a watermark type the check refuses")
     return watermark_json(pc.max(values).as_py(), data_type)

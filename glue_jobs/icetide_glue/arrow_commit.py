@@ -56,7 +56,8 @@ DELETE_FILE_SCHEMA = pa.schema(
 )
 
 
-def _codec(iceberg: Any) -> str:
+def parquet_codec(iceberg: Any) -> str:
+    """The table's Parquet codec (zstd unless it says otherwise), as pyarrow names it."""
     codec = str(iceberg.properties().getOrDefault(COMPRESSION_PROPERTY, DEFAULT_COMPRESSION)).lower()
     return PYARROW_CODECS.get(codec, codec)
 
@@ -82,7 +83,7 @@ def write_data_file(spark: SparkSession, iceberg: Any, rows: pa.Table, schema: p
     row_bytes = max(1, typed.nbytes // max(1, len(typed)))
     with open_output(path) as sink:
         pq.write_table(
-            typed, sink, compression=_codec(iceberg), row_group_size=max(1024, group_bytes // row_bytes)
+            typed, sink, compression=parquet_codec(iceberg), row_group_size=max(1024, group_bytes // row_bytes)
         )
     metrics = api.parquet.ParquetUtil.fileMetrics(
         iceberg.io().newInputFile(path), api.MetricsConfig.forTable(iceberg)
@@ -134,9 +135,9 @@ def write_position_deletes(
         )
         path = f"{folder}/data_file_index={index}/positions.parquet"
         with open_output(path) as sink:
-            pq.write_table(table, sink, compression=_codec(iceberg))
+            pq.write_table(table, sink, compression=parquet_codec(iceberg))
         written.append(PositionDeleteFile(path, file_size(path), data_file))
     return written
 
 
-__all__ = ["append_data_file", "commit_row_delta", "write_data_file", "write_position_deletes"]
+__all__ = ["append_data_file", "commit_row_delta", "parquet_codec", "write_data_file", "write_position_deletes"]

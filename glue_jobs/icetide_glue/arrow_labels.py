@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icetide_glue.arrow_batch import NotEligible
 from icetide_glue.arrow_silver import FILE_INDEX, POSITION
+from icetide_glue.arrow_types import NotEligible, micros
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, OP
 from icetide_glue.sql import ChangeAction
 
@@ -67,17 +67,11 @@ def _side(table: pa.Table, prefix: str, keys: Sequence[str]) -> pa.Table:
     return table.rename_columns([name if name in keys else prefix + name for name in table.column_names])
 
 
-def _micros(values: pa.ChunkedArray) -> pa.ChunkedArray:
-    if pa.types.is_timestamp(values.type):
-        return pc.cast(pc.cast(values, pa.timestamp("us")), pa.int64())
-    return values
-
-
 def newer(
     a_ts: pa.ChunkedArray, a_seq: pa.ChunkedArray, b_ts: pa.ChunkedArray, b_seq: pa.ChunkedArray
 ) -> np.ndarray:
     """:func:`icetide_glue.sql.order_guard` of a over b (``a_ts`` never null here)."""
-    a_ts, b_ts = _micros(a_ts), _micros(b_ts)
+    a_ts, b_ts = micros(a_ts), micros(b_ts)
     a_seq, b_seq = pc.fill_null(a_seq, ""), pc.fill_null(b_seq, "")
     missing = pc.is_null(b_ts)
     later = pc.fill_null(pc.greater(a_ts, b_ts), False)
@@ -91,7 +85,7 @@ def _numpy(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def same_values(left: pa.ChunkedArray, right: pa.ChunkedArray) -> np.ndarray:
     """``left <=> right`` per row, as Spark compares the values of one type."""
-    left, right = _micros(left), _micros(right)
+    left, right = micros(left), micros(right)
     both_null = pc.and_(pc.is_null(left), pc.is_null(right))
     equal = pc.fill_null(pc.equal(left, right), False)
     if pa.types.is_floating(left.type):

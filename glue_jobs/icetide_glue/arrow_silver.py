@@ -6,7 +6,7 @@ position (what the Spark path reads as ``_file`` and ``_pos``).
 
 Only what a file-scoped or partition-scoped position delete file describes is applied; a planned
 file with an equality delete or a deletion vector, or a planned part of a file, is
-:class:`icetide_glue.arrow_batch.NotEligible` (icetide writes none; the Spark path reads them).
+:class:`icetide_glue.arrow_types.NotEligible` (icetide writes none; the Spark path reads them).
 """
 
 from __future__ import annotations
@@ -20,26 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
-from icetide_glue.arrow_batch import NotEligible
 from icetide_glue.arrow_files import open_input
+from icetide_glue.arrow_types import NotEligible, arrow_type
 from icetide_glue.iceberg_tables import jvm
 from icetide_glue.planned_scan import plan_tasks
 from icetide_glue.position_deletes import LiveDeleteFile
@@ -50,31 +34,6 @@ FIELD_ID_KEY = b"PARQUET:field_id"
 # its position in that file.
 FILE_INDEX = "_icetide_file_index"
 POSITION = "_icetide_pos"
-
-
-def arrow_type(data_type: DataType) -> pa.DataType:
-    """The Arrow type that holds a Spark type's values as Iceberg stores them (a ``timestamp`` is
-    Iceberg's ``timestamptz``: microseconds, adjusted to UTC)."""
-    simple: list[tuple[type[DataType], pa.DataType]] = [
-        (ByteType, pa.int8()),
-        (ShortType, pa.int16()),
-        (IntegerType, pa.int32()),
-        (LongType, pa.int64()),
-        (FloatType, pa.float32()),
-        (DoubleType, pa.float64()),
-        (BooleanType, pa.bool_()),
-        (StringType, pa.string()),
-        (BinaryType, pa.binary()),
-        (DateType, pa.date32()),
-        (TimestampType, pa.timestamp("us", tz="UTC")),
-        (TimestampNTZType, pa.timestamp("us")),
-    ]
-    for spark_type, arrow in simple:
-        if isinstance(data_type, spark_type):
-            return arrow
-    if isinstance(data_type, DecimalType):
-        return pa.decimal128(data_type.precision, data_type.scale)
-    raise NotEligible(f"a column of type {data_type.simpleString()}")
 
 
 def iceberg_arrow_schema(iceberg: Any, schema: StructType) -> pa.Schema:
@@ -196,7 +155,9 @@ def rows_of_keys(
             overlaps = stats is None or not stats.has_min_max or (stats.min <= high and stats.max >= low)
             if overlaps:
                 read = parquet.read_row_group(group, columns=read_names)
-                keep = pc.is_in(read.column(key_name), value_set=wanted_keys).to_numpy(zero_copy_only=False)
+                # A file written before the key was widened holds the narrower type.
+                found = pc.cast(read.column(key_name), key_field.type)
+                keep = pc.is_in(found, value_set=wanted_keys).to_numpy(zero_copy_only=False)
                 keep &= live[start : start + rows]
                 if keep.any():
                     mask = pa.array(keep)

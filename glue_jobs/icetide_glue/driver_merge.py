@@ -15,7 +15,7 @@ Which runs: a merge with hard deletes into an existing, unpartitioned format-v2 
 reconcile, whose batch needs no schema change and has the table's very column types, at most
 ``max_changes`` rows, and whose planned read of silver is at most :data:`MAX_PLANNED_BYTES`. Every
 other run, and any run this path finds it cannot read exactly as Spark would
-(:class:`~icetide_glue.arrow_batch.NotEligible`, raised before anything is written), takes the
+(:class:`~icetide_glue.arrow_types.NotEligible`, raised before anything is written), takes the
 Spark path; so does every batch a check refuses, which the Spark path names. The rows it writes
 store no values hash (the Spark path reads their values instead, as for rows from before the
 hash). The snapshot summary says which path committed (``icetide.merge-path``).
@@ -36,7 +36,7 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
-from icetide_glue.arrow_batch import NotEligible, read_batch
+from icetide_glue.arrow_batch import read_batch
 from icetide_glue.arrow_commit import (
     append_data_file,
     commit_row_delta,
@@ -45,7 +45,8 @@ from icetide_glue.arrow_commit import (
 )
 from icetide_glue.arrow_files import file_size
 from icetide_glue.arrow_labels import Labels, label_changes
-from icetide_glue.arrow_silver import PlannedDataFile, arrow_type, iceberg_arrow_schema, read_rows_of_keys
+from icetide_glue.arrow_silver import PlannedDataFile, iceberg_arrow_schema, read_rows_of_keys
+from icetide_glue.arrow_types import NotEligible, arrow_type
 from icetide_glue.changes import find_column, is_whole_number_type, source_schema
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, OP, ROW_INDEX, RUN_ID, is_metadata_column
 from icetide_glue.iceberg_tables import iceberg_table

@@ -86,12 +86,6 @@ def test_the_live_rows_of_a_key_range_carry_their_positions(
     assert len(parts) <= 5
 
 
-def test_local_paths_lose_their_scheme(one_process_floor: ModuleType) -> None:
-    assert one_process_floor.local_path("file:/w/a.parquet") == "/w/a.parquet"
-    assert one_process_floor.local_path("file:///w/a.parquet") == "/w/a.parquet"
-    assert one_process_floor.local_path("/w/a.parquet") == "/w/a.parquet"
-
-
 def test_the_key_s_statistics_are_found_by_leaf_after_a_nested_column(
     one_process_floor: ModuleType, tmp_path: Path
 ) -> None:

@@ -27,7 +27,8 @@ from pyspark.sql.types import StructType
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, merge_path, silver_table
 from icetide_glue import driver_merge as driver_module
-from icetide_glue.arrow_batch import NotEligible, file_rank, read_batch
+from icetide_glue.arrow_batch import file_rank, read_batch
+from icetide_glue.arrow_types import NotEligible
 from icetide_glue.batch import deduplicate_batch
 from icetide_glue.bronze import file_rank as spark_file_rank
 from icetide_glue.bronze import read_bronze

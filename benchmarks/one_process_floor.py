@@ -47,6 +47,7 @@ from icetide_glue.arrow_files import local_path
 from icetide_glue.iceberg_tables import iceberg_table, jvm
 from icetide_glue.planned_scan import plan_tasks
 
+
 @dataclass(frozen=True)
 class PlannedFile:
     """A data file Iceberg's planning kept for the key range, and its position delete files."""

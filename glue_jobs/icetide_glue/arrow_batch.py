@@ -166,7 +166,7 @@ def read_batch(
     ):
         first = latest.column(keys[0])
         distinct = first if len(keys) == 1 else pc.unique(first)
-        ranges = ranges_of_sorted_keys(np.sort(distinct.to_numpy()).tolist())
+        ranges = ranges_of_sorted_keys(np.sort(distinct.to_numpy(zero_copy_only=False)))
     summary = BatchSummary(
         rows_read=len(batch),
         new_watermark=_new_watermark(batch, bronze_schema, watermark_column),

@@ -83,7 +83,10 @@ def write_data_file(spark: SparkSession, iceberg: Any, rows: pa.Table, schema: p
     row_bytes = max(1, typed.nbytes // max(1, len(typed)))
     with open_output(path) as sink:
         pq.write_table(
-            typed, sink, compression=parquet_codec(iceberg), row_group_size=max(1024, group_bytes // row_bytes)
+            typed,
+            sink,
+            compression=parquet_codec(iceberg),
+            row_group_size=max(1024, group_bytes // row_bytes),
         )
     metrics = api.parquet.ParquetUtil.fileMetrics(
         iceberg.io().newInputFile(path), api.MetricsConfig.forTable(iceberg)
@@ -140,4 +143,10 @@ def write_position_deletes(
     return written
 
 
-__all__ = ["append_data_file", "commit_row_delta", "parquet_codec", "write_data_file", "write_position_deletes"]
+__all__ = [
+    "append_data_file",
+    "commit_row_delta",
+    "parquet_codec",
+    "write_data_file",
+    "write_position_deletes",
+]

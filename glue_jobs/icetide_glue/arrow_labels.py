@@ -105,14 +105,19 @@ def label_changes(
     ``POSITION``: the live rows of the changes' keys) and ``memory_rows`` (keys, change time,
     sequence, Op: the tombstone entries of those keys). A key with two silver rows or two entries
     is :class:`NotEligible` (the Spark path's join would label the change twice)."""
-    numbered = changes.append_column(_ROW, pa.array(np.arange(len(changes), dtype=np.int64)))
+    # Only the keys are joined: the changes' own columns are read from ``changes``, which the
+    # joined rows, put back in its order, line up with (a join of the whole table, sorted back,
+    # moved every column of every change twice).
+    numbered = changes.select(list(keys)).append_column(
+        _ROW, pa.array(np.arange(len(changes), dtype=np.int64))
+    )
     joined = numbered.join(_side(silver_rows, SILVER_SIDE, keys), list(keys), join_type="left outer")
     joined = joined.join(_side(memory_rows, MEMORY_SIDE, keys), list(keys), join_type="left outer")
     if len(joined) != len(changes):
         raise NotEligible("a key with more than one live silver row or tombstone entry")
     joined = joined.sort_by(_ROW)
-    op = _numpy(pc.equal(joined.column(OP), DELETE))
-    s_ts, s_seq = joined.column(CHANGE_TS), joined.column(CHANGE_SEQ)
+    op = _numpy(pc.equal(changes.column(OP), DELETE))
+    s_ts, s_seq = changes.column(CHANGE_TS), changes.column(CHANGE_SEQ)
     matched = ~_numpy(pc.is_null(joined.column(SILVER_SIDE + FILE_INDEX)))
     remembered = ~_numpy(pc.is_null(joined.column(MEMORY_SIDE + CHANGE_TS)))
     m_ts, m_seq = joined.column(MEMORY_SIDE + CHANGE_TS), joined.column(MEMORY_SIDE + CHANGE_SEQ)
@@ -124,7 +129,7 @@ def label_changes(
     if compared:
         same_row = ~op
         for name in compared:
-            same_row &= same_values(joined.column(name), joined.column(SILVER_SIDE + name))
+            same_row &= same_values(changes.column(name), joined.column(SILVER_SIDE + name))
     action = np.full(len(joined), ChangeAction.UPDATE.value, dtype=object)
     # The statement's CASE, last branch first, so each earlier branch overrides the later ones.
     action[same_row] = ChangeAction.UNCHANGED.value
@@ -136,7 +141,7 @@ def label_changes(
     file_index = joined.column(SILVER_SIDE + FILE_INDEX).fill_null(-1).to_numpy()
     position = joined.column(SILVER_SIDE + POSITION).fill_null(-1).to_numpy()
     return Labels(
-        changes=joined.select(changes.column_names),
+        changes=changes,
         action=action,
         matched=matched,
         file_index=file_index,

@@ -49,7 +49,7 @@ from icetide_glue.arrow_silver import PlannedDataFile, iceberg_arrow_schema, rea
 from icetide_glue.arrow_types import NotEligible, arrow_type
 from icetide_glue.changes import find_column, is_whole_number_type, source_schema
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, OP, ROW_INDEX, RUN_ID, is_metadata_column
-from icetide_glue.iceberg_tables import iceberg_table
+from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
 from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
 from icetide_glue.row_count import check_row_count
 from icetide_glue.run_record import (
@@ -62,11 +62,10 @@ from icetide_glue.schema_evolution import plan_schema_changes
 from icetide_glue.silver import (
     SilverTable,
     ensure_tombstone_table,
-    main_snapshot_id,
     missing_metadata,
     silver_schema,
 )
-from icetide_glue.sql import MEMORY_COLUMNS, ChangeAction, compared_columns, memory_merge_sql
+from icetide_glue.sql import MAIN_BRANCH, MEMORY_COLUMNS, ChangeAction, compared_columns, memory_merge_sql
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +83,11 @@ class _Run:
     labels: Labels
     manifest: RunManifest
     silver: StructType
+    iceberg: Any  # silver's refreshed Iceberg table (_Target)
     silver_keys: list[str]
     tombstones: SilverTable
+    memory: StructType  # the tombstone table's Spark schema
+    memory_iceberg: Any  # and its refreshed Iceberg table
     tombstone_keys: list[str]
     base_snapshot_id: int
     planned: list[PlannedDataFile]
@@ -118,10 +120,20 @@ def _require(condition: bool, reason: str) -> None:
         raise NotEligible(reason)
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Silver as a run that qualifies found it: its Spark schema and one refreshed handle of its
+    Iceberg table, used for every read and the commit of the run (each load of a table is a
+    dozen calls to the JVM, and a refresh a read of its metadata)."""
+
+    schema: StructType
+    iceberg: Any
+
+
 def _check_run(
     spark: SparkSession, args: JobArguments, table: SilverTable, changes: DataFrame, keys: Sequence[str]
-) -> StructType:
-    """The conditions known before a file is read (module docstring); silver's schema."""
+) -> _Target:
+    """The conditions known before a file is read (module docstring)."""
     limit = args.driver_merge_max_changes
     _require(
         args.load_mode is LoadMode.MERGE and args.delete_mode is DeleteMode.HARD, "not a hard-delete merge"
@@ -133,7 +145,8 @@ def _check_run(
     source = source_schema(changes)
     schema_plan = plan_schema_changes(silver, source)
     _require(not schema_plan.additions and not schema_plan.widenings, "the batch changes silver's schema")
-    missing, without_metrics = missing_metadata(spark, table, args.load_mode, args.delete_mode)
+    iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
+    missing, without_metrics = missing_metadata(silver, iceberg, args.load_mode, args.delete_mode)
     _require(not missing and not without_metrics, "silver lacks a metadata column or property")
     for field in silver.fields:
         arrow_type(field.dataType)
@@ -143,12 +156,9 @@ def _check_run(
     key_types = [source[key].dataType for key in keys]
     _require(is_whole_number_type(key_types[0]), "the first key is not a whole number")
     _require(not any(isinstance(t, FloatType | DoubleType) for t in key_types), "a floating-point key")
-    iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
     _require(int(iceberg.operations().current().formatVersion()) == POSITION_DELETES_FORMAT, "not format v2")
-    _require(
-        all(iceberg.specs().get(i).isUnpartitioned() for i in iceberg.specs().keySet()), "a partitioned table"
-    )
-    return silver
+    _require(every_spec_unpartitioned(iceberg), "a partitioned table")
+    return _Target(silver, iceberg)
 
 
 def _align(latest: pa.Table, silver: StructType) -> pa.Table:
@@ -180,7 +190,8 @@ def _label(
     watermark: str | None,
 ) -> _Run:
     """Everything up to the labels, and nothing written but a missing tombstone table."""
-    silver = _check_run(spark, args, table, changes, keys)
+    target = _check_run(spark, args, table, changes, keys)
+    silver, iceberg = target.schema, target.iceberg
     files = list(bronze.inputFiles())
     _require(sum(file_size(path) for path in files) <= MAX_BRONZE_BYTES, "the bronze files are too large")
     bronze_schema = StructType([f for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)])
@@ -194,19 +205,18 @@ def _label(
     silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
     latest = _align(batch.latest, silver)
     tombstones = ensure_tombstone_table(spark, table, silver, keys)
-    base_snapshot_id = main_snapshot_id(spark, table)
+    base_snapshot_id = branch_snapshot_id(iceberg, MAIN_BRANCH)
     _require(base_snapshot_id is not None, "silver has no snapshot")
     assert base_snapshot_id is not None  # (for the type checker)
     compared = compared_columns([n for n in silver.fieldNames() if not is_metadata_column(n)], keys)
     ranges = batch.summary.key_ranges or []
     wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
-    iceberg = iceberg_table(spark, table.sql_name)
     read = StructType([silver[name] for name in [*silver_keys, CHANGE_TS, CHANGE_SEQ, *compared]])
     planned, silver_rows = read_rows_of_keys(
         spark,
         iceberg,
         table.sql_name,
-        iceberg_arrow_schema(iceberg, read),
+        iceberg_arrow_schema(spark, iceberg, read),
         silver_keys[0],
         ranges,
         wanted,
@@ -221,7 +231,7 @@ def _label(
         spark,
         memory_iceberg,
         tombstones.sql_name,
-        iceberg_arrow_schema(memory_iceberg, memory_read),
+        iceberg_arrow_schema(spark, memory_iceberg, memory_read),
         tombstone_keys[0],
         ranges,
         wanted,
@@ -253,7 +263,19 @@ def _label(
         rows_deleted=labels.count(ChangeAction.DELETE),
         rows_unchanged=labels.count(ChangeAction.UNCHANGED),
     )
-    return _Run(labels, manifest, silver, silver_keys, tombstones, tombstone_keys, base_snapshot_id, planned)
+    return _Run(
+        labels,
+        manifest,
+        silver,
+        iceberg,
+        silver_keys,
+        tombstones,
+        memory,
+        memory_iceberg,
+        tombstone_keys,
+        base_snapshot_id,
+        planned,
+    )
 
 
 def _with_times(rows: pa.Table) -> pa.Table:
@@ -274,7 +296,7 @@ def _remember(spark: SparkSession, run: _Run) -> bool:
     )
     entries = entries.rename_columns([*run.tombstone_keys, *MEMORY_COLUMNS])
     held = labels.remembered[labels.remember]
-    memory = silver_schema(spark, run.tombstones)
+    memory = run.memory
     if held.any():
         columns = StructType([memory[name] for name in entries.column_names])
         moved = spark.createDataFrame(entries.filter(pa.array(held)).to_pylist(), columns)
@@ -284,8 +306,13 @@ def _remember(spark: SparkSession, run: _Run) -> bool:
         finally:
             spark.catalog.dropTempView(_MEMORY_VIEW)
     if not held.all():
-        iceberg = iceberg_table(spark, run.tombstones.sql_name, refreshed=True)
-        schema = iceberg_arrow_schema(iceberg, StructType([memory[name] for name in entries.column_names]))
+        # After the MERGE above the handle is behind: refreshed, so the append builds on it.
+        iceberg = run.memory_iceberg
+        if held.any():
+            iceberg.refresh()
+        schema = iceberg_arrow_schema(
+            spark, iceberg, StructType([memory[name] for name in entries.column_names])
+        )
         append_data_file(
             spark, iceberg, write_data_file(spark, iceberg, entries.filter(pa.array(~held)), schema), {}
         )
@@ -311,11 +338,11 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
     changing = manifest.rows_inserted + manifest.rows_updated + manifest.rows_deleted
     remembered = False
     if changing:
-        iceberg = iceberg_table(spark, table.sql_name)
+        iceberg = run.iceberg
         properties = snapshot_properties(manifest, DRIVER_MERGE_PATH)
         rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
         rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
-        schema = iceberg_arrow_schema(iceberg, run.silver)
+        schema = iceberg_arrow_schema(spark, iceberg, run.silver)
         added = [write_data_file(spark, iceberg, rows, schema)] if len(rows) else []
         positions = _positions(run)
         if positions:

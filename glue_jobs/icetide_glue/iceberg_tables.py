@@ -37,6 +37,22 @@ def iceberg_table(spark: SparkSession, sql_name: str, refreshed: bool = False) -
     return table
 
 
+def branch_snapshot_id(iceberg: Any, branch: str) -> int | None:
+    """The snapshot id at the head of ``branch`` of an Iceberg table (None: no such branch yet)."""
+    ref = iceberg.refs().get(branch)
+    return None if ref is None else int(ref.snapshotId())
+
+
+def every_spec_unpartitioned(iceberg: Any) -> bool:
+    """Whether every partition spec the table has had is unpartitioned (its files may be written
+    under any of them): the table's one spec asked alone when it has only one, as every table
+    icetide creates does (walking the specs' map is ~5 calls to the JVM a spec)."""
+    specs = iceberg.specs()
+    if int(specs.size()) == 1:
+        return bool(iceberg.spec().isUnpartitioned())
+    return all(specs.get(spec_id).isUnpartitioned() for spec_id in specs.keySet())
+
+
 def java_list(spark: SparkSession, values: Sequence[str]) -> Any:
     """``values`` as a ``java.util.List`` of strings, for Java API arguments."""
     listed = jvm(spark).java.util.ArrayList()

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
+import numpy as np
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -30,6 +31,7 @@ from icetide_glue.changes import column, is_whole_number_type
 # More ranges skip more files; Iceberg tests each file's (and row group's) key bounds against them
 # while it plans and reads, never each row (icetide_glue.planned_scan), so a few dozen is cheap.
 MAX_KEY_RANGES = 32
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # Past this many keys the batch is a large share of any table it can skip files in, and its
 # sorted keys (a list on the driver) would cost more than the skipped files save.
 MAX_KEYS_FOR_RANGES = 2_000_000
@@ -78,21 +80,32 @@ def sorted_keys_aggregate(
 
 
 def ranges_of_sorted_keys(
-    sorted_keys: Sequence[Any] | None, max_ranges: int = MAX_KEY_RANGES
+    sorted_keys: Sequence[Any] | np.ndarray | None, max_ranges: int = MAX_KEY_RANGES
 ) -> list[tuple[int, int]]:
     """At most ``max_ranges`` closed ranges covering every one of ``sorted_keys`` (ascending,
     distinct), cut at the widest gaps between neighbours (of equal ones, the one ending at the
-    lower key); [] for no keys."""
+    lower key); [] for no keys.
+
+    The gaps are measured and ranked with numpy when the keys fit in 64 bits (200,000 keys: the
+    Python loop took 0.13 s of a run merged on the driver); wider keys (a ``decimal(38,0)``) are
+    ranked the same way over Python's integers."""
     if max_ranges < 1:
         raise ValueError(f"at least one key range is needed, got {max_ranges}")
-    ordered = [int(value) for value in sorted_keys or ()]
-    if not ordered:
+    if sorted_keys is None or len(sorted_keys) == 0:
         return []
-    widths = [after - before for before, after in pairwise(ordered)]
-    # Gap i lies between ordered[i] and ordered[i + 1]; the widest first, then the lower one.
-    widest = heapq.nlargest(max_ranges - 1, range(len(widths)), key=lambda i: (widths[i], -i))
-    cuts = [(ordered[i], ordered[i + 1]) for i in widest if widths[i] > 1]
-    return _ranges(ordered[0], ordered[-1], cuts)
+    low, high = int(sorted_keys[0]), int(sorted_keys[-1])
+    if low >= _INT64_MIN and high <= _INT64_MAX and high - low <= _INT64_MAX:
+        ordered = np.asarray(sorted_keys, dtype=np.int64)
+        widths = np.diff(ordered)
+        # Widest first, then the lower gap: lexsort's last key is its first.
+        widest = np.lexsort((np.arange(len(widths)), -widths))[: max_ranges - 1]
+        cuts = [(int(ordered[i]), int(ordered[i + 1])) for i in widest if widths[i] > 1]
+        return _ranges(low, high, cuts)
+    keys = [int(value) for value in sorted_keys]
+    gaps = [after - before for before, after in pairwise(keys)]
+    # Gap i lies between keys[i] and keys[i + 1]; the widest first, then the lower one.
+    chosen = heapq.nlargest(max_ranges - 1, range(len(gaps)), key=lambda i: (gaps[i], -i))
+    return _ranges(low, high, [(keys[i], keys[i + 1]) for i in chosen if gaps[i] > 1])
 
 
 def _ranges(low: int, high: int, cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:

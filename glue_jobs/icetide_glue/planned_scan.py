@@ -19,12 +19,12 @@ reports none of Iceberg's scan metrics to Spark.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -144,30 +144,39 @@ def plan_tasks(
 def _ranges_expression(
     spark: SparkSession, table: Any, key: str, key_ranges: Sequence[tuple[int, int]]
 ) -> Any:
-    """Iceberg's expression ``low <= key <= high OR ...`` for ``key_ranges`` (whole numbers: a
-    decimal key gets decimal literals of scale 0, which Iceberg binds to it exactly)."""
-    expressions = jvm(spark).org.apache.iceberg.expressions.Expressions
+    """Iceberg's expression for ``key_ranges`` (:func:`ranges_filter_json`), parsed by Iceberg in
+    one call to the JVM (built call by call it took ~4 calls a range, ~0.1 s for 32 ranges)."""
     field = _field(table, key)
-    name = field.name()
     decimal = field.type().typeId().toString() == "DECIMAL"
+    parser = jvm(spark).org.apache.iceberg.expressions.ExpressionParser
+    return parser.fromJson(ranges_filter_json(str(field.name()), key_ranges, decimal))
 
-    def literal(value: int) -> Any:
-        return jvm(spark).java.math.BigDecimal(str(Decimal(value))) if decimal else value
 
-    # ``and``/``or`` are Python keywords: Expressions.and / .or by name.
-    both, either = getattr(expressions, "and"), getattr(expressions, "or")
-    combined = expressions.alwaysFalse()
-    for low, high in key_ranges:
-        in_range = (
-            expressions.equal(name, literal(low))
-            if low == high
-            else both(
-                expressions.greaterThanOrEqual(name, literal(low)),
-                expressions.lessThanOrEqual(name, literal(high)),
-            )
-        )
-        combined = either(combined, in_range)
-    return combined
+def ranges_filter_json(name: str, key_ranges: Sequence[tuple[int, int]], decimal: bool) -> str:
+    """``low <= name <= high OR ...`` (``name = low`` for a range of one key) as Iceberg's
+    expression JSON (its ExpressionParser). Unbound: Iceberg binds the literals to the column when
+    it plans, a whole number to an integral column as a long (one out of an int's range turns the
+    predicate always true or false, as Iceberg decides), to a decimal column as text of scale 0,
+    which binds to it exactly."""
+    if not key_ranges:
+        return json.dumps(False)
+
+    def literal(value: int) -> int | str:
+        return str(value) if decimal else value
+
+    def in_range(low: int, high: int) -> dict[str, Any]:
+        if low == high:
+            return {"type": "eq", "term": name, "value": literal(low)}
+        return {
+            "type": "and",
+            "left": {"type": "gt-eq", "term": name, "value": literal(low)},
+            "right": {"type": "lt-eq", "term": name, "value": literal(high)},
+        }
+
+    combined = in_range(*key_ranges[0])
+    for low, high in key_ranges[1:]:
+        combined = {"type": "or", "left": combined, "right": in_range(low, high)}
+    return json.dumps(combined)
 
 
 def _field(table: Any, name: str) -> Any:

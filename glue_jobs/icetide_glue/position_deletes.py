@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from icetide_glue.bronze import hadoop_path
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.iceberg_tables import iceberg_table, java_list, jvm
+from icetide_glue.iceberg_tables import every_spec_unpartitioned, iceberg_table, java_list, jvm
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import MAIN_BRANCH
@@ -346,12 +346,12 @@ def _delete_file_builder(
 def _partitions_of(iceberg: Any, snapshot_id: int, data_files: Sequence[str]) -> dict[str, tuple[Any, Any]]:
     """Each data file's partition spec and partition (None for an unpartitioned spec, the layout
     of every table icetide creates): a delete file lives in its data file's partition."""
-    specs = iceberg.specs()
-    if all(specs.get(spec_id).isUnpartitioned() for spec_id in specs.keySet()):
+    if every_spec_unpartitioned(iceberg):
         return {path: (iceberg.spec(), None) for path in data_files}
     # A table from before the sorted layout (bucketed by key): look its files up in the snapshot.
     wanted = set(data_files)
     found: dict[str, tuple[Any, Any]] = {}
+    specs = iceberg.specs()
     tasks = iceberg.newScan().useSnapshot(snapshot_id).planFiles()
     try:
         iterator = tasks.iterator()

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
 from icetide_glue.columns import APPEND_METADATA, HARD_DELETE_METADATA, SOFT_DELETE_METADATA, VALUES_HASH
-from icetide_glue.iceberg_tables import data_files_may_hold, iceberg_table, jvm
+from icetide_glue.iceberg_tables import branch_snapshot_id, data_files_may_hold, iceberg_table, jvm
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
     MAIN_BRANCH,
@@ -143,7 +143,12 @@ def add_missing_metadata_columns(
     table lacks), so it is checked on every run: a run that stopped in between is mended by the
     next. Returns the manifest's ``schemaChanges`` lines.
     """
-    missing, without_metrics = missing_metadata(spark, table, load_mode, delete_mode)
+    missing, without_metrics = missing_metadata(
+        silver_schema(spark, table),
+        iceberg_table(spark, table.sql_name, refreshed=True),
+        load_mode,
+        delete_mode,
+    )
     if missing:
         spark.sql(add_columns_sql(table.sql_name, missing))
     # A mode set by the table's owner (say "full") is kept: every mode but "none" counts nulls.
@@ -157,12 +162,12 @@ def add_missing_metadata_columns(
 
 
 def missing_metadata(
-    spark: SparkSession, table: SilverTable, load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD
+    schema: StructType, iceberg: Any, load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD
 ) -> tuple[list[tuple[str, str]], bool]:
-    """The metadata columns (name, type) this version stores and ``table`` lacks, and whether it
-    stores the values hash without its metrics property (:func:`add_missing_metadata_columns`
-    mends both)."""
-    present = {name.lower() for name in silver_schema(spark, table).fieldNames()}
+    """The metadata columns (name, type) this version stores and a table lacks (``schema``, its
+    Spark schema; ``iceberg``, its refreshed Iceberg table), and whether it stores the values hash
+    without its metrics property (:func:`add_missing_metadata_columns` mends both)."""
+    present = {name.lower() for name in schema.fieldNames()}
     missing = [
         (f.name, f.dataType.simpleString())
         for f in _metadata(load_mode, delete_mode).fields
@@ -170,7 +175,7 @@ def missing_metadata(
     ]
     without_metrics = False
     if _stores_values_hash(load_mode, delete_mode):
-        properties = iceberg_table(spark, table.sql_name, refreshed=True).properties()
+        properties = iceberg.properties()
         without_metrics = any(properties.get(key) is None for key in VALUES_HASH_METRICS)
     return missing, without_metrics
 
@@ -189,8 +194,7 @@ def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPla
 def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
     """Main's current snapshot id (None: no snapshot yet), from the table's refreshed metadata
     (Iceberg's Java API): a query of its ``refs`` table is a Spark job, 30-60 ms a run."""
-    main = iceberg_table(spark, table.sql_name, refreshed=True).refs().get(MAIN_BRANCH)
-    return None if main is None else int(main.snapshotId())
+    return branch_snapshot_id(iceberg_table(spark, table.sql_name, refreshed=True), MAIN_BRANCH)
 
 
 def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapshot_id: int | None) -> bool:

@@ -403,7 +403,7 @@ def test_a_commit_by_another_writer_fails_a_driver_run_and_the_rerun_lands(
     )
     second = _keyed(tmp_path / "2", "a.parquet", [("D", 10, 2, 0), ("U", 10, 5, 55), ("I", 10, 9, 90)])
     other = _other_writer(spark, table, kind)
-    target = "main_snapshot_id" if when == "noted" else "label_changes"
+    target = "branch_snapshot_id" if when == "noted" else "label_changes"
     real = getattr(driver_module, target)
 
     def then_other(*args: Any, **kwargs: Any) -> Any:

@@ -64,6 +64,20 @@ def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, 
     assert all(any(low <= key <= high for low, high in ranges) for key in keys)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed: int) -> None:
+    """Both ways of ranking the gaps (numpy's for keys that fit in 64 bits, Python's beyond: a
+    decimal(38,0) key), many keys and many equal gaps (ties), as the driver's batches bring them."""
+    rng = random.Random(seed)
+    base = rng.choice([0, -(2**63), 2**63 - 2 * 10**5, 10**30, -(10**37)])
+    step = rng.choice([1, 2, 3])
+    keys = {base + step * rng.randrange(0, 10**5) for _ in range(rng.randrange(1, 5000))}
+    keys |= {base + rng.randrange(0, 2 * 10**5) for _ in range(rng.randrange(0, 40))}
+    max_ranges = rng.choice([1, 2, 5, 32])
+
+    assert ranges_of_sorted_keys(sorted(keys), max_ranges) == widest_gap_ranges(keys, max_ranges)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
     spark: SparkSession, seed: int

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
@@ -81,30 +82,55 @@ def planned_data_files(
     once silver's recent files had their four delete files each (about 1,200 calls)."""
     parser = jvm(spark).org.apache.iceberg.ScanTaskParser
     tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, None, snapshot_id)
-    return [planned_file(json.loads(str(parser.toJson(task)))) for task in tasks]
+    planned = []
+    for task in tasks:
+        try:
+            described = json.loads(str(parser.toJson(task)))
+        except Py4JJavaError as error:
+            # The parser checks what the task's own getters do not (a delete file's spec id).
+            raise NotEligible(
+                f"a planned task Iceberg does not describe as JSON: {error.java_exception}"
+            ) from None
+        planned.append(planned_file(described))
+    return planned
 
 
 def planned_file(task: dict[str, Any]) -> PlannedDataFile:
     """One task's data file and delete files, from its JSON (Iceberg's ContentFileParser names)."""
-    data_file = task["data-file"]
-    if int(task["start"]) != 0 or int(task["length"]) != int(data_file["file-size-in-bytes"]):
-        raise NotEligible("a planned task covers part of a data file")
-    if data_file["file-format"] != "PARQUET":
-        raise NotEligible("a data file that is not Parquet")
-    deletes = []
-    for delete in task.get("delete-files") or ():
-        # A deletion vector is a PUFFIN file (Iceberg's ContentFileUtil.isDV).
-        if delete["content"] != "POSITION_DELETES" or delete["file-format"] != "PARQUET":
-            raise NotEligible("an equality delete file or a deletion vector")
-        deletes.append(
-            LiveDeleteFile(
-                path=delete["file-path"],
-                size_bytes=int(delete["file-size-in-bytes"]),
-                data_file=referenced_data_file(delete) or "",
-                record_count=int(delete["record-count"]),
+    try:
+        data_file = task["data-file"]
+        if int(task["start"]) != 0 or int(task["length"]) != int(data_file["file-size-in-bytes"]):
+            raise NotEligible("a planned task covers part of a data file")
+        if _spelled(data_file["file-format"]) != "PARQUET":
+            raise NotEligible("a data file that is not Parquet")
+        deletes = []
+        for delete in task.get("delete-files") or ():
+            # A deletion vector is a PUFFIN file (Iceberg's ContentFileUtil.isDV); an Avro or ORC
+            # position delete file is not read here either.
+            if (
+                _spelled(delete["content"]) != "POSITION_DELETES"
+                or _spelled(delete["file-format"]) != "PARQUET"
+            ):
+                raise NotEligible(
+                    "an equality delete file, a deletion vector or a delete file not in Parquet"
+                )
+            deletes.append(
+                LiveDeleteFile(
+                    path=delete["file-path"],
+                    size_bytes=int(delete["file-size-in-bytes"]),
+                    data_file=referenced_data_file(delete) or "",
+                    record_count=int(delete["record-count"]),
+                )
             )
-        )
-    return PlannedDataFile(data_file["file-path"], int(data_file["file-size-in-bytes"]), tuple(deletes))
+        return PlannedDataFile(data_file["file-path"], int(data_file["file-size-in-bytes"]), tuple(deletes))
+    except KeyError as missing:
+        raise NotEligible(f"a planned task's JSON without {missing}") from None
+
+
+def _spelled(value: object) -> str:
+    """An enum value of Iceberg's JSON as 1.10 spells it (``POSITION_DELETES``, ``PARQUET``); later
+    versions write ``position-deletes`` and ``parquet``."""
+    return str(value).upper().replace("-", "_")
 
 
 def referenced_data_file(delete: dict[str, Any]) -> str | None:
@@ -189,11 +215,10 @@ def rows_of_keys(
                 else None
             )
             first, last = 0, len(ordered)
-            if stats is not None and stats.has_min_max and isinstance(stats.min, int | Decimal):
-                low: Any = stats.min
-                high: Any = stats.max
-                first = int(np.searchsorted(ordered, low, side="left"))
-                last = int(np.searchsorted(ordered, high, side="right"))
+            bounds = key_bounds(stats)
+            if bounds is not None:
+                first = int(np.searchsorted(ordered, bounds[0], side="left"))
+                last = int(np.searchsorted(ordered, bounds[1], side="right"))
             if first < last:
                 if live is None:
                     live = _live_positions(planned, parquet.metadata.num_rows)
@@ -225,6 +250,19 @@ def rows_of_keys(
                     )
             start += rows
     return pa.concat_tables(parts) if parts else None
+
+
+def key_bounds(stats: Any) -> tuple[Any, Any] | None:
+    """A row group's lowest and highest key from its statistics, or None (then every wanted key is
+    tested): none kept, or of a type pyarrow does not extract (a decimal stored as INT32 or
+    INT64, as Iceberg writes one of precision 18 or less)."""
+    if stats is None or not stats.has_min_max:
+        return None
+    try:
+        low, high = stats.min, stats.max
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        return None
+    return (low, high) if isinstance(low, int | Decimal) and isinstance(high, int | Decimal) else None
 
 
 def read_rows_of_keys(

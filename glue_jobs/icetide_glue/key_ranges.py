@@ -33,7 +33,7 @@ from icetide_glue.changes import column, is_whole_number_type
 MAX_KEY_RANGES = 32
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # Past this many keys the batch is a large share of any table it can skip files in, and its
-# sorted keys (a list on the driver) would cost more than the skipped files save.
+# sorted keys (held on the driver) would cost more than the skipped files save.
 MAX_KEYS_FOR_RANGES = 2_000_000
 
 # The batch's distinct first-key values, sorted (an aggregate's column).

@@ -6,11 +6,15 @@ literal answers."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from icetide_glue.arrow_silver import planned_file, referenced_data_file
+from icetide_glue.arrow_silver import key_bounds, planned_file, referenced_data_file
 from icetide_glue.arrow_types import NotEligible
 from icetide_glue.planned_scan import ranges_filter_json
 
@@ -105,3 +109,43 @@ def test_a_task_the_driver_cannot_read_exactly_is_not_eligible(
 ) -> None:
     with pytest.raises(NotEligible, match=reason):
         planned_file(_task(**changes))
+
+
+def test_later_iceberg_spellings_of_the_enums_read_alike() -> None:
+    task = _task(
+        **{
+            "data-file": {"file-path": "/w/a.parquet", "file-format": "parquet", "file-size-in-bytes": 100},
+            "delete-files": [
+                {
+                    "content": "position-deletes",
+                    "file-path": "/w/d.parquet",
+                    "file-format": "parquet",
+                    "file-size-in-bytes": 40,
+                    "record-count": 3,
+                }
+            ],
+        }
+    )
+    assert [d.path for d in planned_file(task).delete_files] == ["/w/d.parquet"]
+
+
+def test_a_task_without_a_field_is_not_eligible() -> None:
+    task = _task()
+    del task["length"]
+    with pytest.raises(NotEligible, match="length"):
+        planned_file(task)
+
+
+def test_row_group_key_bounds_pyarrow_cannot_extract_test_every_key(tmp_path: Path) -> None:
+    """Iceberg stores a decimal of precision 18 or less as INT64: pyarrow gives no min for it."""
+    keys = pa.table(
+        {
+            "small": pa.array([Decimal(3), Decimal(9)], pa.decimal128(10, 0)),
+            "id": pa.array([3, 9], pa.int64()),
+        }
+    )
+    pq.write_table(keys, tmp_path / "k.parquet", store_decimal_as_integer=True)
+    group = pq.ParquetFile(tmp_path / "k.parquet").metadata.row_group(0)
+    assert key_bounds(group.column(0).statistics) is None
+    assert key_bounds(group.column(1).statistics) == (3, 9)
+    assert key_bounds(None) is None

@@ -146,7 +146,7 @@ def _check_run(
     schema_plan = plan_schema_changes(silver, source)
     _require(not schema_plan.additions and not schema_plan.widenings, "the batch changes silver's schema")
     iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
-    missing, without_metrics = missing_metadata(silver, iceberg, args.load_mode, args.delete_mode)
+    missing, without_metrics = missing_metadata(silver, lambda: iceberg, args.load_mode, args.delete_mode)
     _require(not missing and not without_metrics, "silver lacks a metadata column or property")
     for field in silver.fields:
         arrow_type(field.dataType)

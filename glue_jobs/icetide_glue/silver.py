@@ -12,7 +12,7 @@ Tables created by earlier versions (bucketed on the first key) keep their layout
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,7 +145,7 @@ def add_missing_metadata_columns(
     """
     missing, without_metrics = missing_metadata(
         silver_schema(spark, table),
-        iceberg_table(spark, table.sql_name, refreshed=True),
+        lambda: iceberg_table(spark, table.sql_name, refreshed=True),
         load_mode,
         delete_mode,
     )
@@ -162,11 +162,15 @@ def add_missing_metadata_columns(
 
 
 def missing_metadata(
-    schema: StructType, iceberg: Any, load_mode: LoadMode, delete_mode: DeleteMode = DeleteMode.HARD
+    schema: StructType,
+    iceberg: Callable[[], Any],
+    load_mode: LoadMode,
+    delete_mode: DeleteMode = DeleteMode.HARD,
 ) -> tuple[list[tuple[str, str]], bool]:
     """The metadata columns (name, type) this version stores and a table lacks (``schema``, its
-    Spark schema; ``iceberg``, its refreshed Iceberg table), and whether it stores the values hash
-    without its metrics property (:func:`add_missing_metadata_columns` mends both)."""
+    Spark schema), and whether it stores the values hash without its metrics property
+    (:func:`add_missing_metadata_columns` mends both). ``iceberg`` gives the table's refreshed
+    Iceberg table, asked only where the hash is stored (a refresh is a read of its metadata)."""
     present = {name.lower() for name in schema.fieldNames()}
     missing = [
         (f.name, f.dataType.simpleString())
@@ -175,7 +179,7 @@ def missing_metadata(
     ]
     without_metrics = False
     if _stores_values_hash(load_mode, delete_mode):
-        properties = iceberg.properties()
+        properties = iceberg().properties()
         without_metrics = any(properties.get(key) is None for key in VALUES_HASH_METRICS)
     return missing, without_metrics
 

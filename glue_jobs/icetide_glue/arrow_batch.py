@@ -145,7 +145,7 @@ def read_batch(
         name = PurePosixPath(path).name
         parts.append(
             table.append_column(
-                FILE_RANK, pa.array([file_rank(name)] * len(table), pa.string())
+                FILE_RANK, pa.repeat(pa.scalar(file_rank(name), pa.string()), len(table))
             ).append_column(ROW_INDEX, pa.array(np.arange(len(table), dtype=np.int64)))
         )
     if not parts:
@@ -191,7 +191,7 @@ def _normalize(
     dms = {name for name in (ts_name, op_name, seq_name) if name is not None}
     source = [name for name in batch.column_names if name not in dms and name not in (FILE_RANK, ROW_INDEX)]
     rows = len(batch)
-    op = pa.array([INSERT] * rows, pa.string())
+    op = pa.repeat(pa.scalar(INSERT, pa.string()), rows)
     if op_name is not None:
         trimmed = pc.utf8_trim(batch.column(op_name), characters=" ")
         op = pc.coalesce(pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed), INSERT)
@@ -202,7 +202,7 @@ def _normalize(
             OP: op,
             CHANGE_TS: _change_times(batch.column(ts_name), schema[ts_name].dataType),
             CHANGE_SEQ: pc.cast(sequence, pa.string()),
-            RUN_ID: pa.array([run_id] * rows, pa.string()),
+            RUN_ID: pa.repeat(pa.scalar(run_id, pa.string()), rows),
             FILE_RANK: batch.column(FILE_RANK),
             ROW_INDEX: batch.column(ROW_INDEX),
         }
@@ -227,7 +227,13 @@ def _check_rows(changes: pa.Table, keys: Sequence[str]) -> None:
 
 def _latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
     """Each key's latest change by (change time, sequence with a missing one lowest, file rank,
-    row index), as :func:`icetide_glue.changes.latest_change_per_key` orders them."""
+    row index), as :func:`icetide_glue.changes.latest_change_per_key` orders them.
+
+    A batch with one change per key (a single whole-number key: most hourly batches) is kept as it
+    is, in file order: sorting every column of 200,000 changes took 0.1 s and more, where sorting
+    the key alone to see that it repeats nowhere takes a fifth of that."""
+    if _one_change_per_key(changes, keys):
+        return changes
     ordering = [(key, "ascending") for key in keys] + [
         (CHANGE_TS, "descending"),
         (CHANGE_SEQ, "descending"),
@@ -245,6 +251,14 @@ def _latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
             zero_copy_only=False
         )
     return ordered.filter(pa.array(first))
+
+
+def _one_change_per_key(changes: pa.Table, keys: Sequence[str]) -> bool:
+    """Whether no value of a single whole-number key repeats (False: more keys, or another type)."""
+    if len(keys) != 1 or not pa.types.is_integer(changes.schema.field(keys[0]).type):
+        return False
+    ordered = np.sort(changes.column(keys[0]).to_numpy())
+    return bool((ordered[1:] != ordered[:-1]).all())
 
 
 def _new_watermark(batch: pa.Table, schema: StructType, watermark_column: str | None) -> WatermarkJson:

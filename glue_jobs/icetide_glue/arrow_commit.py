@@ -133,7 +133,7 @@ def write_position_deletes(
     for index, (data_file, found) in enumerate(sorted(positions.items())):
         ordered = np.sort(np.concatenate([found, *_replaced_positions(replaced, data_file)]))
         table = pa.Table.from_arrays(
-            [pa.array([data_file] * len(ordered), pa.string()), pa.array(ordered, pa.int64())],
+            [pa.repeat(pa.scalar(data_file, pa.string()), len(ordered)), pa.array(ordered, pa.int64())],
             schema=DELETE_FILE_SCHEMA,
         )
         path = f"{folder}/data_file_index={index}/positions.parquet"

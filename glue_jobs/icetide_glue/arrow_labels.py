@@ -33,6 +33,7 @@ from icetide_glue.sql import ChangeAction
 # Prefixes of silver's and the tombstone table's columns once joined with the changes.
 SILVER_SIDE, MEMORY_SIDE = "_icetide_t:", "_icetide_m:"
 _ROW = "_icetide_change_row"
+_TWO_ROWS = "a key with more than one live silver row or tombstone entry"
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,60 @@ def same_values(left: pa.ChunkedArray, right: pa.ChunkedArray) -> np.ndarray:
     return _numpy(pc.or_(both_null, equal))
 
 
+def _joined(changes: pa.Table, silver_rows: pa.Table, memory_rows: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Silver's row and the tombstone entry of each change's key (null where there is none), side
+    by side in the changes' order, their columns prefixed (:data:`SILVER_SIDE`, :data:`MEMORY_SIDE`)."""
+    silver_side = _found_by_search(changes, silver_rows, keys)
+    memory_side = _found_by_search(changes, memory_rows, keys)
+    if silver_side is not None and memory_side is not None:
+        return pa.Table.from_arrays(
+            [*silver_side.columns, *memory_side.columns],
+            names=[SILVER_SIDE + n for n in silver_side.column_names]
+            + [MEMORY_SIDE + n for n in memory_side.column_names],
+        )
+    # Only the keys are joined: the changes' own columns are read from ``changes``, which the
+    # joined rows, put back in its order, line up with (a join of the whole table, sorted back,
+    # moved every column of every change twice).
+    numbered = changes.select(list(keys)).append_column(
+        _ROW, pa.array(np.arange(len(changes), dtype=np.int64))
+    )
+    joined = numbered.join(_side(silver_rows, SILVER_SIDE, keys), list(keys), join_type="left outer")
+    joined = joined.join(_side(memory_rows, MEMORY_SIDE, keys), list(keys), join_type="left outer")
+    if len(joined) != len(changes):
+        raise NotEligible(_TWO_ROWS)
+    return joined.sort_by(_ROW)
+
+
+def _found_by_search(changes: pa.Table, rows: pa.Table, keys: Sequence[str]) -> pa.Table | None:
+    """``rows``' row of each change's key (null where none), without the key, in the changes'
+    order, found by binary search in the sorted keys; None unless there is one whole-number key.
+
+    The hash join of 200,000 changes with silver's rows and the tombstone entries took ~0.07 s a
+    side; sorting the few keys of one side and searching them takes a fraction of it."""
+    if len(keys) != 1:
+        return None
+    key = keys[0]
+    if not (
+        pa.types.is_integer(changes.schema.field(key).type)
+        and pa.types.is_integer(rows.schema.field(key).type)
+    ):
+        return None
+    values = rows.column(key)
+    if values.null_count:
+        return None
+    held = values.to_numpy()
+    order = np.argsort(held, kind="stable")
+    ordered = held[order]
+    if (ordered[1:] == ordered[:-1]).any():
+        raise NotEligible(_TWO_ROWS)
+    wanted = changes.column(key).to_numpy()
+    if not len(ordered):
+        return rows.drop_columns([key]).take(pa.nulls(len(wanted), pa.int64()))
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    hit = ordered[at] == wanted
+    return rows.drop_columns([key]).take(pa.array(order[at], mask=~hit))
+
+
 def label_changes(
     changes: pa.Table,
     silver_rows: pa.Table,
@@ -105,17 +160,7 @@ def label_changes(
     ``POSITION``: the live rows of the changes' keys) and ``memory_rows`` (keys, change time,
     sequence, Op: the tombstone entries of those keys). A key with two silver rows or two entries
     is :class:`NotEligible` (the Spark path's join would label the change twice)."""
-    # Only the keys are joined: the changes' own columns are read from ``changes``, which the
-    # joined rows, put back in its order, line up with (a join of the whole table, sorted back,
-    # moved every column of every change twice).
-    numbered = changes.select(list(keys)).append_column(
-        _ROW, pa.array(np.arange(len(changes), dtype=np.int64))
-    )
-    joined = numbered.join(_side(silver_rows, SILVER_SIDE, keys), list(keys), join_type="left outer")
-    joined = joined.join(_side(memory_rows, MEMORY_SIDE, keys), list(keys), join_type="left outer")
-    if len(joined) != len(changes):
-        raise NotEligible("a key with more than one live silver row or tombstone entry")
-    joined = joined.sort_by(_ROW)
+    joined = _joined(changes, silver_rows, memory_rows, keys)
     op = _numpy(pc.equal(changes.column(OP), DELETE))
     s_ts, s_seq = changes.column(CHANGE_TS), changes.column(CHANGE_SEQ)
     matched = ~_numpy(pc.is_null(joined.column(SILVER_SIDE + FILE_INDEX)))

@@ -81,9 +81,12 @@ def planned_data_files(
     JVM per task: asking the task for each field was ~8 calls per delete file, 0.5-0.8 s a run
     once silver's recent files had their four delete files each (about 1,200 calls)."""
     parser = jvm(spark).org.apache.iceberg.ScanTaskParser
-    tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, None, snapshot_id)
+    tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, None, snapshot_id, residuals=False)
     planned = []
-    for task in tasks:
+    # An iterator asks the JVM twice a task; a for loop over the Java list asked it about six times.
+    iterator = tasks.iterator()
+    while iterator.hasNext():
+        task = iterator.next()
         try:
             described = json.loads(str(parser.toJson(task)))
         except Py4JJavaError as error:
@@ -159,9 +162,12 @@ def _live_positions(planned: PlannedDataFile, rows: int) -> np.ndarray:
     """Which of the file's ``rows`` positions its delete files leave live."""
     live = np.ones(rows, dtype=bool)
     for delete_file in planned.delete_files:
+        # A delete file of this data file alone (icetide writes only those) is read without its
+        # file_path column: the same path on every row, decoded again for each.
+        scoped = delete_file.data_file == planned.path
         with open_input(delete_file.path) as source:
-            deletes = pq.read_table(source, columns=["file_path", "pos"])
-        if delete_file.data_file != planned.path:
+            deletes = pq.read_table(source, columns=["pos"] if scoped else ["file_path", "pos"])
+        if not scoped:
             deletes = deletes.filter(pc.equal(deletes.column("file_path"), planned.path))
         live[deletes.column("pos").to_numpy()] = False
     return live
@@ -224,8 +230,8 @@ def rows_of_keys(
                     live = _live_positions(planned, parquet.metadata.num_rows)
                 # A file written before the key was widened holds the narrower type.
                 found = pc.cast(parquet.read_row_group(group, columns=[key_name]).column(0), key_field.type)
-                keep = pc.is_in(found, value_set=wanted_keys.slice(first, last - first))
-                keep = keep.to_numpy(zero_copy_only=False) & live[start : start + rows]
+                keep = _among(found, wanted_keys.slice(first, last - first), ordered[first:last])
+                keep &= live[start : start + rows]
                 if keep.any():
                     mask = pa.array(keep)
                     read = parquet.read_row_group(group, columns=other_names) if other_names else None
@@ -250,6 +256,19 @@ def rows_of_keys(
                     )
             start += rows
     return pa.concat_tables(parts) if parts else None
+
+
+def _among(found: pa.ChunkedArray, wanted: pa.Array, ordered: np.ndarray) -> np.ndarray:
+    """Which of ``found`` are among ``wanted`` (ascending, distinct; ``ordered`` is it in numpy).
+
+    Whole numbers are looked up by binary search in the sorted keys: ``pc.is_in`` hashes its value
+    set at each call, and a row group of a file holding the batch's band of keys (each run's file
+    holds its changes across that band) hashed ~180,000 keys again, a dozen times a run."""
+    if ordered.dtype.kind not in "iu" or found.null_count or not len(ordered):
+        return np.asarray(pc.is_in(found, value_set=wanted).to_numpy(zero_copy_only=False), dtype=bool)
+    values = found.to_numpy()
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return np.asarray(ordered[at] == values, dtype=bool)
 
 
 def key_bounds(stats: Any) -> tuple[Any, Any] | None:

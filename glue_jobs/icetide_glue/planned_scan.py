@@ -100,14 +100,24 @@ def plan_tasks(
     key_ranges: Sequence[tuple[int, int]],
     with_nulls_in: str | None,
     snapshot_id: int | None,
+    *,
+    residuals: bool = True,
 ) -> tuple[Any, PlannedScan]:
     """The file scan tasks of ``snapshot_id`` (None: the newest, or none for a table without a
     snapshot) that the filters can touch (a Java list), and Iceberg's report of that planning
     (logged, for the merge-cost benchmark's figures).
-    (The merge-cost benchmark's one-process floor plans its read of silver with it too.)"""
+    (The merge-cost benchmark's one-process floor plans its read of silver with it too.)
+
+    ``residuals=False``: the tasks carry no residual filter (Iceberg's ``ignoreResiduals``; the
+    files are chosen by the filters all the same), for a caller that reads the files itself.
+    Spark's reader skips row groups by a task's residual, so its scans keep them; a task's
+    residual is computed when it is asked for, and its JSON (``ScanTaskParser``) asked for it: 50 ms
+    a task for 65 key ranges, where the rest of the task's JSON took under 10."""
     api = jvm(spark).org.apache.iceberg
     reporter = api.metrics.InMemoryMetricsReporter()
     scan = table.newScan().caseSensitive(False).metricsReporter(reporter)
+    if not residuals:
+        scan = scan.ignoreResiduals()
     if snapshot_id is None:
         current = table.currentSnapshot()
         snapshot_id = None if current is None else int(current.snapshotId())

@@ -24,7 +24,7 @@ hash). The snapshot summary says which path committed (``icetide.merge-path``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +37,7 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
 from icetide_glue.arrow_batch import read_batch
+from icetide_glue.arrow_bronze import listed_bronze_files, merged_bronze_schema
 from icetide_glue.arrow_commit import (
     append_data_file,
     commit_row_delta,
@@ -47,8 +48,18 @@ from icetide_glue.arrow_files import file_size
 from icetide_glue.arrow_labels import Labels, label_changes
 from icetide_glue.arrow_silver import PlannedDataFile, iceberg_arrow_schema, read_rows_of_keys
 from icetide_glue.arrow_types import NotEligible, arrow_type
-from icetide_glue.changes import find_column, is_whole_number_type, source_schema
-from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, OP, ROW_INDEX, RUN_ID, is_metadata_column
+from icetide_glue.changes import check_dms_column_types, find_column, is_whole_number_type
+from icetide_glue.columns import (
+    CHANGE_SEQ,
+    CHANGE_TS,
+    DMS_OP_COLUMN,
+    FILE_RANK,
+    OP,
+    ROW_INDEX,
+    RUN_ID,
+    is_metadata_column,
+)
+from icetide_glue.errors import BronzeSchemaError
 from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
 from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
 from icetide_glue.row_count import check_row_count
@@ -93,21 +104,30 @@ class _Run:
     planned: list[PlannedDataFile]
 
 
+# A run's bronze files and their merged schema (without Spark's file-rank and row-index columns).
+BronzeFiles = tuple[list[str], StructType]
+
+
+def folder_bronze(uri: str) -> BronzeFiles:
+    """The files and schema of a run's bronze folder, found without Spark (icetide_glue.arrow_bronze)."""
+    files = listed_bronze_files(uri)
+    return files, merged_bronze_schema(files)
+
+
+def spark_bronze(bronze: DataFrame) -> BronzeFiles:
+    """The files and schema of a bronze read Spark has made (a bronze file selection's)."""
+    schema = StructType([f for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)])
+    return list(bronze.inputFiles()), schema
+
+
 def merge_on_driver(
-    spark: SparkSession,
-    args: JobArguments,
-    table: SilverTable,
-    bronze: DataFrame,
-    changes: DataFrame,
-    keys: Sequence[str],
-    watermark: str | None,
+    spark: SparkSession, args: JobArguments, table: SilverTable, bronze: Callable[[], BronzeFiles]
 ) -> RunManifest | None:
     """Merge the run here and return its manifest, or None (nothing written to silver) when the
-    run takes the Spark path. ``bronze`` is the run's bronze read (its files, its merged schema),
-    ``changes`` its normalised form (icetide_glue.changes.normalize_changes), ``keys`` and
-    ``watermark`` spelled as in it."""
+    run takes the Spark path. ``bronze`` finds the run's bronze files and their merged schema
+    (:func:`folder_bronze`, :func:`spark_bronze`), once the run's other conditions hold."""
     try:
-        run = _label(spark, args, table, bronze, changes, keys, watermark)
+        run = _label(spark, args, table, bronze)
     except NotEligible as reason:
         logger.info("%s: merged by Spark, not on the driver: %s", table, reason)
         return None
@@ -130,10 +150,8 @@ class _Target:
     iceberg: Any
 
 
-def _check_run(
-    spark: SparkSession, args: JobArguments, table: SilverTable, changes: DataFrame, keys: Sequence[str]
-) -> _Target:
-    """The conditions known before a file is read (module docstring)."""
+def _check_args(args: JobArguments) -> None:
+    """The conditions the job's arguments decide (module docstring)."""
     limit = args.driver_merge_max_changes
     _require(
         args.load_mode is LoadMode.MERGE and args.delete_mode is DeleteMode.HARD, "not a hard-delete merge"
@@ -141,8 +159,47 @@ def _check_run(
     _require(args.reconcile_uri is None, "a reconcile run")
     _require(limit > 0, "merges on the driver are turned off (--driver_merge_max_changes 0)")
     _require(args.expected_rows is None or args.expected_rows <= limit, f"more than {limit} changes")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The batch's columns as the Spark path would name them: the source columns (without DMS's),
+    the keys and the watermark column spelled as in them."""
+
+    schema: StructType
+    keys: list[str]
+    watermark: str | None
+
+
+def _source(args: JobArguments, bronze_schema: StructType) -> _Source:
+    """As icetide_glue.changes.normalize_changes and the job's column checks find them; a batch
+    either refuses is not merged here (the Spark path names what is wrong)."""
+    names = bronze_schema.fieldNames()
+    ts_name = find_column(names, args.timestamp_column)
+    _require(ts_name is not None, "no DMS timestamp column")
+    assert ts_name is not None  # (for the type checker)
+    op_name = find_column(names, DMS_OP_COLUMN)
+    seq_name = find_column(names, args.change_sequence_column)
+    try:
+        check_dms_column_types(bronze_schema, ts_name, op_name, seq_name)
+    except BronzeSchemaError:
+        raise NotEligible("a DMS column of a type DMS never writes") from None
+    dms = {ts_name, op_name, seq_name}
+    source = StructType([field for field in bronze_schema.fields if field.name not in dms])
+    keys = [find_column(source.fieldNames(), key) for key in args.primary_keys]
+    _require(bool(keys) and all(key is not None for key in keys), "a key column is not in the files")
+    watermark = None
+    if args.watermark_column:
+        watermark = find_column(source.fieldNames(), args.watermark_column)
+        _require(watermark is not None, "the watermark column is not in the files")
+    return _Source(source, [key for key in keys if key is not None], watermark)
+
+
+def _check_run(
+    spark: SparkSession, args: JobArguments, table: SilverTable, source: StructType, keys: Sequence[str]
+) -> _Target:
+    """The conditions known before a file is read (module docstring)."""
     silver = silver_schema(spark, table)
-    source = source_schema(changes)
     schema_plan = plan_schema_changes(silver, source)
     _require(not schema_plan.additions and not schema_plan.widenings, "the batch changes silver's schema")
     iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
@@ -181,20 +238,16 @@ def _tombstone_keys(memory: StructType, keys: Sequence[str]) -> list[str]:
 
 
 def _label(
-    spark: SparkSession,
-    args: JobArguments,
-    table: SilverTable,
-    bronze: DataFrame,
-    changes: DataFrame,
-    keys: Sequence[str],
-    watermark: str | None,
+    spark: SparkSession, args: JobArguments, table: SilverTable, bronze: Callable[[], BronzeFiles]
 ) -> _Run:
     """Everything up to the labels, and nothing written but a missing tombstone table."""
-    target = _check_run(spark, args, table, changes, keys)
+    _check_args(args)
+    files, bronze_schema = bronze()
+    source = _source(args, bronze_schema)
+    keys, watermark = source.keys, source.watermark
+    target = _check_run(spark, args, table, source.schema, keys)
     silver, iceberg = target.schema, target.iceberg
-    files = list(bronze.inputFiles())
     _require(sum(file_size(path) for path in files) <= MAX_BRONZE_BYTES, "the bronze files are too large")
-    bronze_schema = StructType([f for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)])
     batch = read_batch(
         files, bronze_schema, keys, watermark, args.timestamp_column, args.change_sequence_column, args.run_id
     )

@@ -85,7 +85,7 @@ from icetide_glue.verify import run_verify
 logger = logging.getLogger(__name__)
 
 try:
-    from icetide_glue.driver_merge import merge_on_driver
+    from icetide_glue.driver_merge import folder_bronze, merge_on_driver, spark_bronze
 except ImportError as missing:  # a runtime without pyarrow 15 or later: every merge runs on Spark
     logger.info("merges run on Spark only: %s", missing)
     merge_on_driver = None  # type: ignore[assignment]
@@ -124,6 +124,18 @@ def _load_run(
             return RunManifest.already_committed_run(
                 args.run_id, str(table), committed.snapshot_id, committed.run_stats
             )
+    if (
+        args.load_mode is LoadMode.MERGE
+        and exists
+        and args.bronze_files_uri is None
+        and merge_on_driver is not None
+    ):
+        # A small batch that qualifies is merged without a Spark job (icetide_glue.driver_merge),
+        # its folder listed and its footers read by pyarrow; any other run, or one that path finds
+        # it cannot read as Spark would, goes on below.
+        merged = merge_on_driver(spark, args, table, lambda: folder_bronze(args.bronze_uri))
+        if merged is not None:
+            return merged
     if args.bronze_files_uri is None:
         bronze = read_bronze(spark, args.bronze_uri)
     else:
@@ -170,10 +182,15 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     latest = None
-    if merging and exists and bronze is not None and merge_on_driver is not None:
-        # A small batch that qualifies is merged without a Spark job (icetide_glue.driver_merge);
-        # any other run, or one that path finds it cannot read as Spark would, goes on below.
-        merged = merge_on_driver(spark, args, table, bronze, changes, keys, watermark)
+    if (
+        merging
+        and exists
+        and bronze is not None
+        and merge_on_driver is not None
+        and args.bronze_files_uri is not None
+    ):
+        # A bronze file selection's batch, as Spark listed it (a folder's was tried in _load_run).
+        merged = merge_on_driver(spark, args, table, lambda: spark_bronze(bronze))
         if merged is not None:
             return merged
     if merging:

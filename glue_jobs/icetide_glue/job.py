@@ -6,7 +6,9 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
 2. read the run's DMS files (every file below its folder, or exactly the files its bronze file
    selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
    either), unless the run reconciles an existing table (the source may only have lost rows: an
-   empty batch);
+   empty batch). A small merge into an existing table may be done here, without a Spark job
+   (icetide_glue.driver_merge, the same order of work on the driver: a folder's files listed and
+   typed by pyarrow first, Spark's read skipped when it lands);
 3. check the whole batch (a merge's in the one read that deduplicates it), its row count against
    DMS's (``--expected_rows``), a reconcile's key extraction (``--reconcile_expected_rows``, null
    keys) and the whole schema change before any DDL;

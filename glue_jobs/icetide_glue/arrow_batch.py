@@ -3,7 +3,8 @@ summary as :func:`icetide_glue.batch.deduplicate_batch`, without a Spark job.
 
 Only batches whose every value this reading gives exactly as Spark's would are read here: DMS's
 own column types (a timestamp string, an Op string, a string sequence), source columns whose
-Arrow type is the very Spark type the batch's DataFrame has, no time before 1900 (Spark may
+Arrow type is the very Spark type of the batch's merged schema (Spark's, or the one
+icetide_glue.arrow_bronze merges from the footers as Spark would), no time before 1900 (Spark may
 rebase those), no float NaN in the watermark column. Anything else, and any row a check would
 refuse, raises :class:`NotEligible`: the job then runs its Spark path, which loads the batch or
 names what is wrong with it, exactly as before (icetide_glue.driver_merge).
@@ -70,14 +71,18 @@ def file_rank(file_name: str) -> str:
 
 def _read_file(path: str, columns: StructType) -> pa.Table:
     """One bronze file as ``columns`` (a column it lacks is null), its types checked against Spark's."""
-    with open_input(path) as source:
-        parquet = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
-        int96 = {
-            parquet.schema.column(i).name
-            for i in range(len(parquet.schema))
-            if parquet.schema.column(i).physical_type == "INT96"
-        }
-        table = parquet.read()
+    try:
+        with open_input(path) as source:
+            parquet = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+            int96 = {
+                parquet.schema.column(i).name
+                for i in range(len(parquet.schema))
+                if parquet.schema.column(i).physical_type == "INT96"
+            }
+            table = parquet.read()
+    except (OSError, pa.ArrowException) as error:
+        # Gone since the listing, or a page pyarrow cannot decode: Spark's read names it.
+        raise NotEligible(f"bronze file {path} is not read here: {error}") from None
     by_name = {name.lower(): name for name in table.column_names}
     arrays = []
     for field in columns.fields:

@@ -28,16 +28,19 @@ from icetide_glue.arrow_types import NotEligible, spark_type_of
 from icetide_glue.columns import is_metadata_column
 
 PARQUET_SUFFIX = ".parquet"
+# Byte columns pyarrow and Spark type alike only when plain, text or decimal.
+_BYTES = ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")
+_READ_ALIKE = ("NONE", "STRING", "DECIMAL")
 # Spark's file-source column, which a bronze column must not shadow (icetide_glue.bronze).
 _SPARK_METADATA = "_metadata"
 
 
 def listed_bronze_files(uri: str) -> list[str]:
     """The Parquet files below ``uri`` (any depth) that Spark's reader lists there, sorted."""
-    system, root = file_system(uri)
     try:
+        system, root = file_system(uri)
         found = system.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
-    except OSError as error:
+    except (OSError, pa.ArrowException) as error:
         raise NotEligible(f"the bronze folder cannot be listed here: {error}") from None
     prefix = uri.split("://", 1)[0] + "://" if "://" in uri and system.type_name != "local" else ""
     files = []
@@ -83,9 +86,15 @@ def _file_fields(path: str) -> list[StructField]:
         raise NotEligible(f"bronze file {path}'s footer: {error}") from None
     if len(columns) != len(arrow):
         raise NotEligible(f"bronze file {path} has nested columns")
+    if len({name.lower() for name in arrow.names}) != len(arrow.names):
+        raise NotEligible(f"bronze file {path} has columns whose names differ only in case, or repeat")
     fields = []
     for index, field in enumerate(arrow):
-        int96 = columns.column(index).physical_type == "INT96"
+        column = columns.column(index)
+        int96 = column.physical_type == "INT96"
+        if column.physical_type in _BYTES and column.logical_type.type not in _READ_ALIKE:
+            # pyarrow reads an ENUM (and, before 19, a JSON) column as binary; Spark as a string.
+            raise NotEligible(f"bronze column {field.name} is annotated {column.logical_type.type}")
         if pa.types.is_timestamp(field.type) and field.type.unit == "ns" and not int96:
             raise NotEligible(f"bronze column {field.name} holds nanoseconds, which Spark does not read")
         spark_type = spark_type_of(field.type, int96)

@@ -59,7 +59,7 @@ from icetide_glue.columns import (
     RUN_ID,
     is_metadata_column,
 )
-from icetide_glue.errors import BronzeSchemaError
+from icetide_glue.errors import BronzeSchemaError, IcetideJobError
 from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
 from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
 from icetide_glue.row_count import check_row_count
@@ -200,7 +200,10 @@ def _check_run(
 ) -> _Target:
     """The conditions known before a file is read (module docstring)."""
     silver = silver_schema(spark, table)
-    schema_plan = plan_schema_changes(silver, source)
+    try:
+        schema_plan = plan_schema_changes(silver, source)
+    except IcetideJobError:  # a change silver cannot follow: the Spark path refuses it by name
+        raise NotEligible("the batch's schema does not follow silver's") from None
     _require(not schema_plan.additions and not schema_plan.widenings, "the batch changes silver's schema")
     iceberg = iceberg_table(spark, table.sql_name, refreshed=True)
     missing, without_metrics = missing_metadata(silver, lambda: iceberg, args.load_mode, args.delete_mode)
@@ -247,7 +250,11 @@ def _label(
     keys, watermark = source.keys, source.watermark
     target = _check_run(spark, args, table, source.schema, keys)
     silver, iceberg = target.schema, target.iceberg
-    _require(sum(file_size(path) for path in files) <= MAX_BRONZE_BYTES, "the bronze files are too large")
+    try:
+        bronze_bytes = sum(file_size(path) for path in files)
+    except (OSError, TypeError, pa.ArrowException):  # a file gone since the listing: Spark names it
+        raise NotEligible("a bronze file's size is unknown") from None
+    _require(bronze_bytes <= MAX_BRONZE_BYTES, "the bronze files are too large")
     batch = read_batch(
         files, bronze_schema, keys, watermark, args.timestamp_column, args.change_sequence_column, args.run_id
     )

@@ -68,8 +68,18 @@ def test_the_driver_lists_and_types_a_folder_as_spark_does(
     spark_fields = [
         (f.name, f.dataType) for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)
     ]
-    if schema is not None:
-        assert sorted((f.name, f.dataType) for f in schema.fields) == sorted(spark_fields)
+    assert schema is not None
+    assert [(f.name, f.dataType) for f in schema.fields] == spark_fields
+
+
+def test_int96_times_read_as_spark_reads_them(spark: SparkSession, tmp_path: Path) -> None:
+    table = pa.table({"id": [1], "at": pa.array([1_000_000], pa.timestamp("us"))})
+    pq.write_table(table, tmp_path / "a.parquet", use_deprecated_int96_timestamps=True)
+    bronze = read_bronze(spark, str(tmp_path))
+    assert bronze is not None
+    schema = merged_bronze_schema(listed_bronze_files(str(tmp_path)))
+    expected = [(f.name, f.dataType) for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)]
+    assert [(f.name, f.dataType) for f in schema.fields] == expected
 
 
 def test_what_spark_reads_otherwise_or_not_at_all_is_left_to_it(tmp_path: Path) -> None:
@@ -86,6 +96,9 @@ def test_what_spark_reads_otherwise_or_not_at_all_is_left_to_it(tmp_path: Path) 
         "nested": pa.table({"s": pa.array([{"a": 1}])}),
         "reserved": pa.table({"_icetide_op": ["I"]}),
         "case": pa.table({"ID": [1], "id": [2]}),
+        "twice": pa.table([pa.array([1]), pa.array([2])], names=["id", "id"]),
+        # pyarrow reads a JSON column (an ENUM one too) otherwise than Spark's string.
+        "json": pa.table({"j": pa.array(["{}"], pa.json_(pa.string()))}),
     }
     for name, table in cases.items():
         pq.write_table(

@@ -33,7 +33,8 @@ from icetide_glue.batch import deduplicate_batch
 from icetide_glue.bronze import file_rank as spark_file_rank
 from icetide_glue.bronze import read_bronze
 from icetide_glue.changes import normalize_changes
-from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, OP, ROW_INDEX, RUN_ID, VALUES_HASH
+from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, OP, RUN_ID, VALUES_HASH
+from icetide_glue.driver_merge import folder_bronze, spark_bronze
 from icetide_glue.errors import InvalidChangeData
 from icetide_glue.iceberg_tables import iceberg_table
 
@@ -122,18 +123,19 @@ def _comparable(values: list[Any]) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("listing", ["spark", "pyarrow"])
 def test_the_driver_reads_a_batch_as_spark_deduplicates_it(
-    spark: SparkSession, tmp_path: Path, seed: int
+    spark: SparkSession, tmp_path: Path, seed: int, listing: str
 ) -> None:
+    """The files and schema as Spark read them (a bronze file selection's run), or as the driver
+    finds them in the folder itself (icetide_glue.arrow_bronze)."""
     rng = random.Random(seed)
     _random_batch(rng, tmp_path)
     expected, summary = _spark_latest(spark, tmp_path)
     bronze = read_bronze(spark, str(tmp_path))
     assert bronze is not None
-    schema = StructType([f for f in bronze.schema.fields if f.name not in (FILE_RANK, ROW_INDEX)])
-    batch = read_batch(
-        bronze.inputFiles(), schema, ["id"], "updated", "dms_timestamp", "AR_H_CHANGE_SEQ", "run-1"
-    )
+    files, schema = spark_bronze(bronze) if listing == "spark" else folder_bronze(str(tmp_path))
+    batch = read_batch(files, schema, ["id"], "updated", "dms_timestamp", "AR_H_CHANGE_SEQ", "run-1")
     latest = batch.latest.to_pylist()
     got = {
         row["id"]: _comparable(

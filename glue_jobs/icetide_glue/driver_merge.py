@@ -173,7 +173,7 @@ class _Source:
 
 def _source(args: JobArguments, bronze_schema: StructType) -> _Source:
     """As icetide_glue.changes.normalize_changes and the job's column checks find them; a batch
-    either refuses is not merged here (the Spark path names what is wrong)."""
+    that either of them refuses is not merged here (the Spark path names what is wrong)."""
     names = bronze_schema.fieldNames()
     ts_name = find_column(names, args.timestamp_column)
     _require(ts_name is not None, "no DMS timestamp column")

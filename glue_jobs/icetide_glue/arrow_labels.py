@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icetide_glue.arrow_silver import FILE_INDEX, POSITION
+from icetide_glue.arrow_silver import FILE_INDEX, POSITION, found_in_sorted
 from icetide_glue.arrow_types import NotEligible, micros
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, OP
 from icetide_glue.sql import ChangeAction
@@ -143,8 +143,7 @@ def _found_by_search(changes: pa.Table, rows: pa.Table, keys: Sequence[str]) -> 
     wanted = changes.column(key).to_numpy()
     if not len(ordered):
         return rows.drop_columns([key]).take(pa.nulls(len(wanted), pa.int64()))
-    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
-    hit = ordered[at] == wanted
+    at, hit = found_in_sorted(ordered, wanted)
     return rows.drop_columns([key]).take(pa.array(order[at], mask=~hit))
 
 

@@ -266,9 +266,15 @@ def _among(found: pa.ChunkedArray, wanted: pa.Array, ordered: np.ndarray) -> np.
     holds its changes across that band) hashed ~180,000 keys again, a dozen times a run."""
     if ordered.dtype.kind not in "iu" or found.null_count or not len(ordered):
         return np.asarray(pc.is_in(found, value_set=wanted).to_numpy(zero_copy_only=False), dtype=bool)
-    values = found.to_numpy()
+    _, hit = found_in_sorted(ordered, found.to_numpy())
+    return hit
+
+
+def found_in_sorted(ordered: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``values`` is in ``ordered`` (ascending, not empty) and whether it is there
+    at all (``at`` is a valid index either way), by binary search."""
     at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-    return np.asarray(ordered[at] == values, dtype=bool)
+    return at, np.asarray(ordered[at] == values, dtype=bool)
 
 
 def key_bounds(stats: Any) -> tuple[Any, Any] | None:

@@ -13,18 +13,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.readwriter import DataFrameWriterV2
 from pyspark.sql.types import ArrayType, MapType, StructType
 
+from icetide_glue.beside import beside
 from icetide_glue.columns import (
     ACTION,
     CHANGE_TS,
@@ -36,7 +35,7 @@ from icetide_glue.columns import (
     VALUES_HASH,
     silver_value_column,
 )
-from icetide_glue.errors import IcetideJobError, one_line
+from icetide_glue.errors import IcetideJobError
 from icetide_glue.iceberg_tables import data_files_may_hold, java_long, jvm
 from icetide_glue.planned_scan import rows_in_key_ranges
 from icetide_glue.position_deletes import remove_rows, require_position_deletes
@@ -399,44 +398,24 @@ def commit_changes(
             )
         # Before any write: a table that cannot take position deletes is refused with nothing written.
         require_position_deletes(spark, table)
-        # Leaving the block waits for the second thread, also when the removal failed first. The
-        # thread inherits the run's Spark job properties (its group, description, pool).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="icetide-beside") as beside:
-            added = beside.submit(
-                inheritable_thread_target(_beside_the_removal),
+        with beside(
+            partial(_beside_the_removal, spark, table.sql_name, rows, plan.to_write, before_commit),
+            "the writes beside the removal",
+        ) as added:
+            remove_rows(
                 spark,
-                table.sql_name,
-                rows,
-                plan.to_write,
-                before_commit,
+                table,
+                classified.to_remove(),
+                classified.removed_data_files,
+                plan.to_remove,
+                base_snapshot_id,
+                snapshot_properties,
+                added_data_files=added.result,
             )
-            try:
-                remove_rows(
-                    spark,
-                    table,
-                    classified.to_remove(),
-                    classified.removed_data_files,
-                    plan.to_remove,
-                    base_snapshot_id,
-                    snapshot_properties,
-                    added_data_files=added.result,
-                )
-            except BaseException as error:
-                # The removal's error is the run's; the second thread's own, if any, is logged.
-                added.add_done_callback(partial(_log_failure_beside, raised=error))
-                raise
     elif plan.to_write:
         if before_commit is not None:
             before_commit()
         append_changes(table.sql_name, rows, snapshot_properties, row_count=plan.to_write)
-
-
-def _log_failure_beside(done: Future[list[Any]], raised: BaseException) -> None:
-    """Log the second thread's failure unless it is the one the run raises (its result, waited
-    for by the removal's commit, re-raises it)."""
-    failure = done.exception()
-    if failure is not None and failure is not raised:
-        logger.warning("the writes beside the removal failed too: %s", one_line(failure))
 
 
 def _beside_the_removal(

@@ -12,7 +12,9 @@ file with an equality delete or a deletion vector, or a planned part of a file, 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -37,6 +39,8 @@ FIELD_ID_KEY = b"PARQUET:field_id"
 # its position in that file.
 FILE_INDEX = "_icetide_file_index"
 POSITION = "_icetide_pos"
+# Files read at once (a Glue driver has 4 cores, G.1X and G.2X workers 4 and 8).
+MAX_READERS = 4
 
 
 def iceberg_arrow_schema(spark: SparkSession, iceberg: Any, schema: StructType) -> pa.Schema:
@@ -310,12 +314,19 @@ def read_rows_of_keys(
     if not len(wanted_keys):
         return planned, empty_rows(columns)
     ordered = wanted_keys.take(pc.array_sort_indices(wanted_keys))
-    parts = [
-        part
-        for index, data_file in enumerate(planned)
-        if (part := rows_of_keys(data_file, index, columns, key, ordered)) is not None
-    ]
+    # One file per core at a time: a file's key column is one column to decode (one core), and
+    # pyarrow and numpy leave Python's lock while they decode and search. Results keep the order.
+    with ThreadPoolExecutor(max_workers=_readers(len(planned)), thread_name_prefix="icetide-read") as pool:
+        found = pool.map(
+            lambda item: rows_of_keys(item[1], item[0], columns, key, ordered), enumerate(planned)
+        )
+        parts = [part for part in found if part is not None]
     return planned, pa.concat_tables([empty_rows(columns), *parts])
+
+
+def _readers(files: int) -> int:
+    """How many files are read at once: one per core, at most :data:`MAX_READERS`."""
+    return max(1, min(files, os.cpu_count() or 1, MAX_READERS))
 
 
 def empty_rows(columns: pa.Schema) -> pa.Table:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ from icetide_glue.arrow_files import file_size
 from icetide_glue.arrow_labels import Labels, label_changes
 from icetide_glue.arrow_silver import PlannedDataFile, iceberg_arrow_schema, read_rows_of_keys
 from icetide_glue.arrow_types import NotEligible, arrow_type
+from icetide_glue.beside import beside
 from icetide_glue.changes import check_dms_column_types, find_column, is_whole_number_type
 from icetide_glue.columns import (
     CHANGE_SEQ,
@@ -272,44 +274,23 @@ def _label(
     ranges = batch.summary.key_ranges or []
     wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
     read = StructType([silver[name] for name in [*silver_keys, CHANGE_TS, CHANGE_SEQ, *compared]])
-    planned, silver_rows = read_rows_of_keys(
-        spark,
-        iceberg,
-        table.sql_name,
-        iceberg_arrow_schema(spark, iceberg, read),
-        silver_keys[0],
-        ranges,
-        wanted,
-        base_snapshot_id,
-        MAX_PLANNED_BYTES,
-    )
-    memory = silver_schema(spark, tombstones)
-    tombstone_keys = _tombstone_keys(memory, keys)
-    memory_read = StructType([memory[name] for name in [*tombstone_keys, CHANGE_TS, CHANGE_SEQ, OP]])
-    memory_iceberg = iceberg_table(spark, tombstones.sql_name, refreshed=True)
-    _, memory_rows = read_rows_of_keys(
-        spark,
-        memory_iceberg,
-        tombstones.sql_name,
-        iceberg_arrow_schema(spark, memory_iceberg, memory_read),
-        tombstone_keys[0],
-        ranges,
-        wanted,
-        None,
-        MAX_PLANNED_BYTES,
-    )
-    _require(memory_rows.column(CHANGE_TS).null_count == 0, "a tombstone entry without a change time")
     key_fields = [latest.schema.field(key) for key in silver_keys]
-    memory_rows = pa.table(
-        {
-            **{
-                f.name: pc.cast(memory_rows.column(k), f.type)
-                for f, k in zip(key_fields, tombstone_keys, strict=True)
-            },
-            **{name: memory_rows.column(name) for name in (CHANGE_TS, CHANGE_SEQ, OP)},
-        }
-    )
-    labels = label_changes(latest, silver_rows, memory_rows, silver_keys, compared)
+    read_memory = partial(_read_memory, spark, tombstones, keys, key_fields, ranges, wanted)
+    # The tombstone table is planned and read while silver's rows are (icetide_glue.beside).
+    with beside(read_memory, "the tombstone table's read") as remembered:
+        planned, silver_rows = read_rows_of_keys(
+            spark,
+            iceberg,
+            table.sql_name,
+            iceberg_arrow_schema(spark, iceberg, read),
+            silver_keys[0],
+            ranges,
+            wanted,
+            base_snapshot_id,
+            MAX_PLANNED_BYTES,
+        )
+        memory = remembered.result()
+    labels = label_changes(latest, silver_rows, memory.rows, silver_keys, compared)
     summary = batch.summary
     manifest = RunManifest(
         run_id=args.run_id,
@@ -330,12 +311,61 @@ def _label(
         iceberg,
         silver_keys,
         tombstones,
-        memory,
-        memory_iceberg,
-        tombstone_keys,
+        memory.schema,
+        memory.iceberg,
+        memory.keys,
         base_snapshot_id,
         planned,
     )
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """The tombstone table as a run reads it: its schema, its refreshed Iceberg table, its key
+    columns and its entries of the batch's keys (keys typed as the batch's)."""
+
+    schema: StructType
+    iceberg: Any
+    keys: list[str]
+    rows: pa.Table
+
+
+def _read_memory(
+    spark: SparkSession,
+    tombstones: SilverTable,
+    keys: Sequence[str],
+    key_fields: Sequence[pa.Field],
+    ranges: Sequence[tuple[int, int]],
+    wanted: pa.Array,
+) -> _Memory:
+    """The tombstone table's entries of ``wanted`` keys (change time, sequence, op), its keys
+    cast to ``key_fields`` (the batch's), as the labels join them."""
+    memory = silver_schema(spark, tombstones)
+    tombstone_keys = _tombstone_keys(memory, keys)
+    memory_read = StructType([memory[name] for name in [*tombstone_keys, CHANGE_TS, CHANGE_SEQ, OP]])
+    memory_iceberg = iceberg_table(spark, tombstones.sql_name, refreshed=True)
+    _, rows = read_rows_of_keys(
+        spark,
+        memory_iceberg,
+        tombstones.sql_name,
+        iceberg_arrow_schema(spark, memory_iceberg, memory_read),
+        tombstone_keys[0],
+        ranges,
+        wanted,
+        None,
+        MAX_PLANNED_BYTES,
+    )
+    _require(rows.column(CHANGE_TS).null_count == 0, "a tombstone entry without a change time")
+    rows = pa.table(
+        {
+            **{
+                f.name: pc.cast(rows.column(k), f.type)
+                for f, k in zip(key_fields, tombstone_keys, strict=True)
+            },
+            **{name: rows.column(name) for name in (CHANGE_TS, CHANGE_SEQ, OP)},
+        }
+    )
+    return _Memory(memory, memory_iceberg, tombstone_keys, rows)
 
 
 def _with_times(rows: pa.Table) -> pa.Table:
@@ -379,6 +409,11 @@ def _remember(spark: SparkSession, run: _Run) -> bool:
     return True
 
 
+def _data_files(spark: SparkSession, iceberg: Any, rows: pa.Table, schema: pa.Schema) -> list[Any]:
+    """``rows`` written as one data file of silver (none without rows), not committed."""
+    return [write_data_file(spark, iceberg, rows, schema)] if len(rows) else []
+
+
 def _positions(run: _Run) -> dict[str, np.ndarray]:
     """The positions of the silver rows the run removes, by data file."""
     labels = run.labels
@@ -403,30 +438,36 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
         rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
         rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
         schema = iceberg_arrow_schema(spark, iceberg, run.silver)
-        added = [write_data_file(spark, iceberg, rows, schema)] if len(rows) else []
-        positions = _positions(run)
-        if positions:
-            live = [
-                d for f in run.planned if f.path in positions for d in f.delete_files if d.data_file == f.path
-            ]
-            replaced = files_to_replace(live)
-            written = write_position_deletes(iceberg, positions, replaced)
-            remembered = _remember(spark, run)
-            expected = int(labels.removes.sum()) + sum(old.record_count for old in replaced)
-            commit_row_delta(
-                spark,
-                iceberg,
-                written,
-                replaced,
-                expected,
-                sorted(positions),
-                run.base_snapshot_id,
-                properties,
-                added,
-            )
-        else:
-            remembered = _remember(spark, run)
-            append_data_file(spark, iceberg, added[0], properties)
+        # Silver's data file is written while the delete files and the tombstones are
+        # (icetide_glue.beside); the commit waits for it.
+        with beside(partial(_data_files, spark, iceberg, rows, schema), "silver's data file") as added:
+            positions = _positions(run)
+            if positions:
+                live = [
+                    d
+                    for f in run.planned
+                    if f.path in positions
+                    for d in f.delete_files
+                    if d.data_file == f.path
+                ]
+                replaced = files_to_replace(live)
+                written = write_position_deletes(iceberg, positions, replaced)
+                remembered = _remember(spark, run)
+                expected = int(labels.removes.sum()) + sum(old.record_count for old in replaced)
+                commit_row_delta(
+                    spark,
+                    iceberg,
+                    written,
+                    replaced,
+                    expected,
+                    sorted(positions),
+                    run.base_snapshot_id,
+                    properties,
+                    added.result(),
+                )
+            else:
+                remembered = _remember(spark, run)
+                append_data_file(spark, iceberg, added.result()[0], properties)
         manifest = replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
     else:
         remembered = _remember(spark, run)

@@ -494,3 +494,70 @@ def test_a_batch_over_the_driver_s_limit_is_merged_by_spark(spark: SparkSession,
         driver_merge_max_changes=2,
     )
     assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
+
+
+class _Injected(RuntimeError):
+    pass
+
+
+def _fails(what: str) -> Callable[..., Any]:
+    def fail(*_: Any, **__: Any) -> Any:
+        raise _Injected(what)
+
+    return fail
+
+
+@pytest.mark.parametrize(
+    "failing",
+    [
+        ("_data_files",),
+        ("write_position_deletes",),
+        ("_data_files", "write_position_deletes"),
+        ("_read_memory",),
+    ],
+)
+def test_a_failure_beside_the_run_s_own_work_leaves_silver_as_it_was_and_the_rerun_lands(
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    failing: tuple[str, ...],
+) -> None:
+    """Silver's data file is written in a second thread while the delete files and the tombstones
+    are, and the tombstone table is read while silver is (icetide_glue.beside): a failure on
+    either side fails the run with its own error, silver keeps its snapshot, and when both fail
+    the other error is logged. The rerun lands as if nothing had happened."""
+    table = "driver_beside_" + "_".join(name.strip("_") for name in failing)
+    load_into_silver(
+        spark,
+        table,
+        "b-1",
+        _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k * 10) for k in range(1, 9)]),
+    )
+    before = iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId()
+    second = _keyed(tmp_path / "2", "a.parquet", [("D", 10, 2, 0), ("U", 10, 5, 55), ("I", 10, 9, 90)])
+    for name in failing:
+        monkeypatch.setattr(driver_module, name, _fails(f"{name} was injected to fail"))
+    with pytest.raises(_Injected, match=f"{failing[-1]} was injected to fail"):
+        load_into_silver(spark, table, "b-2", second)
+    if len(failing) == 2:
+        assert f"{failing[0]} was injected to fail" in caplog.text
+        assert "silver's data file failed too" in caplog.text
+    monkeypatch.undo()
+    assert iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId() == before
+    assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == {
+        k: k * 10 for k in range(1, 9)
+    }
+    manifest = load_into_silver(spark, table, "b-2", second)
+    assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
+    assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (1, 1, 1)
+    assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == {
+        1: 10,
+        3: 30,
+        4: 40,
+        5: 55,
+        6: 60,
+        7: 70,
+        8: 80,
+        9: 90,
+    }

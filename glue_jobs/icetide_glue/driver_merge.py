@@ -9,7 +9,9 @@ batch and planned read of silver are small is merged here: pyarrow reads the bat
 (icetide_glue.arrow_batch) and the planned rows of silver and of the tombstone table
 (icetide_glue.arrow_silver), the changes are labelled by the classification's own decision table
 (icetide_glue.arrow_labels), and the rows they leave and the positions they remove are written
-and committed as the Spark path commits them (icetide_glue.arrow_commit).
+and committed as the Spark path commits them (icetide_glue.arrow_commit). Reads and writes that
+do not wait for each other run in two threads (icetide_glue.beside): the tombstone table's read
+beside silver's, silver's data file beside the delete files and the tombstones.
 
 Which runs: a merge with hard deletes into an existing, unpartitioned format-v2 table, no
 reconcile, whose batch needs no schema change and has the table's very column types, at most

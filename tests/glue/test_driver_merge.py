@@ -561,3 +561,7 @@ def test_a_failure_beside_the_run_s_own_work_leaves_silver_as_it_was_and_the_rer
         8: 80,
         9: 90,
     }
+    # The failed run may have committed its tombstones before silver's commit failed; the rerun
+    # remembers the delete once, not twice.
+    memory = spark.table(silver_table(f"{table}__icetide_tombstones")).select("id", "_icetide_op")
+    assert sorted(tuple(row) for row in memory.collect()) == [(2, "D")]

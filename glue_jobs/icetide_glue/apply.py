@@ -11,7 +11,6 @@ their own, icetide_glue.unpublished_files), so readers see the run whole or not 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -51,8 +50,6 @@ from icetide_glue.sql import (
     values_hash_sql,
 )
 from icetide_glue.unpublished_files import check_rows_written, write_unpublished_data_files
-
-logger = logging.getLogger(__name__)
 
 CHANGES_VIEW = "icetide_changes"
 # The rows of silver and of its tombstone table a classification reads (planned by Iceberg).

@@ -314,8 +314,9 @@ def read_rows_of_keys(
     if not len(wanted_keys):
         return planned, empty_rows(columns)
     ordered = wanted_keys.take(pc.array_sort_indices(wanted_keys))
-    # One file per core at a time: a file's key column is one column to decode (one core), and
-    # pyarrow and numpy leave Python's lock while they decode and search. Results keep the order.
+    # Several files at a time (_readers): a file's key column is one column to decode (one core),
+    # and pyarrow and numpy leave Python's lock while they decode and search. Results keep the
+    # planned order.
     with ThreadPoolExecutor(max_workers=_readers(len(planned)), thread_name_prefix="icetide-read") as pool:
         found = pool.map(
             lambda item: rows_of_keys(item[1], item[0], columns, key, ordered), enumerate(planned)
@@ -325,7 +326,10 @@ def read_rows_of_keys(
 
 
 def _readers(files: int) -> int:
-    """How many files are read at once: one per core, at most :data:`MAX_READERS`."""
+    """How many of a table's files are read at once: as many as the machine's cores
+    (``os.cpu_count``, not a container's CPU quota; a Glue driver is a whole VM), at most
+    :data:`MAX_READERS`. The driver path reads silver and its tombstone table side by side
+    (icetide_glue.beside), each with its own readers."""
     return max(1, min(files, os.cpu_count() or 1, MAX_READERS))
 
 

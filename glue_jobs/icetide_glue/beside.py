@@ -27,23 +27,31 @@ T = TypeVar("T")
 
 
 @contextmanager
-def beside(work: Callable[[], T], what: str) -> Iterator[Future[T]]:
+def beside(
+    work: Callable[[], T], what: str, decisions: tuple[type[BaseException], ...] = ()
+) -> Iterator[Future[T]]:
     """Run ``work`` (``what`` it does, for the log) in a second thread while the block runs; the
     block reads its result from the future. Leaving the block waits for the thread, also when the
-    block failed: that error is the run's, and the thread's own failure, if any, is logged. The
-    thread inherits the run's Spark job properties (its group, description, pool)."""
+    block failed: that error is the run's, and the thread's own failure, if any, is logged, unless
+    it is one of ``decisions`` (an exception that says what the run does next, such as a batch the
+    driver leaves to Spark, not that something broke). A block that succeeds without reading the
+    result still raises the thread's failure: no work done beside is lost unseen. The thread
+    inherits the run's Spark job properties (its group, description, pool)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="icetide-beside") as pool:
         done = pool.submit(inheritable_thread_target(work))
         try:
             yield done
         except BaseException as error:
-            done.add_done_callback(partial(_log_failure_beside, what=what, raised=error))
+            done.add_done_callback(partial(_log_failure_beside, what=what, raised=error, decisions=decisions))
             raise
+        done.result()
 
 
-def _log_failure_beside(done: Future[T], what: str, raised: BaseException) -> None:
+def _log_failure_beside(
+    done: Future[T], what: str, raised: BaseException, decisions: tuple[type[BaseException], ...]
+) -> None:
     """Log the second thread's failure unless it is the one the run raises (a result read in the
-    block re-raises it)."""
+    block re-raises it) or a decision."""
     failure = done.exception()
-    if failure is not None and failure is not raised:
+    if failure is not None and failure is not raised and not isinstance(failure, decisions):
         logger.warning("%s failed too: %s", what, one_line(failure))

@@ -279,7 +279,7 @@ def _label(
     key_fields = [latest.schema.field(key) for key in silver_keys]
     read_memory = partial(_read_memory, spark, tombstones, keys, key_fields, ranges, wanted)
     # The tombstone table is planned and read while silver's rows are (icetide_glue.beside).
-    with beside(read_memory, "the tombstone table's read") as remembered:
+    with beside(read_memory, "the tombstone table's read", decisions=(NotEligible,)) as remembered:
         planned, silver_rows = read_rows_of_keys(
             spark,
             iceberg,

@@ -1,0 +1,77 @@
+"""icetide_glue.beside without Spark (no gateway: the thread target is the work itself): what a
+run sees of the second thread's work when either side fails, and when neither does."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from icetide_glue.beside import beside
+
+
+class _Decision(Exception):
+    """Stands in for an exception that says what the run does next (NotEligible)."""
+
+
+def _slow(finished: threading.Event, outcome: BaseException | None = None) -> object:
+    time.sleep(0.2)
+    finished.set()
+    if outcome is not None:
+        raise outcome
+    return "written"
+
+
+def test_a_failing_block_waits_for_the_work_beside_it_and_logs_its_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    finished = threading.Event()
+    with (
+        pytest.raises(RuntimeError, match="the block broke"),
+        beside(lambda: _slow(finished, OSError("disk full")), "the data file"),
+    ):
+        raise RuntimeError("the block broke")
+    assert finished.is_set()
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "the data file failed too: disk full"
+    ]
+
+
+def test_a_failure_read_in_the_block_is_the_run_s_and_is_not_logged_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    finished = threading.Event()
+    with (
+        pytest.raises(OSError, match="disk full"),
+        beside(lambda: _slow(finished, OSError("disk full")), "the data file") as done,
+    ):
+        done.result()
+    assert "failed too" not in caplog.text
+
+
+def test_a_decision_beside_a_failing_block_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    finished = threading.Event()
+    with (
+        pytest.raises(_Decision, match="left to Spark"),
+        beside(lambda: _slow(finished, _Decision("also")), "the read", decisions=(_Decision,)),
+    ):
+        raise _Decision("left to Spark")
+    assert finished.is_set()
+    assert "failed too" not in caplog.text
+
+
+def test_a_block_that_succeeds_without_reading_the_result_still_raises_the_work_s_failure() -> None:
+    finished = threading.Event()
+    with (
+        pytest.raises(OSError, match="disk full"),
+        beside(lambda: _slow(finished, OSError("disk full")), "the data file"),
+    ):
+        pass
+
+
+def test_the_block_gets_the_work_s_result() -> None:
+    finished = threading.Event()
+    with beside(lambda: _slow(finished), "the data file") as done:
+        assert done.result() == "written"

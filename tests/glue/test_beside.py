@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -24,13 +26,18 @@ def _slow(finished: threading.Event, outcome: BaseException | None = None) -> ob
     return "written"
 
 
+def _disk_full(finished: threading.Event) -> AbstractContextManager[Future[object]]:
+    """Silver's data file, failing after a while in the second thread."""
+    return beside(lambda: _slow(finished, OSError("disk full")), "the data file")
+
+
 def test_a_failing_block_waits_for_the_work_beside_it_and_logs_its_failure(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     finished = threading.Event()
     with (
         pytest.raises(RuntimeError, match="the block broke"),
-        beside(lambda: _slow(finished, OSError("disk full")), "the data file"),
+        _disk_full(finished),
     ):
         raise RuntimeError("the block broke")
     assert finished.is_set()
@@ -45,7 +52,7 @@ def test_a_failure_read_in_the_block_is_the_run_s_and_is_not_logged_again(
     finished = threading.Event()
     with (
         pytest.raises(OSError, match="disk full"),
-        beside(lambda: _slow(finished, OSError("disk full")), "the data file") as done,
+        _disk_full(finished) as done,
     ):
         done.result()
     assert "failed too" not in caplog.text
@@ -66,7 +73,7 @@ def test_a_block_that_succeeds_without_reading_the_result_still_raises_the_work_
     finished = threading.Event()
     with (
         pytest.raises(OSError, match="disk full"),
-        beside(lambda: _slow(finished, OSError("disk full")), "the data file"),
+        _disk_full(finished),
     ):
         pass
 

@@ -18,27 +18,26 @@ class _Decision(Exception):
     """Stands in for an exception that says what the run does next (NotEligible)."""
 
 
-def _slow(finished: threading.Event, outcome: BaseException | None = None) -> object:
+def _slow(outcome: BaseException | None = None, finished: threading.Event | None = None) -> object:
+    """The work beside: it takes a while, then says it finished, then fails with ``outcome``."""
     time.sleep(0.2)
-    finished.set()
+    if finished is not None:
+        finished.set()
     if outcome is not None:
         raise outcome
     return "written"
 
 
-def _disk_full(finished: threading.Event) -> AbstractContextManager[Future[object]]:
+def _disk_full(finished: threading.Event | None = None) -> AbstractContextManager[Future[object]]:
     """Silver's data file, failing after a while in the second thread."""
-    return beside(lambda: _slow(finished, OSError("disk full")), "the data file")
+    return beside(lambda: _slow(OSError("disk full"), finished), "the data file")
 
 
 def test_a_failing_block_waits_for_the_work_beside_it_and_logs_its_failure(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     finished = threading.Event()
-    with (
-        pytest.raises(RuntimeError, match="the block broke"),
-        _disk_full(finished),
-    ):
+    with pytest.raises(RuntimeError, match="the block broke"), _disk_full(finished):
         raise RuntimeError("the block broke")
     assert finished.is_set()
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
@@ -49,11 +48,7 @@ def test_a_failing_block_waits_for_the_work_beside_it_and_logs_its_failure(
 def test_a_failure_read_in_the_block_is_the_run_s_and_is_not_logged_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    finished = threading.Event()
-    with (
-        pytest.raises(OSError, match="disk full"),
-        _disk_full(finished) as done,
-    ):
+    with pytest.raises(OSError, match="disk full"), _disk_full() as done:
         done.result()
     assert "failed too" not in caplog.text
 
@@ -62,7 +57,7 @@ def test_a_decision_beside_a_failing_block_is_not_logged(caplog: pytest.LogCaptu
     finished = threading.Event()
     with (
         pytest.raises(_Decision, match="left to Spark"),
-        beside(lambda: _slow(finished, _Decision("also")), "the read", decisions=(_Decision,)),
+        beside(lambda: _slow(_Decision("also"), finished), "the read", decisions=(_Decision,)),
     ):
         raise _Decision("left to Spark")
     assert finished.is_set()
@@ -70,15 +65,10 @@ def test_a_decision_beside_a_failing_block_is_not_logged(caplog: pytest.LogCaptu
 
 
 def test_a_block_that_succeeds_without_reading_the_result_still_raises_the_work_s_failure() -> None:
-    finished = threading.Event()
-    with (
-        pytest.raises(OSError, match="disk full"),
-        _disk_full(finished),
-    ):
+    with pytest.raises(OSError, match="disk full"), _disk_full():
         pass
 
 
 def test_the_block_gets_the_work_s_result() -> None:
-    finished = threading.Event()
-    with beside(lambda: _slow(finished), "the data file") as done:
+    with beside(_slow, "the data file") as done:
         assert done.result() == "written"

@@ -3,9 +3,11 @@
 Input: ``{"targetTableName", "runId", "plan"}``. Output: ``{"replicationInstanceArn", "created",
 "status"}``; the state machine calls again until ``status`` is ``available``. A long-lived instance
 (``plan.replicationInstanceArn``, else REPLICATION_INSTANCE_ARN) is reused and never created or
-deleted (``created: false``); otherwise the run creates a private instance named after itself,
+deleted (``created: false``), once its engine version is known to run icetide's tasks
+(icetide.dms.engine_version); otherwise the run creates a private instance named after itself,
 and (with DMS_LOG_RETENTION_DAYS) the log group of its task logs with that retention, before DMS
-would create one that never expires. Raises DmsQuotaExceeded.
+would create one that never expires; that instance gets REPLICATION_ENGINE_VERSION. Raises
+DmsQuotaExceeded, ReplicationEngineTooOld.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms, logs
 from icetide.dms import replication_status
+from icetide.dms.engine_version import check_engine_version
 from icetide.dms.identifiers import RunDmsResources
 from icetide.observability import observed
 from icetide.run.handler_inputs import PlanInput, parse_input
@@ -33,10 +36,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
     resources = RunDmsResources(settings.require("stack_name"), run.target_table_name, run.run_id)
     identifier = resources.instance_identifier
+    engine_version = check_engine_version(
+        settings.replication_engine_version, "REPLICATION_ENGINE_VERSION (DmsEngineVersion)"
+    )
     # Finds the instance a previous call created (never one of the same name that is not the run's).
     instance = dms.create_instance(
         identifier,
         instance_class=settings.replication_instance_class,
+        engine_version=engine_version,
         subnet_group_id=settings.replication_subnet_group_id,
         security_group_ids=settings.replication_security_group_ids,
         tags=resources.tags,

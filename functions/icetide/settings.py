@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # How long the lifecycle rule keeps continuous tables' files (ContinuousBronzeRetentionDays).
     continuous_bronze_retention_days: int = Field(default=14, ge=1)
     replication_instance_class: str = "dms.t3.medium"
+    # EngineVersion of the instances runs create (template parameter DmsEngineVersion); its default
+    # is the template's, and icetide.dms.engine_version says which versions can run icetide's tasks.
+    replication_engine_version: str = Field(default="3.5.4", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     # Days the task logs of a run's own instance are kept (LogRetentionDays); None: DMS's default
     # group without retention (a run then leaves one group behind for ever).
     dms_log_retention_days: int | None = Field(default=None, ge=1)

@@ -21,6 +21,7 @@ from moto import mock_aws
 from icetide.adapters.clients import reset_clients
 from icetide.control.codec import from_typed_json, to_typed_json
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
+from icetide_local.standins.dms.instances import instance_engine_versions
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 ACCOUNT = "123456789012"
@@ -102,9 +103,10 @@ def handler_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def aws(handler_env: None) -> Iterator[None]:
     """moto for every AWS call of the test, with the handlers' clients built inside it.
 
-    Endpoint identifiers are unique, as in DMS (moto would replace an endpoint of a taken name).
+    Endpoint identifiers are unique, as in DMS (moto would replace an endpoint of a taken name), and
+    replication instances report an engine version, as in DMS.
     """
-    with mock_aws(), unique_endpoint_identifiers():
+    with mock_aws(), unique_endpoint_identifiers(), instance_engine_versions():
         reset_clients()
         yield
     reset_clients()

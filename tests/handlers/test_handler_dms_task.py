@@ -23,6 +23,7 @@ import handlers.read_task_statistics
 import handlers.start_replication_task
 from icetide.adapters import dms
 from icetide.adapters.clients import client
+from icetide.dms.engine_version import ReplicationEngineTooOld
 from icetide.dms.replication_status import ReplicationInstanceMissing, ReplicationTaskMissing
 from icetide.errors import DmsQuotaExceeded, DmsResourceNotOurs, DmsResourceNotReady, InvalidTableMapping
 from icetide.run.handler_inputs import InvalidHandlerInput
@@ -46,10 +47,19 @@ def _target_endpoints() -> list[Any]:
     return [endpoint for endpoint in endpoints if endpoint["EndpointType"].lower() == "target"]
 
 
-def _shared_instance() -> str:
-    return boto3.client("dms").create_replication_instance(
-        ReplicationInstanceIdentifier="icetide-shared", ReplicationInstanceClass="dms.r5.large"
-    )["ReplicationInstance"]["ReplicationInstanceArn"]
+def _shared_instance(engine_version: str | None = None) -> str:
+    """A user's instance to reuse; without ``engine_version`` the stand-in's default (the template's)."""
+    request: dict[str, Any] = {
+        "ReplicationInstanceIdentifier": "icetide-shared",
+        "ReplicationInstanceClass": "dms.r5.large",
+    }
+    if engine_version:
+        request["EngineVersion"] = engine_version
+    return str(
+        boto3.client("dms").create_replication_instance(**request)["ReplicationInstance"][
+            "ReplicationInstanceArn"
+        ]
+    )
 
 
 @pytest.fixture
@@ -123,6 +133,38 @@ def test_a_reused_instances_log_group_is_not_ours_to_touch(aws, load_event, lamb
     handlers.ensure_replication_instance.handler(event, lambda_context)
 
     assert boto3.client("logs").describe_log_groups(logGroupNamePrefix="dms-tasks-")["logGroups"] == []
+
+
+def test_the_runs_instance_gets_the_stacks_engine_version(aws, load_event, lambda_context, monkeypatch):
+    monkeypatch.setenv("REPLICATION_ENGINE_VERSION", "3.6.1")
+
+    handlers.ensure_replication_instance.handler(load_event("ensure_replication_instance"), lambda_context)
+
+    (instance,) = _instances()
+    assert instance["EngineVersion"] == "3.6.1"
+
+
+@pytest.mark.parametrize("version", ["3.4.6", "3.1.4", "2.4.5"])
+def test_a_named_instance_older_than_the_settings_need_is_refused(aws, load_event, lambda_context, version):
+    shared = _shared_instance(version)
+    event = load_event("ensure_replication_instance")
+    event["plan"]["replicationInstanceArn"] = shared
+
+    refusal = rf"{shared} runs DMS engine {version}; .* needs 3\.4\.7"
+    with pytest.raises(ReplicationEngineTooOld, match=refusal):
+        handlers.ensure_replication_instance.handler(event, lambda_context)
+
+
+@pytest.mark.parametrize("version", ["3.4.7", "3.5.4", "3.6.1"])
+def test_a_named_instance_new_enough_is_reused(aws, load_event, lambda_context, monkeypatch, version):
+    shared = _shared_instance(version)
+    monkeypatch.setenv("REPLICATION_INSTANCE_ARN", shared)
+
+    result = handlers.ensure_replication_instance.handler(
+        load_event("ensure_replication_instance"), lambda_context
+    )
+
+    assert result["replicationInstanceArn"] == shared and result["created"] is False
 
 
 def test_the_items_instance_is_reused_never_created(aws, load_event, lambda_context):

@@ -14,6 +14,7 @@ def test_defaults_apply_when_only_the_control_table_is_set(monkeypatch):
         "BRONZE_PREFIX",
         "MANIFEST_PREFIX",
         "REPLICATION_INSTANCE_CLASS",
+        "REPLICATION_ENGINE_VERSION",
         "REPLICATION_SECURITY_GROUP_IDS",
         "DMS_TIMESTAMP_COLUMN",
     ):
@@ -26,6 +27,7 @@ def test_defaults_apply_when_only_the_control_table_is_set(monkeypatch):
     assert settings.lock_stale_after_seconds == 21600
     assert (settings.bronze_prefix, settings.manifest_prefix) == ("bronze", "manifests")
     assert settings.replication_instance_class == "dms.t3.medium"
+    assert settings.replication_engine_version == "3.5.4"
     assert settings.replication_security_group_ids == ()
     assert settings.dms_timestamp_column == "dms_timestamp"
 

@@ -96,6 +96,7 @@ def create_instance(
     identifier: str,
     *,
     instance_class: str,
+    engine_version: str,
     subnet_group_id: str | None,
     security_group_ids: tuple[str, ...],
     tags: Mapping[str, str],
@@ -107,6 +108,9 @@ def create_instance(
     request: dict[str, Any] = {
         "ReplicationInstanceIdentifier": identifier,
         "ReplicationInstanceClass": instance_class,
+        # A version icetide's settings are known to work on (icetide.dms.engine_version), not the
+        # Region's default of the day.
+        "EngineVersion": engine_version,
         # The instance reaches the source through the VPC; it never needs a public address.
         "PubliclyAccessible": False,
         "MultiAZ": False,

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from icetide.dms.engine_version import check_instance
 from icetide.errors import DmsResourceNotReady, IcetideError
 
 FULL_LOAD_FINISHED = "FULL_LOAD_ONLY_FINISHED"
@@ -47,6 +48,7 @@ def reused_instance(instance: Mapping[str, Any] | None, arn: str) -> dict[str, A
         raise ReplicationInstanceMissing(
             f"replication instance {arn} (replicationInstanceArn or REPLICATION_INSTANCE_ARN) does not exist"
         )
+    check_instance(instance, arn)
     return {
         "replicationInstanceArn": arn,
         "created": False,

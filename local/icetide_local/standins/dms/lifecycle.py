@@ -59,6 +59,7 @@ from moto.dms.responses import DatabaseMigrationServiceResponse
 from moto.moto_api import state_manager
 
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
+from icetide_local.standins.dms.instances import instance_engine_versions
 from icetide_local.standins.dms.replicator import TableMappingError, parse_table_mapping
 
 FULL_LOAD_FINISHED = "Stop Reason FULL_LOAD_ONLY_FINISHED"
@@ -250,6 +251,7 @@ class DmsLifecycle:
             )
             patches.enter_context(_instance_transition(self.instance_describes_until_available))
             patches.enter_context(unique_endpoint_identifiers())
+            patches.enter_context(instance_engine_versions())
             yield self
 
     def catch_up_running_tasks(self) -> list[str]:

@@ -121,8 +121,8 @@ def test_the_table_is_found_by_its_folder_among_others(
     assert sorted(executions()) == ["dbo_lines-20261121T0700Z", "dbo_orders_archive-20261121T0700Z"]
 
 
-def test_a_folder_inside_another_tables_folder_belongs_to_the_deeper_table(
-    control_items, state_machine, load_event, lambda_context
+def test_tables_whose_folders_nest_are_invalid_and_a_file_below_them_starts_neither(
+    executions, control_items, state_machine, load_event, lambda_context
 ):
     control_items.put(_continuous("sales"))
     control_items.put(_continuous("dbo_lines", outputS3Prefix="sales"))
@@ -132,7 +132,11 @@ def test_a_folder_inside_another_tables_folder_belongs_to_the_deeper_table(
         lambda_context,
     )
 
-    assert result["targetTableName"] == "dbo_lines"
+    assert result == {
+        "ignored": "no active continuous table's folder holds "
+        "bronze/_continuous/sales/dbo_lines/dbo/lines/20261121-070301123.parquet"
+    }
+    assert list(executions()) == []
 
 
 def test_a_table_locked_by_a_live_run_starts_nothing_and_keeps_the_slot_free(

@@ -55,6 +55,13 @@ from icetide_contracts.run_plan import LoadMode as LoadMode
 
 TARGET_TABLE_NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 SOURCE_NAME_MAX_LENGTH = 128
+# icetide names a table's companions in the Glue catalog `<table>__icetide_<role>` (its tombstones,
+# its run ledger): a control item with such a name would write another table's companion under its
+# own lock. The catalog lowercases names, so the check ignores case.
+RESERVED_NAME_PART = "__icetide_"
+# The bronze prefix's folders that start with "_" are icetide's own (continuous tasks, reconcile and
+# verify extractions): a table's outputS3Prefix there would put its files inside another table's.
+RESERVED_FOLDER_START = "_"
 
 
 class RunStatus(StrEnum):
@@ -83,6 +90,11 @@ def _target_table_name(value: object) -> str:
         raise ValueError(
             f"{text!r} is not a valid table name: start with a letter, then letters, digits or "
             "underscores, at most 128 characters"
+        )
+    if RESERVED_NAME_PART in text.lower():
+        raise ValueError(
+            f"{text!r} contains {RESERVED_NAME_PART!r}, which icetide reserves for the tables it keeps "
+            "beside each silver table (tombstones, run ledger): choose a name without it"
         )
     return text
 
@@ -115,6 +127,11 @@ def _source_name(value: object) -> str:
     if any(unicodedata.category(character) == "Cc" for character in text):
         raise ValueError(f"{text!r} contains a control character")
     return text
+
+
+def _optional_source_name(value: object) -> str | None:
+    """A source name (as :func:`_source_name`) that may be left unset."""
+    return None if _is_unset(value) else _source_name(value)
 
 
 def _active_flag(value: object) -> str:
@@ -250,6 +267,12 @@ def _s3_prefix(value: object) -> str | None:
     if not _S3_PREFIX.match(text) or any(part in ("", ".", "..") for part in text.strip("/").split("/")):
         raise ValueError(
             f"{text!r} is not an S3 folder: use letters, digits and !_.*'()- in folders separated by /"
+        )
+    if text.strip("/").startswith(RESERVED_FOLDER_START):
+        raise ValueError(
+            f"{text!r} starts with {RESERVED_FOLDER_START!r}: the bronze prefix's folders that do "
+            "(_continuous, _reconcile, _verify) are icetide's own, so this table's files would sit inside "
+            "theirs; start the prefix with a letter or digit"
         )
     return text
 
@@ -423,7 +446,9 @@ class ControlItem(BaseModel):
     active_flag: Annotated[str, BeforeValidator(_active_flag)] = Field("Y", alias="activeflag")
     source_schema: Annotated[str, BeforeValidator(_source_name)] = Field(alias="sourceSchema")
     source_table: Annotated[str, BeforeValidator(_source_name)] = Field(alias="sourceTable")
-    filter_column: OptionalText = Field(None, alias="filtercolumn")
+    filter_column: Annotated[str | None, BeforeValidator(_optional_source_name)] = Field(
+        None, alias="filtercolumn"
+    )
     filter_operator: Annotated[FilterOperator | None, BeforeValidator(_optional_operator)] = Field(
         None, alias="filteroperator"
     )

@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 
 from icetide.clock import parse_time, stored_time
 from icetide.control import watermark
+from icetide.control.bronze_folders import CONTINUOUS_FOLDER as CONTINUOUS_FOLDER
+from icetide.control.bronze_folders import table_bronze_folder
 from icetide.control.model import CaptureMode, ControlItem
 from icetide.control.operators import WATERMARK_BOUNDED
 from icetide.dms.identifiers import schedule_slot
@@ -45,9 +47,6 @@ DEFAULT_CDC_MIN_FILE_SIZE = 32000
 RECONCILE_FOLDER = "_reconcile"
 # Where a verify run's key extraction lands, below the bronze prefix (icetide.run.verify).
 VERIFY_FOLDER = "_verify"
-# Where continuous tables' long-lived tasks write, below the bronze prefix: one fixed prefix, so one
-# S3 lifecycle rule expires their consumed files and one EventBridge pattern sees their new files.
-CONTINUOUS_FOLDER = "_continuous"
 # How much of a continuous task's backlog one run takes unless the item says otherwise: an hour of
 # DMS's default 60-second CDC files fits, and a Glue run of this size stays short.
 DEFAULT_MAX_FILES_PER_RUN = 100
@@ -127,9 +126,7 @@ def continuous_bronze_folder(bronze_prefix: str, item: ControlItem) -> str:
     Fixed for the table's life, unlike a run's folder: the task is created once and writes there
     until the table is turned off.
     """
-    bronze = _s3_part("bronze prefix", bronze_prefix)
-    parts = (bronze, CONTINUOUS_FOLDER, item.output_s3_prefix, item.target_table_name)
-    return "/".join(filter(None, parts)) + "/"
+    return f"{_s3_part('bronze prefix', bronze_prefix)}/{table_bronze_folder(item)}/"
 
 
 def _continuous_instance(item: ControlItem, *stack_instances: str | None) -> str:
@@ -184,7 +181,6 @@ def build_run_plan(
     table = item.target_table_name
     bronze = _s3_part("bronze prefix", bronze_prefix)
     manifests = _s3_part("manifest prefix", manifest_prefix)
-    bronze_folder = "/".join(filter(None, (bronze, item.output_s3_prefix)))
     cdc = item.capture_mode is CaptureMode.CDC
     continuous = item.is_continuous
     # A reload (icetide.run.reload) reads the whole filtered table again and reconciles the keys, so
@@ -212,7 +208,7 @@ def build_run_plan(
         # prefix, where the DMS role may write and the archive rule applies.
         bronze_uri=f"s3://{bucket}/{continuous_bronze_folder(bronze, item)}"
         if continuous
-        else f"s3://{bucket}/{bronze_folder}/{table}/{run_id}/",
+        else f"s3://{bucket}/{bronze}/{table_bronze_folder(item)}/{run_id}/",
         manifest_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.json",
         timestamp_column=timestamp_column,
         capture_mode=item.capture_mode.value,

@@ -90,16 +90,17 @@ def continuous_prefix(bronze_prefix: str) -> str:
 def table_of_key(key: str, runnable: Iterable[ControlItem], bronze_prefix: str) -> ControlItem | None:
     """The continuous item among ``runnable`` whose folder holds ``key``, or None.
 
-    Folders end in "/", so ``orders`` never claims ``orders_archive``'s files; one folder can still
-    lie inside another (table ``x`` and table ``t`` with outputS3Prefix ``x``), and then the deeper
-    folder is the one the key belongs to.
+    Folders end in "/", so ``orders`` never claims ``orders_archive``'s files, and items whose
+    folders nest are invalid (:mod:`icetide.control.conflicts`), so at most one folder holds a key.
     """
-    holders = [
-        (len(folder), item)
-        for item in runnable
-        if item.is_continuous and key.startswith(folder := continuous_bronze_folder(bronze_prefix, item))
-    ]
-    return max(holders, key=lambda holder: holder[0])[1] if holders else None
+    return next(
+        (
+            item
+            for item in runnable
+            if item.is_continuous and key.startswith(continuous_bronze_folder(bronze_prefix, item))
+        ),
+        None,
+    )
 
 
 def outside_continuous_folders(

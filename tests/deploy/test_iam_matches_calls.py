@@ -166,26 +166,40 @@ def _encrypted_topic(topic: Any) -> bool:
     return "KmsMasterKeyId" in resource.get("Properties", {})
 
 
-def state_machine_needs(machine: dict[str, Any]) -> tuple[set[str], list[Any]]:
-    """The actions a state machine's role needs, and the functions it invokes (their template ARNs)."""
+def _glue_job_arn(job: Any) -> dict[str, Any]:
+    """The ARN a policy names a Glue job of this template by (``!Ref GlueJob`` is the job's name)."""
+    return {
+        "Fn::Sub": f"arn:${{AWS::Partition}}:glue:${{AWS::Region}}:${{AWS::AccountId}}:job/${{{job['Ref']}}}"
+    }
+
+
+def state_machine_needs(machine: dict[str, Any]) -> tuple[set[str], dict[str, set[str]]]:
+    """The actions a state machine's role needs, and for the Task actions on one resource (invoke,
+    publish, start a job run) the resources they act on, as the template writes them (JSON)."""
     actions: set[str] = set()
-    invoked: list[Any] = []
+    targets: dict[str, set[str]] = {}
     for resource, state in _task_resources(_definition(machine)["States"]):
         parameters = state.get("Parameters", state.get("Arguments", {}))
         if resource.startswith("${"):
             # A function's ARN as the Resource: Step Functions invokes it (lambda:InvokeFunction).
-            invoked.append(_substitution(machine, resource))
             actions.update(LAMBDA_TASK_ACTIONS)
+            target = _substitution(machine, resource)
+            targets.setdefault("lambda:InvokeFunction", set()).add(json.dumps(target))
         elif resource in TASK_PERMISSIONS:
             actions.update(TASK_PERMISSIONS[resource][0])
-            topic = parameters.get("TopicArn")
-            if topic is not None and _encrypted_topic(_substitution(machine, topic)):
-                actions.update(ENCRYPTED_TOPIC_ACTIONS)
+            if "TopicArn" in parameters:
+                topic = _substitution(machine, parameters["TopicArn"])
+                targets.setdefault("sns:Publish", set()).add(json.dumps(topic))
+                if _encrypted_topic(topic):
+                    actions.update(ENCRYPTED_TOPIC_ACTIONS)
+            if "JobName" in parameters:
+                job = _glue_job_arn(_substitution(machine, parameters["JobName"]))
+                targets.setdefault("glue:StartJobRun", set()).add(json.dumps(job))
         else:
             raise UnreadableCall(f"Task resource {resource!r}: add its permissions to deploy.iam_reference")
     if machine["Properties"].get("Logging", {}).get("Destinations"):
         actions.update(LOG_DELIVERY_ACTIONS)
-    return actions, invoked
+    return actions, targets
 
 
 @pytest.mark.parametrize("machine_name", sorted(resources_of_type(STATE_MACHINE)))
@@ -199,13 +213,17 @@ def test_each_state_machine_role_grants_exactly_what_its_tasks_need(machine_name
 
 
 @pytest.mark.parametrize("machine_name", sorted(resources_of_type(STATE_MACHINE)))
-def test_each_state_machine_invokes_exactly_the_functions_its_definition_names(machine_name: str) -> None:
-    _, invoked = state_machine_needs(resources_of_type(STATE_MACHINE)[machine_name])
-    granted = [
-        r for s in _statements_of(machine_name) if "lambda:InvokeFunction" in s.actions for r in s.resources
-    ]
+def test_each_state_machine_acts_only_on_the_functions_topic_and_job_its_definition_names(
+    machine_name: str,
+) -> None:
+    _, targets = state_machine_needs(resources_of_type(STATE_MACHINE)[machine_name])
 
-    assert sorted(map(json.dumps, granted)) == sorted({json.dumps(arn) for arn in invoked})
+    assert set(targets) == {"lambda:InvokeFunction", "sns:Publish", "glue:StartJobRun"}
+    for action, resources in targets.items():
+        granted = {
+            json.dumps(r) for s in _statements_of(machine_name) if action in s.actions for r in s.resources
+        }
+        assert granted == resources, action
 
 
 # --- the check itself can fail ------------------------------------------------------------------

@@ -23,13 +23,15 @@ method of that name in the code.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 CLIENT_FACTORIES = {("icetide.adapters.clients", "client"), ("boto3", "client")}
 # Attributes of a client that are not operations.
 _CLIENT_NON_OPERATIONS = {"exceptions", "meta"}
+# boto3's other ways to reach AWS, which the reader does not follow.
+_UNREAD_FACTORIES = {"boto3.resource", "boto3.Session", "boto3.session.Session"}
 # Client methods that do not call an operation by their own name and are not read here.
 _UNREAD_CLIENT_METHODS = {"get_waiter", "can_paginate", "generate_presigned_url", "generate_presigned_post"}
 
@@ -219,6 +221,8 @@ class CodeIndex:
                     qualname = f"{target[2]}.{method}"
                     if qualname in self._modules[target[1]].functions:
                         found.add((target[1], qualname))
+            elif target[0] == "external" and target[1] in _UNREAD_FACTORIES:
+                raise UnreadableCall(f"{module_name}:{node.lineno}: {target[1]} is not read; use client()")
             elif target[0] == "method" and isinstance(node, ast.Attribute):
                 found |= self._methods_by_name.get(node.attr, set())
         if key[1] != MODULE_CODE:
@@ -230,8 +234,9 @@ class CodeIndex:
 
     def _client_service(self, module_name: str, node: ast.expr, aliases: dict[str, str]) -> str | None:
         """The service of the client ``node`` evaluates to, or None if it is not a client."""
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in aliases:
-            return aliases[node.id]
+        alias = _alias_name(node)
+        if alias is not None and isinstance(getattr(node, "ctx", None), ast.Load) and alias in aliases:
+            return aliases[alias]
         if not isinstance(node, ast.Call):
             return None
         target = self._resolve(module_name, node.func)
@@ -247,6 +252,15 @@ class CodeIndex:
         if len(node.args) != 1 or not isinstance(node.args[0], ast.Constant):
             raise UnreadableCall(f"{module_name}:{node.lineno}: a client of a service named at run time")
         return str(node.args[0].value)
+
+    def _self_aliases(self, module_name: str, class_name: str) -> dict[str, str]:
+        """``self.<attr>`` -> service, for the clients any method of the class keeps on self."""
+        found: dict[str, str] = {}
+        for qualname, function in self._modules[module_name].functions.items():
+            if qualname.startswith(f"{class_name}."):
+                aliases = _aliases(function.node, lambda value: self._client_service(module_name, value, {}))
+                found |= {name: service for name, service in aliases.items() if name.startswith("self.")}
+        return found
 
     def _operation(
         self, function: _Function, service: str, node: ast.expr | None, where: str
@@ -267,16 +281,10 @@ class CodeIndex:
         parents = {
             child: parent for parent in ast.walk(function.node) for child in ast.iter_child_nodes(parent)
         }
-        aliases: dict[str, str] = {}
-        for node in ast.walk(function.node):
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-            ):
-                service = self._client_service(module_name, node.value, {})
-                if service is not None:
-                    aliases[node.targets[0].id] = service
+        # A method sees the clients its class keeps on self (``self._client = client("dms")``).
+        class_name = key[1].partition(".")[0] if "." in key[1] else None
+        aliases = dict(self._self_aliases(module_name, class_name)) if class_name else {}
+        aliases |= _aliases(function.node, lambda value: self._client_service(module_name, value, {}))
         for node in ast.walk(function.node):
             service = self._client_service(module_name, node, aliases) if isinstance(node, ast.expr) else None
             if service is None:
@@ -284,6 +292,8 @@ class CodeIndex:
             where = f"{module_name}:{getattr(node, 'lineno', '?')}"
             parent = parents.get(node)
             if isinstance(node, ast.Call) and isinstance(parent, ast.Assign):
+                if len(parent.targets) != 1 or _alias_name(parent.targets[0]) is None:
+                    raise UnreadableCall(f"{where}: a client kept where the reader cannot follow it")
                 continue  # the alias; its uses are read where they are
             if isinstance(parent, ast.Attribute):
                 if parent.attr in _CLIENT_NON_OPERATIONS:
@@ -386,3 +396,24 @@ def _argument(callee: _Function, call: ast.Call, param: str) -> ast.expr | None:
         if index >= offset:
             return defaults[index - offset]
     return None
+
+
+def _alias_name(node: ast.AST) -> str | None:
+    """The name a client can be kept under: a local name, or ``self.<attr>``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
+def _aliases(node: ast.AST, service_of: Callable[[ast.expr], str | None]) -> dict[str, str]:
+    """Names assigned a client in ``node``'s code -> the client's service."""
+    found: dict[str, str] = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            name = _alias_name(inner.targets[0])
+            service = service_of(inner.value)
+            if name is not None and service is not None:
+                found[name] = service
+    return found

@@ -237,9 +237,18 @@ def _described(operation: str) -> object:
     return getattr(client("dms"), operation)()
 
 
+class _Tasks:
+    def __init__(self) -> None:
+        self._client = client("dms")
+
+    def stop(self, arn: str) -> None:
+        self._client.stop_replication_task(ReplicationTaskArn=arn)
+
+
 def handler(event, context):
     dms.create_instance("i", instance_class="c", subnet_group_id=None, security_group_ids=(), tags={})
     client("glue").start_job_run(JobName="x")
+    _Tasks().stop("arn")
     return _described("describe_certificates")
 """
 
@@ -254,6 +263,7 @@ def test_the_reader_finds_calls_direct_through_adapters_and_forwarded() -> None:
         ApiCall("dms", "describe_certificates"),
         ApiCall("dms", "create_replication_instance"),
         ApiCall("dms", "describe_replication_instances"),
+        ApiCall("dms", "stop_replication_task"),
     } <= calls
     assert index.forwards_of("handlers.synthetic", "_described") == {"operation": "dms"}
 
@@ -264,6 +274,8 @@ def test_the_reader_finds_calls_direct_through_adapters_and_forwarded() -> None:
         "client(service_name).list_tables()",  # a service named at run time
         "getattr(client('dms'), 'describe_' + kind)()",  # an operation computed at run time
         "use(client('dms'))",  # a client handed to code the reader does not follow
+        "use.kept = client('dms')",  # a client kept where the reader cannot follow it
+        "import boto3; boto3.resource('dynamodb')",  # boto3's resource layer, not read
     ],
 )
 def test_the_reader_refuses_a_call_it_cannot_resolve(body: str) -> None:

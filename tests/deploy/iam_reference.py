@@ -22,9 +22,8 @@ DMS_REFERENCE = (
     "(https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsdatabasemigrationservice.html)"
 )
 S3_REFERENCE = (
-    "Service Authorization Reference, 'Actions, resources, and condition keys for Amazon S3', "
-    "ListObjectsV2 is authorized by s3:ListBucket "
-    "(https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html)"
+    "Amazon S3 API Reference, ListObjectsV2, 'Permissions': 'You must have permission to perform the "
+    "s3:ListBucket action' (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html)"
 )
 S3_GET_OBJECT = (
     "Amazon S3 API Reference, GetObject, 'Permissions': without s3:ListBucket a missing key is "

@@ -9,7 +9,8 @@ commit takes its new checkpoint from. A selection without files is written too: 
 commits without a Glue job. Nothing here moves the checkpoint. A selection whose oldest file has
 lived more than half of CONTINUOUS_BRONZE_RETENTION_DAYS is logged as a warning and counted
 (metric ContinuousFilesNearExpiry): the lifecycle rule would delete such files unmerged. Raises
-BronzeFolderInvalid (a file DMS would not write there).
+BronzeFolderInvalid (a file DMS would not write there), or its BronzeFileNotFromDms (a file outside
+the table's ``<schema>/<table>/`` folder, or a CDC file named later than S3 received it).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     taken = select_files(
         listed,
+        table_folder=f"{plan.source_schema}/{plan.source_table}/",
         after=plan.file_checkpoint,
         max_files=plan.max_files_per_run,
         max_bytes=plan.max_bytes_per_run,

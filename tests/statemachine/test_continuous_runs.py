@@ -338,3 +338,30 @@ def test_a_continuous_table_without_a_long_lived_instance_fails_with_a_clear_rea
     assert report.status == "FAILED", report.render()
     assert "cdcTask: continuous needs a long-lived replication instance" in _item(stack)["lastRunError"]
     assert stack.dms_inventory().tasks == []
+
+
+def test_a_forged_far_future_file_fails_the_run_naming_it_and_the_next_real_file_is_merged(
+    make_stack: StackFactory,
+) -> None:
+    stack, job, _ = _continuous_stack(make_stack, cdcFileCheckpoint=STORED_CHECKPOINT)
+    forged = "99991231-235959999.parquet"
+    _deliver(stack, "20261121-060000000.parquet", forged)
+
+    report = stack.run(TABLE)
+
+    assert report.status == "FAILED", report.render()
+    item = _item(stack)
+    assert "BronzeFileNotFromDms" in item["lastRunError"]
+    assert f"{FILES}{forged} is named 9999-12-31 23:59:59 UTC" in item["lastRunError"]
+    assert (item["cdcFileCheckpoint"], item["watermark"]) == (STORED_CHECKPOINT, PREVIOUS_WATERMARK)
+    assert job.selections == []  # no Glue run: silver untouched
+    assert "lockHolder" not in item
+
+    bucket, folder = _folder(stack)
+    stack.client("s3").delete_object(Bucket=bucket, Key=f"{folder}{FILES}{forged}")  # the operator's removal
+    _deliver(stack, "20261121-061000000.parquet")
+    recovered = stack.run(TABLE)
+
+    assert recovered.status == "SUCCEEDED", recovered.render()
+    assert job.selections == [[f"{FILES}20261121-060000000.parquet", f"{FILES}20261121-061000000.parquet"]]
+    assert _item(stack)["cdcFileCheckpoint"] == f"{FILES}20261121-061000000.parquet"

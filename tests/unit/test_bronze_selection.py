@@ -8,11 +8,13 @@ checkpoints in either phase, hidden files, ties of sizes and bounds of one file.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from icetide.run.bronze_selection import (
+    MAX_NAME_AHEAD_OF_WRITE,
+    BronzeFileNotFromDms,
     BronzeFolderInvalid,
     ListedFile,
     at_risk,
@@ -65,7 +67,7 @@ def test_random_folders_select_what_the_oracle_selects(seed: int) -> None:
     max_files, max_bytes = chooser.randint(1, 8), chooser.randint(1, 150)
     shuffled = chooser.sample(files, len(files))  # S3's order is not DMS's
 
-    taken = select_files(shuffled, after=after, max_files=max_files, max_bytes=max_bytes)
+    taken = select_files(shuffled, table_folder=FOLDER, after=after, max_files=max_files, max_bytes=max_bytes)
 
     assert [file.key for file in taken] == _oracle(files, after, max_files, max_bytes)
 
@@ -76,7 +78,7 @@ def test_a_file_larger_than_the_byte_bound_is_taken_alone_so_the_table_never_sta
         ListedFile(FOLDER + "20261121-070000000.parquet", 1),
     ]
 
-    taken = select_files(files, after=None, max_files=10, max_bytes=100)
+    taken = select_files(files, table_folder=FOLDER, after=None, max_files=10, max_bytes=100)
 
     assert [file.key for file in taken] == [FOLDER + "20261121-060000000.parquet"]
 
@@ -85,7 +87,7 @@ def test_a_file_dms_would_not_write_fails_the_run_naming_it() -> None:
     files = [ListedFile(FOLDER + "LOAD00000001.csv", 3), ListedFile(FOLDER + "20261121-060000000.parquet", 1)]
 
     with pytest.raises(BronzeFolderInvalid, match=r"LOAD00000001\.csv.*DataFormat=parquet"):
-        select_files(files, after=None, max_files=10, max_bytes=100)
+        select_files(files, table_folder=FOLDER, after=None, max_files=10, max_bytes=100)
 
 
 @pytest.mark.parametrize(
@@ -108,3 +110,55 @@ def test_a_run_warns_when_its_oldest_file_has_lived_half_the_retention() -> None
     assert at_risk([young], now, retention_days=14) is None
     assert at_risk([old, young], now, retention_days=14) == timedelta(days=7, hours=1)
     assert at_risk([ListedFile(FOLDER + "20261121-060000000.parquet", 1)], now, retention_days=14) is None
+
+
+RECEIVED = datetime(2026, 11, 21, 7, 0, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("name", "written"),
+    [
+        # A forged far-future name: merged, it would move the checkpoint past every real file to come.
+        ("99991231-235959999.parquet", RECEIVED),
+        # Just past the allowance for the instance's clock running ahead of S3's.
+        (f"{RECEIVED + MAX_NAME_AHEAD_OF_WRITE + timedelta(seconds=1):%Y%m%d-%H%M%S}000.parquet", RECEIVED),
+    ],
+)
+def test_a_cdc_file_named_later_than_s3_received_it_fails_the_selection_naming_it(
+    name: str, written: datetime
+) -> None:
+    files = [
+        ListedFile(FOLDER + "20261121-065900000.parquet", 1, RECEIVED),
+        ListedFile(FOLDER + name, 1, written),
+    ]
+
+    with pytest.raises(BronzeFileNotFromDms, match=rf"{FOLDER}{name} is named .* but S3 received it at"):
+        select_files(files, table_folder=FOLDER, after=None, max_files=10, max_bytes=100)
+
+
+def test_a_name_within_the_allowance_or_without_a_known_write_time_is_taken() -> None:
+    within = RECEIVED + MAX_NAME_AHEAD_OF_WRITE
+    files = [
+        ListedFile(FOLDER + "20261121-060000000.parquet", 1, None),
+        ListedFile(FOLDER + f"{within:%Y%m%d-%H%M%S}000.parquet", 1, RECEIVED),
+    ]
+
+    taken = select_files(files, table_folder=FOLDER, after=None, max_files=10, max_bytes=100)
+
+    assert [file.key for file in taken] == [file.key for file in files]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "dbo/orders/2026/11/21/20261121-070000000.parquet",  # deeper than DMS writes
+        "dbo/other/20261121-070000000.parquet",  # another table's folder
+        "20261121-070000000.parquet",  # the task's folder itself
+        "dbo/LOAD00000001.parquet",
+    ],
+)
+def test_a_file_outside_the_tables_own_folder_fails_the_selection_naming_it(key: str) -> None:
+    files = [ListedFile(FOLDER + "20261121-065900000.parquet", 1, RECEIVED), ListedFile(key, 1, RECEIVED)]
+
+    with pytest.raises(BronzeFileNotFromDms, match=rf"{key} is outside the table's own folder {FOLDER}"):
+        select_files(files, table_folder=FOLDER, after=None, max_files=10, max_bytes=100)

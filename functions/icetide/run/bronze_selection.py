@@ -4,25 +4,48 @@ order, at most a bounded number of them.
 A backlog (a table turned on with a large full load, or runs that failed for a while) is consumed
 over several bounded runs, each a short Glue job and one commit, instead of one run that outgrows
 its workers. A file larger than the byte bound is still taken alone: the table must never stall.
+
+Files are chosen by name, and the checkpoint a run commits is a name, so a name is trusted only
+where DMS could have written it: in the table's own ``<schema>/<table>/`` folder below the task's,
+and, for a CDC file (named by the time DMS wrote it), not later than S3 says the object was written.
+A file that breaks either fails the run naming it; skipping it silently would leave a forged
+far-future file to move the checkpoint past every real file to come.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from icetide.errors import IcetideError
 from icetide_contracts.bronze_files import CDC_PHASE, NotADmsFileName, dms_file_order
 
 # Examples an error message names, at most.
 _EXAMPLES = 3
+# DMS names a CDC file by the replication instance's clock when it starts writing it, and S3 stamps
+# LastModified when the upload completes, so a real file's name is earlier than its LastModified.
+# The allowance covers the instance's clock running ahead of S3's; a name further ahead was not
+# written by DMS at the time S3 received it.
+MAX_NAME_AHEAD_OF_WRITE = timedelta(minutes=15)
+# The time in a CDC file's name, yyyyMMdd-HHmmssSSS (UTC), as DMS's S3 target writes it.
+_CDC_NAME_TIME = "%Y%m%d-%H%M%S%f"
+_CDC_NAME_TIME_LENGTH = len("20261121-070000000")
 
 
 class BronzeFolderInvalid(IcetideError):
     """A continuous task's folder holds a file DMS would not write there (not parquet, another name).
 
     Not retried: the endpoint must write parquet with DMS's names, or the stray file must go.
+    """
+
+
+class BronzeFileNotFromDms(BronzeFolderInvalid):
+    """A file in a continuous task's folder that DMS cannot have written: outside the table's own
+    ``<schema>/<table>/`` folder, or a CDC file named later than S3 received it.
+
+    Not retried: nothing is merged and the checkpoint stays until the file is removed (only a
+    principal the bronze bucket's policy lets write there can have put it).
     """
 
 
@@ -52,16 +75,39 @@ def _is_hidden(key: str) -> bool:
     return key.rsplit("/", 1)[-1].startswith(("_", "."))
 
 
+def cdc_name_time(key: str) -> datetime:
+    """The UTC time in a CDC file's name (``yyyyMMdd-HHmmssSSS...parquet``)."""
+    name = key.rsplit("/", 1)[-1][:_CDC_NAME_TIME_LENGTH]
+    return datetime.strptime(name, _CDC_NAME_TIME).replace(tzinfo=UTC)
+
+
+def _not_from_dms(file: ListedFile, phase: int, table_folder: str) -> str | None:
+    """Why DMS cannot have written ``file`` where it lies (None: it can have)."""
+    if file.key.rsplit("/", 1)[0] + "/" != table_folder:
+        return f"{file.key} is outside the table's own folder {table_folder}"
+    if phase == CDC_PHASE and file.written is not None:
+        named = cdc_name_time(file.key)
+        if named > file.written + MAX_NAME_AHEAD_OF_WRITE:
+            return (
+                f"{file.key} is named {named:%Y-%m-%d %H:%M:%S} UTC but S3 received it at "
+                f"{file.written:%Y-%m-%d %H:%M:%S} UTC"
+            )
+    return None
+
+
 def select_files(
-    listed: Iterable[ListedFile], *, after: str | None, max_files: int, max_bytes: int
+    listed: Iterable[ListedFile], *, table_folder: str, after: str | None, max_files: int, max_bytes: int
 ) -> list[ListedFile]:
     """The files a run takes: in DMS's order, strictly after ``after`` (None: from the first), at most
-    ``max_files`` of them and, beyond the first, at most ``max_bytes`` in all."""
+    ``max_files`` of them and, beyond the first, at most ``max_bytes`` in all. ``table_folder`` is
+    the table's ``<schema>/<table>/`` folder, relative as the keys are; every file after ``after``
+    must be one DMS can have written there (:class:`BronzeFileNotFromDms`)."""
     if max_files < 1 or max_bytes < 1:
         raise ValueError("a run takes at least one file and one byte")
     start = dms_file_order(after) if after is not None else None
     candidates: list[tuple[tuple[int, int, str], ListedFile]] = []
     strangers: list[str] = []
+    forged: list[str] = []
     for file in listed:
         if _is_hidden(file.key):
             continue
@@ -72,11 +118,19 @@ def select_files(
             continue
         if start is None or order > start:
             candidates.append((order, file))
+            if (why := _not_from_dms(file, order[0], table_folder)) is not None:
+                forged.append(why)
     if strangers:
         raise BronzeFolderInvalid(
             f"{len(strangers)} file(s) below the continuous task's folder are not DMS parquet files "
             f"(e.g. {', '.join(sorted(strangers)[:_EXAMPLES])}): the S3 endpoint must write parquet "
             "(DataFormat=parquet); nothing was merged"
+        )
+    if forged:
+        raise BronzeFileNotFromDms(
+            f"{len(forged)} file(s) below the continuous task's folder cannot have been written by DMS "
+            f"({'; '.join(sorted(forged)[:_EXAMPLES])}): nothing was merged and the file checkpoint "
+            "stays; remove the file(s) and look into who wrote them"
         )
     taken: list[ListedFile] = []
     total = 0

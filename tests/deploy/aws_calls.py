@@ -3,7 +3,8 @@
 icetide reaches AWS only through ``icetide.adapters.clients.client("<service>")`` (or, anywhere,
 ``boto3.client``). A call is found in these shapes, the ones the adapters use:
 
-- ``client("dms").create_endpoint(...)``, or through a local name bound to ``client("dms")``;
+- ``client("dms").create_endpoint(...)``, or through a local name or a ``self.<attribute>`` (set
+  in any method of the class) bound to ``client("dms")``;
 - ``client("s3").get_paginator("list_objects_v2")`` (a paginator calls that operation);
 - ``getattr(client("dms"), "describe_endpoints")`` with the operation as a literal;
 - ``getattr(client("dms"), operation)`` or ``get_paginator(operation)`` where ``operation`` is a
@@ -34,8 +35,6 @@ _CLIENT_NON_OPERATIONS = {"exceptions", "meta"}
 _UNREAD_FACTORIES = {"boto3.resource", "boto3.Session", "boto3.session.Session"}
 # Client methods that do not call an operation by their own name and are not read here.
 _UNREAD_CLIENT_METHODS = {"get_waiter", "can_paginate", "generate_presigned_url", "generate_presigned_post"}
-
-
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 

@@ -13,7 +13,7 @@ TEST_WORKERS ?= 2
 BENCH_ARGS ?=
 export ICETIDE_JARS_DIR := $(JARS_DIR)
 
-.PHONY: help venv jars test test-fast demo lint build clean bench bench-maintenance bench-hash
+.PHONY: help venv jars test test-fast test-aws demo lint build clean bench bench-maintenance bench-hash
 .DEFAULT_GOAL := help
 
 help: ## list the targets
@@ -38,13 +38,18 @@ test: lint jars ## ruff and mypy (tests included), then the whole test suite in 
 test-fast: venv ## the inner loop: unit and handler tests only (no Spark, no PostgreSQL, no AWS tools), well under a minute
 	$(BIN)/python -m pytest tests/unit tests/handlers -q
 
+test-aws: venv ## the acceptance scenario against a deployed stack and its source (ICETIDE_STACK, ICETIDE_SOURCE_URL, AWS credentials; costs money: docs/acceptance.md)
+	@$(BIN)/python -m icetide_acceptance --preflight
+	@$(BIN)/python -c 'import pymysql, pyiceberg.catalog.glue' 2>/dev/null || { echo "installing the acceptance extra (pymysql, pyiceberg's Glue catalog) into $(VENV)"; $(BIN)/pip install --quiet -e '.[dev,acceptance]'; }
+	@$(BIN)/python -m icetide_acceptance
+
 demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step Functions -> Spark/Iceberg)
 	$(BIN)/icetide local demo
 
 lint: venv ## ruff (rules and formatting) and mypy over every package, the Glue entrypoint and the tests (make test runs it first)
-	$(BIN)/ruff check contracts functions deploy glue_jobs cli local tests benchmarks
-	$(BIN)/ruff format --check contracts functions deploy glue_jobs cli local tests benchmarks
-	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/one_process_floor.py benchmarks/table_maintenance.py benchmarks/values_hash.py tests
+	$(BIN)/ruff check contracts functions deploy glue_jobs cli local acceptance tests benchmarks
+	$(BIN)/ruff format --check contracts functions deploy glue_jobs cli local acceptance tests benchmarks
+	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher glue_jobs/icetide_glue cli/icetide_cli local/icetide_local acceptance/icetide_acceptance glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/one_process_floor.py benchmarks/table_maintenance.py benchmarks/values_hash.py tests
 
 bench: venv jars ## what a merge costs as the table grows: icetide, append, naive MERGE, reload, a bare MERGE, the floor, the floor in one process (BENCH_ARGS="--scale 0.01")
 	@$(BIN)/python -c 'import matplotlib' 2>/dev/null || { echo "installing the bench extra (matplotlib) into $(VENV)"; $(BIN)/pip install --quiet -e '.[dev,bench]'; }

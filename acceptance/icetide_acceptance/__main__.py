@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from icetide_acceptance.outcome import Outcome, Status
-from icetide_acceptance.preflight import configuration
+from icetide_acceptance.preflight import Configuration, configuration
 from icetide_acceptance.scenario import ScenarioFailed, run_scenario
 
 EXIT_PASSED = 0
@@ -48,12 +48,19 @@ def dry_run() -> list[Outcome]:
             return run_scenario(stack, url, timeout_seconds=120)
 
 
-def on_aws() -> int:
+def configured() -> Configuration | None:
+    """The configuration; None after printing the one line that says what is missing."""
     import boto3
 
     found, problem = configuration(os.environ, lambda: boto3.client("sts").get_caller_identity())
     if found is None:
         print(problem)
+    return found
+
+
+def on_aws() -> int:
+    found = configured()
+    if found is None:
         return EXIT_NOT_CONFIGURED
     from icetide_acceptance.deployed import DeployedStack
 
@@ -64,7 +71,14 @@ def on_aws() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m icetide_acceptance", description=__doc__.split("\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="against moto and the local stand-ins")
+    parser.add_argument(
+        "--preflight",
+        action="store_true",
+        help="only check the configuration (one line and exit 2 if missing)",
+    )
     args = parser.parse_args(argv)
+    if args.preflight:
+        return EXIT_PASSED if configured() else EXIT_NOT_CONFIGURED
     try:
         return report(dry_run()) if args.dry_run else on_aws()
     except ScenarioFailed as error:

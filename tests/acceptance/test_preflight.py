@@ -47,9 +47,11 @@ def test_the_command_prints_one_line_and_exits_2_without_an_account(
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
     monkeypatch.setenv("AWS_PROFILE", "icetide-acceptance-absent")
 
+    assert main(["--preflight"]) == EXIT_NOT_CONFIGURED
     assert main([]) == EXIT_NOT_CONFIGURED
     printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == 1
+    assert len(printed) == 2
+    assert printed[0] == printed[1]
     assert printed[0].startswith(
         "make test-aws needs ICETIDE_STACK, ICETIDE_SOURCE_URL and AWS credentials ("
     )

@@ -7,8 +7,9 @@ run seeded random workloads through both and hold them to one oracle):
 
 - ``memory_ok`` (:func:`icetide_glue.sql.passes_memory`): no tombstone entry, or a delete not
   older than it, or an insert or update newer than it;
-- ``newer`` (:func:`icetide_glue.sql.order_guard`): silver's row has no change time, or the
-  change's (time, sequence) is larger, a missing sequence below every other;
+- ``newer`` (:func:`icetide_glue.sql.order_guard`): the arriving change is a full-load row, or a
+  CDC change over a stored full-load row; or silver's row has no change time, or the change's
+  (time, sequence) is larger, a missing sequence below every other;
 - ``same_row``: an insert or update whose compared columns all equal silver's (nulls equal, as
   ``<=>``; a float NaN equals NaN and -0.0 equals 0.0, as Spark compares them);
 - action: not ``memory_ok`` → unchanged; no silver row → insert (a delete: unchanged); not
@@ -27,8 +28,8 @@ import pyarrow.compute as pc
 
 from icetide_glue.arrow_silver import FILE_INDEX, POSITION, found_in_sorted
 from icetide_glue.arrow_types import NotEligible, micros
-from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, DELETE, OP
-from icetide_glue.sql import ChangeAction
+from icetide_glue.columns import CDC_PHASE, CHANGE_TS, DELETE, FULL_LOAD_PHASE, OP
+from icetide_glue.sql import ORDER_COLUMNS, ChangeAction
 
 # Prefixes of silver's and the tombstone table's columns once joined with the changes.
 SILVER_SIDE, MEMORY_SIDE = "_icetide_t:", "_icetide_m:"
@@ -68,16 +69,40 @@ def _side(table: pa.Table, prefix: str, keys: Sequence[str]) -> pa.Table:
     return table.rename_columns([name if name in keys else prefix + name for name in table.column_names])
 
 
-def newer(
-    a_ts: pa.ChunkedArray, a_seq: pa.ChunkedArray, b_ts: pa.ChunkedArray, b_seq: pa.ChunkedArray
-) -> np.ndarray:
-    """:func:`icetide_glue.sql.order_guard` of a over b (``a_ts`` never null here)."""
-    a_ts, b_ts = micros(a_ts), micros(b_ts)
-    a_seq, b_seq = pc.fill_null(a_seq, ""), pc.fill_null(b_seq, "")
+@dataclass(frozen=True)
+class Order:
+    """What orders a change, an entry or a row: change time, sequence and phase, per row."""
+
+    ts: pa.ChunkedArray
+    seq: pa.ChunkedArray
+    phase: pa.ChunkedArray
+
+    @classmethod
+    def of(cls, table: pa.Table, prefix: str = "") -> Order:
+        return cls(*(table.column(prefix + name) for name in ORDER_COLUMNS))
+
+
+def newer(a: Order, b: Order, a_arrives: bool) -> np.ndarray:
+    """:func:`icetide_glue.sql.order_guard` of a over b (``a.ts`` never null here), ``a_arrives``
+    saying which of the two the run brings (True: a; False: b, and a is stored)."""
+    a_ts, b_ts = micros(a.ts), micros(b.ts)
+    a_seq, b_seq = pc.fill_null(a.seq, ""), pc.fill_null(b.seq, "")
     missing = pc.is_null(b_ts)
     later = pc.fill_null(pc.greater(a_ts, b_ts), False)
     tie = pc.fill_null(pc.and_(pc.equal(a_ts, b_ts), pc.greater(a_seq, b_seq)), False)
-    return _numpy(pc.or_(pc.or_(missing, later), tie))
+    by_time = _numpy(pc.or_(pc.or_(missing, later), tie))
+    if a_arrives:
+        return _arrives_later(a, b) | by_time
+    return ~_arrives_later(b, a) & by_time
+
+
+def _arrives_later(arriving: Order, stored: Order) -> np.ndarray:
+    """True where the arriving change is later than the stored one by their phases alone: a
+    full-load row, or a CDC change over a full-load row."""
+    full_load = _numpy(pc.fill_null(pc.equal(arriving.phase, FULL_LOAD_PHASE), False))
+    cdc = _numpy(pc.fill_null(pc.equal(arriving.phase, CDC_PHASE), False))
+    over_load = _numpy(pc.fill_null(pc.equal(stored.phase, FULL_LOAD_PHASE), False))
+    return full_load | (cdc & over_load)
 
 
 def _numpy(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -155,20 +180,17 @@ def label_changes(
     compared: Sequence[str],
 ) -> Labels:
     """Label ``changes`` (one per key, aligned to silver: its names and types) against
-    ``silver_rows`` (keys, change time and sequence, ``compared`` columns, ``FILE_INDEX``,
+    ``silver_rows`` (keys, change time, sequence and phase, ``compared`` columns, ``FILE_INDEX``,
     ``POSITION``: the live rows of the changes' keys) and ``memory_rows`` (keys, change time,
-    sequence, Op: the tombstone entries of those keys). A key with two silver rows or two entries
+    sequence, phase, Op: the tombstone entries of those keys). A key with two silver rows or two entries
     is :class:`NotEligible` (the Spark path's join would label the change twice)."""
     joined = _joined(changes, silver_rows, memory_rows, keys)
     op = _numpy(pc.equal(changes.column(OP), DELETE))
-    s_ts, s_seq = changes.column(CHANGE_TS), changes.column(CHANGE_SEQ)
+    change, entry = Order.of(changes), Order.of(joined, MEMORY_SIDE)
     matched = ~_numpy(pc.is_null(joined.column(SILVER_SIDE + FILE_INDEX)))
     remembered = ~_numpy(pc.is_null(joined.column(MEMORY_SIDE + CHANGE_TS)))
-    m_ts, m_seq = joined.column(MEMORY_SIDE + CHANGE_TS), joined.column(MEMORY_SIDE + CHANGE_SEQ)
-    memory_ok = ~remembered | np.where(op, ~newer(m_ts, m_seq, s_ts, s_seq), newer(s_ts, s_seq, m_ts, m_seq))
-    silver_newer = newer(
-        s_ts, s_seq, joined.column(SILVER_SIDE + CHANGE_TS), joined.column(SILVER_SIDE + CHANGE_SEQ)
-    )
+    memory_ok = ~remembered | np.where(op, ~newer(entry, change, False), newer(change, entry, True))
+    silver_newer = newer(change, Order.of(joined, SILVER_SIDE), True)
     same_row = np.zeros(len(joined), dtype=bool)
     if compared:
         same_row = ~op

@@ -24,9 +24,9 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType, _parse_datatype_string
+from pyspark.sql.types import DataType, IntegerType, StructType, _parse_datatype_string
 
-from icetide_glue.columns import FILE_RANK, ROW_INDEX, is_metadata_column
+from icetide_glue.columns import CDC_PHASE, FILE_RANK, FULL_LOAD_PHASE, ROW_INDEX, is_metadata_column
 from icetide_glue.errors import (
     BronzeSchemaError,
     MissingBronzeFile,
@@ -59,13 +59,20 @@ _LOAD_NUMBER_DIGITS = 20
 
 
 def file_rank(file_name: Column) -> Column:
-    """A string that sorts bronze files in write order: full-load files by their hexadecimal
-    number, then every other file (CDC files, named by time) by name."""
+    """A string that sorts bronze files in write order: its first character the file's phase
+    (:func:`rank_phase`), then full-load files by their hexadecimal number, every other file (CDC
+    files, named by time) by name."""
     load_number = F.regexp_extract(file_name, _LOAD_FILE, 1)
     return F.when(
         load_number != "",
-        F.concat(F.lit("0"), F.lpad(F.conv(load_number, 16, 10), _LOAD_NUMBER_DIGITS, "0")),
-    ).otherwise(F.concat(F.lit("1"), file_name))
+        F.concat(F.lit(str(FULL_LOAD_PHASE)), F.lpad(F.conv(load_number, 16, 10), _LOAD_NUMBER_DIGITS, "0")),
+    ).otherwise(F.concat(F.lit(str(CDC_PHASE)), file_name))
+
+
+def rank_phase(rank: Column) -> Column:
+    """The phase of a file rank's file: FULL_LOAD_PHASE for DMS's LOAD files (their rows carry
+    DMS's transfer time), CDC_PHASE for every other (their rows carry the source's commit time)."""
+    return F.substring(rank, 1, 1).cast(IntegerType())
 
 
 def read_bronze(spark: SparkSession, uri: str) -> DataFrame | None:

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DataType,
     DecimalType,
+    IntegerType,
     IntegralType,
     LongType,
     StringType,
@@ -27,7 +28,9 @@ from pyspark.sql.types import (
 )
 from pyspark.sql.window import WindowSpec
 
+from icetide_glue.bronze import rank_phase
 from icetide_glue.columns import (
+    CHANGE_PHASE,
     CHANGE_SEQ,
     CHANGE_TS,
     DELETE,
@@ -35,6 +38,7 @@ from icetide_glue.columns import (
     DMS_OP_COLUMN,
     FILE_RANK,
     HAS_IMAGE,
+    IMAGE_PHASE,
     IMAGE_SEQ,
     IMAGE_TS,
     INSERT,
@@ -50,7 +54,7 @@ from icetide_glue.sql import quote_identifier
 _LATEST = "_icetide_latest"
 _IMAGE = "_icetide_image"
 # Working columns a change keeps when aligned to silver (for the classification and the commit).
-_CHANGE_WORKING_COLUMNS = (OP, HAS_IMAGE, IMAGE_TS, IMAGE_SEQ)
+_CHANGE_WORKING_COLUMNS = (OP, HAS_IMAGE, IMAGE_TS, IMAGE_SEQ, IMAGE_PHASE)
 # DMS's TimestampColumnName format, yyyy-MM-dd HH:mm:ss.SSSSSS (fractions optional, at most
 # microseconds). Spark's cast alone also accepts "2026", "2026-11" or a T, and reads those as times.
 DMS_TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
@@ -148,7 +152,8 @@ def normalize_changes(
     """Replace DMS's Op / timestamp / sequence columns by icetide's metadata columns.
 
     Full-load rows without an Op (no ``IncludeOpForFullLoad``, or a blank value) are inserts.
-    The file rank and row position read with the bronze files are kept for ordering. DMS columns
+    Each row's phase (full load or CDC) comes from its file's name (the file rank), which is kept
+    with the row position for ordering. DMS columns
     of a type DMS never writes are refused (:func:`check_dms_column_types`).
     """
     ts_name = require_column(bronze.columns, timestamp_column, "DMS timestamp column (--timestamp_column)")
@@ -177,6 +182,7 @@ def normalize_changes(
             change_time(column(ts_name), is_string).alias(CHANGE_TS),
             sequence.alias(CHANGE_SEQ),
             F.lit(run_id).alias(RUN_ID),
+            rank_phase(column(FILE_RANK)).alias(CHANGE_PHASE),
             column(FILE_RANK),
             column(ROW_INDEX),
         )
@@ -206,9 +212,11 @@ def source_schema(changes: DataFrame) -> StructType:
 
 
 def _latest_first(keys: Sequence[str]) -> WindowSpec:
-    """A key's changes, latest first: by change time, change sequence (a missing one below any, as
-    in the classification's order guard), file, position in file."""
+    """A key's changes, latest first: by phase (DMS applies a task's CDC changes after its full
+    load, whatever their times: icetide_glue.sql.order_guard), change time, change sequence (a
+    missing one below any, as in the classification's order guard), file, position in file."""
     return Window.partitionBy(*[column(key) for key in keys]).orderBy(
+        F.col(CHANGE_PHASE).desc(),
         F.col(CHANGE_TS).desc(),
         F.col(CHANGE_SEQ).desc_nulls_last(),
         F.col(FILE_RANK).desc(),
@@ -223,7 +231,7 @@ def whole_key_window(keys: Sequence[str]) -> WindowSpec:
 
 
 def latest_change_per_key(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """One change per key: the latest by (change time, change sequence, file, position in file)."""
+    """One change per key: the latest by (phase, change time, change sequence, file, position)."""
     return (
         changes.withColumn(_LATEST, F.row_number().over(_latest_first(keys)))
         .where(F.col(_LATEST) == 1)
@@ -243,11 +251,12 @@ def keep_latest_image(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
     A D row whose non-key columns are all null (PostgreSQL's default replica identity sends only
     the key) carries no values; a soft delete must still keep the row's last known values, never
     nulls. So such a D takes the values of the key's latest change in this batch that has values
-    (an I or U before it), with that change's time and sequence in ``_icetide_image_ts`` /
-    ``_icetide_image_seq``; the classification keeps them only if they are newer than silver's
-    row (otherwise silver's values are the latest known). Every other change carries its own
-    values (``_icetide_image_ts`` = its own change time); ``_icetide_has_image`` says whether
-    there are any. Run before :func:`latest_change_per_key`: both use one window.
+    (an I or U before it), with that change's time, sequence and phase in ``_icetide_image_ts`` /
+    ``_icetide_image_seq`` / ``_icetide_image_phase``; the classification keeps them only if they
+    are newer than silver's row (otherwise silver's values are the latest known). Every other
+    change carries its own values (``_icetide_image_ts`` = its own change time);
+    ``_icetide_has_image`` says whether there are any. Run before :func:`latest_change_per_key`:
+    both use one window.
     """
     values = value_columns(changes.columns, keys)
     has_own = F.lit(True)
@@ -261,6 +270,7 @@ def keep_latest_image(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
         *[column(c).alias(f"v{i}") for i, c in enumerate(values)],
         F.col(CHANGE_TS).alias("ts"),
         F.col(CHANGE_SEQ).alias("seq"),
+        F.col(CHANGE_PHASE).alias("phase"),
     )
     latest_image = F.first(F.when(has_own, image), ignorenulls=True).over(whole_key_window(keys))
     with_image = changes.withColumn(_IMAGE, F.when((F.col(OP) == DELETE) & ~has_own, latest_image))
@@ -274,6 +284,7 @@ def keep_latest_image(changes: DataFrame, keys: Sequence[str]) -> DataFrame:
         (has_own | borrowed).alias(HAS_IMAGE),
         F.when(borrowed, F.col(f"{_IMAGE}.ts")).when(has_own, F.col(CHANGE_TS)).alias(IMAGE_TS),
         F.when(borrowed, F.col(f"{_IMAGE}.seq")).when(has_own, F.col(CHANGE_SEQ)).alias(IMAGE_SEQ),
+        F.when(borrowed, F.col(f"{_IMAGE}.phase")).when(has_own, F.col(CHANGE_PHASE)).alias(IMAGE_PHASE),
     )
 
 
@@ -285,6 +296,7 @@ def empty_changes(spark: SparkSession, silver: StructType) -> DataFrame:
         StructField(CHANGE_TS, TimestampType()),
         StructField(CHANGE_SEQ, StringType()),
         StructField(RUN_ID, StringType()),
+        StructField(CHANGE_PHASE, IntegerType()),
         StructField(FILE_RANK, StringType()),
         StructField(ROW_INDEX, LongType()),
     ]

@@ -7,7 +7,18 @@ and sequence (so a later run can refuse an older change) and the run that wrote 
 
 from __future__ import annotations
 
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from icetide_contracts.bronze_files import CDC_PHASE as CDC_PHASE
+from icetide_contracts.bronze_files import FULL_LOAD_PHASE as FULL_LOAD_PHASE
 
 RESERVED_PREFIX = "_icetide_"
 
@@ -18,6 +29,13 @@ DMS_OP_COLUMN = "Op"
 CHANGE_TS = "_icetide_change_ts"
 CHANGE_SEQ = "_icetide_change_seq"
 RUN_ID = "_icetide_run_id"
+# Stored in merge tables and their tombstone tables: the phase of the DMS task the change came
+# from, FULL_LOAD_PHASE (a LOAD file: its time is DMS's transfer time, on the replication
+# instance's clock) or CDC_PHASE (a CDC file: the source's commit time). The two clocks cannot be
+# compared: an arriving full-load row beats what silver holds, a CDC change beats a stored
+# full-load row, CDC against CDC goes by time (sql.order_guard). Null in rows written before the
+# column existed and in reconcile deletes: those are ordered by time alone.
+CHANGE_PHASE = "_icetide_change_phase"
 # Stored only in append-only tables, where a D row is kept as a fact rather than applied.
 OP = "_icetide_op"
 # Stored only in append-only tables: the SHA-256 of a row's content, so a re-read row is not appended
@@ -58,10 +76,12 @@ REMEMBERED = "_icetide_remembered"
 REMEMBER = "_icetide_remember"
 # True when a change carries values of the row: its own (an I, a U, a D with DMS's before-image),
 # or, for a keys-only D (PostgreSQL's default before-image), those of the key's latest change in
-# the batch that had values. IMAGE_TS / IMAGE_SEQ: the change time and sequence of those values.
+# the batch that had values. IMAGE_TS / IMAGE_SEQ / IMAGE_PHASE: the change time, sequence and
+# phase of those values.
 HAS_IMAGE = "_icetide_has_image"
 IMAGE_TS = "_icetide_image_ts"
 IMAGE_SEQ = "_icetide_image_seq"
+IMAGE_PHASE = "_icetide_image_phase"
 # True when a soft delete keeps the change's values (newer than silver's and the tombstone's),
 # false when it keeps silver's.
 TAKE_IMAGE = "_icetide_take_image"
@@ -73,8 +93,11 @@ MERGE_METADATA = StructType(
         StructField(RUN_ID, StringType()),
     ]
 )
-HARD_DELETE_METADATA = StructType([*MERGE_METADATA.fields, StructField(VALUES_HASH, LongType())])
-SOFT_DELETE_METADATA = StructType([*MERGE_METADATA.fields, StructField(DELETED_AT, TimestampType())])
+PHASE_FIELD = StructField(CHANGE_PHASE, IntegerType())
+HARD_DELETE_METADATA = StructType([*MERGE_METADATA.fields, StructField(VALUES_HASH, LongType()), PHASE_FIELD])
+SOFT_DELETE_METADATA = StructType(
+    [*MERGE_METADATA.fields, StructField(DELETED_AT, TimestampType()), PHASE_FIELD]
+)
 APPEND_METADATA = StructType(
     [*MERGE_METADATA.fields, StructField(OP, StringType()), StructField(ROW_HASH, BinaryType())]
 )

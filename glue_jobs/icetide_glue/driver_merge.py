@@ -54,6 +54,7 @@ from icetide_glue.arrow_types import NotEligible, arrow_type
 from icetide_glue.beside import beside
 from icetide_glue.changes import check_dms_column_types, find_column, is_whole_number_type
 from icetide_glue.columns import (
+    CHANGE_PHASE,
     CHANGE_SEQ,
     CHANGE_TS,
     DMS_OP_COLUMN,
@@ -80,7 +81,14 @@ from icetide_glue.silver import (
     missing_metadata,
     silver_schema,
 )
-from icetide_glue.sql import MAIN_BRANCH, MEMORY_COLUMNS, ChangeAction, compared_columns, memory_merge_sql
+from icetide_glue.sql import (
+    MAIN_BRANCH,
+    MEMORY_COLUMNS,
+    ORDER_COLUMNS,
+    ChangeAction,
+    compared_columns,
+    memory_merge_sql,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +243,7 @@ def _align(latest: pa.Table, silver: StructType) -> pa.Table:
         name = find_column(latest.column_names, field.name)
         wanted = arrow_type(field.dataType)
         columns[field.name] = pc.cast(latest.column(name), wanted) if name else pa.nulls(len(latest), wanted)
-    for name in (CHANGE_TS, CHANGE_SEQ, RUN_ID, OP):
+    for name in (CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE, RUN_ID, OP):
         columns[name] = latest.column(name)
     return pa.table(columns)
 
@@ -275,7 +283,7 @@ def _label(
     compared = compared_columns([n for n in silver.fieldNames() if not is_metadata_column(n)], keys)
     ranges = batch.summary.key_ranges or []
     wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
-    read = StructType([silver[name] for name in [*silver_keys, CHANGE_TS, CHANGE_SEQ, *compared]])
+    read = StructType([silver[name] for name in [*silver_keys, *ORDER_COLUMNS, *compared]])
     key_fields = [latest.schema.field(key) for key in silver_keys]
     read_memory = partial(_read_memory, spark, tombstones, keys, key_fields, ranges, wanted)
     # The tombstone table is planned and read while silver's rows are (icetide_glue.beside).
@@ -340,11 +348,11 @@ def _read_memory(
     ranges: Sequence[tuple[int, int]],
     wanted: pa.Array,
 ) -> _Memory:
-    """The tombstone table's entries of ``wanted`` keys (change time, sequence, op), its keys
+    """The tombstone table's entries of ``wanted`` keys (change time, sequence, phase, op), its keys
     cast to ``key_fields`` (the batch's), as the labels join them."""
     memory = silver_schema(spark, tombstones)
     tombstone_keys = _tombstone_keys(memory, keys)
-    memory_read = StructType([memory[name] for name in [*tombstone_keys, CHANGE_TS, CHANGE_SEQ, OP]])
+    memory_read = StructType([memory[name] for name in [*tombstone_keys, *ORDER_COLUMNS, OP]])
     memory_iceberg = iceberg_table(spark, tombstones.sql_name, refreshed=True)
     _, rows = read_rows_of_keys(
         spark,
@@ -364,7 +372,7 @@ def _read_memory(
                 f.name: pc.cast(rows.column(k), f.type)
                 for f, k in zip(key_fields, tombstone_keys, strict=True)
             },
-            **{name: rows.column(name) for name in (CHANGE_TS, CHANGE_SEQ, OP)},
+            **{name: rows.column(name) for name in (*ORDER_COLUMNS, OP)},
         }
     )
     return _Memory(memory, memory_iceberg, tombstone_keys, rows)

@@ -21,11 +21,12 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
 from icetide_glue.bronze import read_bronze, translate_unreadable_file
 from icetide_glue.changes import column, require_column
 from icetide_glue.columns import (
+    CHANGE_PHASE,
     CHANGE_SEQ,
     CHANGE_TS,
     DELETE,
@@ -154,6 +155,8 @@ def add_reconcile_deletes(
         OP: F.lit(DELETE),
         CHANGE_TS: started,
         CHANGE_SEQ: F.lit(RECONCILE_SEQUENCE).cast(StringType()),
+        # Neither phase: the extraction's start is compared with every change by time alone.
+        CHANGE_PHASE: F.lit(None).cast(IntegerType()),
         RUN_ID: F.lit(run_id),
         HAS_IMAGE: F.coalesce(F.col(HAS_IMAGE), F.lit(False)).cast(BooleanType()),
         DELETED_AT: started,

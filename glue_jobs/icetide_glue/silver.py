@@ -20,7 +20,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
-from icetide_glue.columns import APPEND_METADATA, HARD_DELETE_METADATA, SOFT_DELETE_METADATA, VALUES_HASH
+from icetide_glue.columns import (
+    APPEND_METADATA,
+    HARD_DELETE_METADATA,
+    PHASE_FIELD,
+    SOFT_DELETE_METADATA,
+    VALUES_HASH,
+)
 from icetide_glue.iceberg_tables import branch_snapshot_id, data_files_may_hold, iceberg_table, jvm
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
@@ -246,13 +252,20 @@ def ensure_tombstone_table(
     spark: SparkSession, table: SilverTable, silver: StructType, keys: Sequence[str]
 ) -> SilverTable:
     """Create the tombstone table on first need: silver's key columns (same types), then
-    ``_icetide_change_ts``, ``_icetide_change_seq``, ``_icetide_op`` (D, or U for a skipped update)
-    and ``_icetide_run_id``. Unpartitioned: it holds only recent deletes."""
+    ``_icetide_change_ts``, ``_icetide_change_seq``, ``_icetide_op`` (D, or U for a skipped update),
+    ``_icetide_run_id`` and ``_icetide_change_phase``. Unpartitioned: it holds only recent deletes.
+
+    A tombstone table created before a memory column existed gets it (its entries read it as
+    null: ordered by time alone, as when they were written)."""
     memory = tombstone_table(table)
+    metadata = {f.name: f.dataType.simpleString() for f in [*APPEND_METADATA.fields, PHASE_FIELD]}
     if table_exists(spark, memory):
+        present = {name.lower() for name in silver_schema(spark, memory).fieldNames()}
+        missing = [(c, metadata[c]) for c in MEMORY_COLUMNS if c.lower() not in present]
+        if missing:
+            spark.sql(add_columns_sql(memory.sql_name, missing))
         return memory
     types = {f.name.lower(): f.dataType.simpleString() for f in silver.fields}
-    metadata = {f.name: f.dataType.simpleString() for f in APPEND_METADATA.fields}
     definitions = [(k, types[k.lower()]) for k in keys] + [(c, metadata[c]) for c in MEMORY_COLUMNS]
     spark.sql(create_table_sql(memory.sql_name, definitions, APPEND_TABLE_PROPERTIES))
     return memory

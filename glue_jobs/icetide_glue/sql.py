@@ -11,11 +11,15 @@ from enum import StrEnum
 
 from icetide_glue.columns import (
     ACTION,
+    CDC_PHASE,
+    CHANGE_PHASE,
     CHANGE_SEQ,
     CHANGE_TS,
     DELETE,
     DELETED_AT,
+    FULL_LOAD_PHASE,
     HAS_IMAGE,
+    IMAGE_PHASE,
     IMAGE_SEQ,
     IMAGE_TS,
     IN_MEMORY,
@@ -37,6 +41,10 @@ RUN_ID_PROPERTY = "icetide.run-id"
 RUN_STATS_PROPERTY = "icetide.run-stats"
 # Which of the job's merge paths committed a run: "driver" (icetide_glue.driver_merge) or "spark".
 MERGE_PATH_PROPERTY = "icetide.merge-path"
+
+
+# What orders a change against silver's row and the key's tombstone entry (order_guard).
+ORDER_COLUMNS = (CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE)
 
 
 class ChangeAction(StrEnum):
@@ -153,37 +161,72 @@ def alter_column_type_sql(table: str, column: str, sql_type: str) -> str:
     return f"ALTER TABLE {table} ALTER COLUMN {quote_identifier(column)} TYPE {sql_type}"
 
 
-def order_guard(source: str = "s", target: str = "t") -> str:
-    """True when the source change is newer than the silver row: (change time, sequence) is larger.
+def order_guard(source: str = "s", target: str = "t", source_arrives: bool | None = True) -> str:
+    """True when ``source``'s change is later than ``target``'s (a silver row, a tombstone entry).
 
-    A silver row without a change time (written by something else) is always overwritten; a missing
-    sequence sorts below every sequence. Equal time and sequence means the same change read twice
-    (a ``gte`` watermark re-reads its boundary rows): not newer, so it changes nothing.
+    ``source_arrives`` says which of the two is the change this run brings (True: ``source``;
+    False: ``target``; None: neither, two stored rows). The arriving change is later, whatever the
+    times, when it is a full-load row (a full load reads the source as it is now: whatever silver
+    holds came from an earlier task, or from this task's own full load), or a CDC change over a
+    stored full-load row (DMS delivers a task's full load before its CDC changes, in one folder
+    and across runs: a windowed task's full load is in its first run's folder, a continuous
+    task's LOAD files are taken before its CDC files). The two phases' times cannot be compared:
+    a full-load row's is when DMS transferred it (the replication instance's clock), a CDC row's
+    its commit at the source (the source's clock), and a change committed during the full load may
+    be read by it afterwards.
+
+    Otherwise (CDC against CDC, a row without phase: written before silver stored it, or a
+    reconcile delete) by (change time, sequence): a target without a change time (written by
+    something else) is always overwritten; a missing sequence sorts below every sequence; equal
+    time and sequence is the same change read twice: not later, so it changes nothing.
     """
-    return _newer((source, CHANGE_TS, CHANGE_SEQ), (target, CHANGE_TS, CHANGE_SEQ))
+    return _newer(
+        (source, CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE),
+        (target, CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE),
+        source_arrives,
+    )
 
 
-def _newer(source: tuple[str, str, str], target: tuple[str, str, str]) -> str:
-    """:func:`order_guard` on any pair of (alias, time column, sequence column)."""
-    s_ts, t_ts = (f"{alias}.{quote_identifier(ts)}" for alias, ts, _ in (source, target))
-    s_seq, t_seq = (f"coalesce({alias}.{quote_identifier(seq)}, '')" for alias, _, seq in (source, target))
-    return f"({t_ts} IS NULL OR {s_ts} > {t_ts} OR ({s_ts} = {t_ts} AND {s_seq} > {t_seq}))"
+def _newer(
+    source: tuple[str, str, str, str], target: tuple[str, str, str, str], source_arrives: bool | None
+) -> str:
+    """:func:`order_guard` on any pair of (alias, time column, sequence column, phase column)."""
+    s_ts, t_ts = (f"{alias}.{quote_identifier(ts)}" for alias, ts, _, _ in (source, target))
+    s_seq, t_seq = (f"coalesce({alias}.{quote_identifier(seq)}, '')" for alias, _, seq, _ in (source, target))
+    by_time = f"({t_ts} IS NULL OR {s_ts} > {t_ts} OR ({s_ts} = {t_ts} AND {s_seq} > {t_seq}))"
+    if source_arrives is None:
+        return by_time
+    if source_arrives:
+        return f"({_arrives_later(source, target)} OR {by_time})"
+    return f"(NOT {_arrives_later(target, source)} AND {by_time})"
+
+
+def _arrives_later(arriving: tuple[str, str, str, str], stored: tuple[str, str, str, str]) -> str:
+    """True when the arriving change is later than the stored one by their phases alone."""
+    a_phase, s_phase = (f"{alias}.{quote_identifier(phase)}" for alias, _, _, phase in (arriving, stored))
+    return (
+        f"coalesce({a_phase} = {FULL_LOAD_PHASE}"
+        f" OR ({a_phase} = {CDC_PHASE} AND {s_phase} = {FULL_LOAD_PHASE}), FALSE)"
+    )
 
 
 def take_image(memory: bool) -> str:
-    """True when a soft delete keeps the values it carries (``_icetide_image_ts`` / ``_seq`` say
-    whose they are): they are newer than silver's row, and not older than an update the key's
-    tombstone entry says was skipped (silver holds its values). A delete entry says nothing about
-    values (and may be this very delete, remembered before a failed silver commit)."""
-    image = ("s", IMAGE_TS, IMAGE_SEQ)
+    """True when a soft delete keeps the values it carries (``_icetide_image_ts`` / ``_seq`` /
+    ``_phase`` say whose they are): they are newer than silver's row, and not older than an update
+    the key's tombstone entry says was skipped (silver holds its values). A delete entry says
+    nothing about values (and may be this very delete, remembered before a failed silver commit)."""
+    image = ("s", IMAGE_TS, IMAGE_SEQ, IMAGE_PHASE)
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
-    silver_row = ("t", CHANGE_TS, CHANGE_SEQ)
-    condition = f"s.{quote_identifier(HAS_IMAGE)} AND ({in_silver} IS NULL OR {_newer(image, silver_row)})"
+    silver_row = ("t", CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE)
+    condition = (
+        f"s.{quote_identifier(HAS_IMAGE)} AND ({in_silver} IS NULL OR {_newer(image, silver_row, True)})"
+    )
     if memory:
         in_memory, memory_op = f"m.{quote_identifier(IN_MEMORY)}", f"m.{quote_identifier(OP)}"
-        skipped_update = ("m", CHANGE_TS, CHANGE_SEQ)
+        skipped_update = ("m", CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE)
         condition += (
-            f" AND ({in_memory} IS NULL OR {memory_op} = '{DELETE}' OR NOT {_newer(skipped_update, image)})"
+            f" AND ({in_memory} IS NULL OR {memory_op} = '{DELETE}'"
+            f" OR NOT {_newer(skipped_update, image, False)})"
         )
     return f"({condition})"
 
@@ -247,7 +290,7 @@ def passes_memory(source: str = "s", memory: str = "m") -> str:
     """
     op, in_memory = f"{source}.{quote_identifier(OP)}", f"{memory}.{quote_identifier(IN_MEMORY)}"
     return (
-        f"({in_memory} IS NULL OR ({op} = '{DELETE}' AND NOT {order_guard(memory, source)})"
+        f"({in_memory} IS NULL OR ({op} = '{DELETE}' AND NOT {order_guard(memory, source, False)})"
         f" OR ({op} <> '{DELETE}' AND {order_guard(source, memory)}))"
     )
 
@@ -321,7 +364,7 @@ def classify_changes_sql(
             unhashed_table,
         )
     else:
-        silver_side = [*keys, CHANGE_TS, CHANGE_SEQ, *compared, *([DELETED_AT] if soft_delete else [])]
+        silver_side = [*keys, *ORDER_COLUMNS, *compared, *([DELETED_AT] if soft_delete else [])]
         silver_rows = rows_of_batch(
             table,
             source_view,
@@ -358,7 +401,7 @@ def classify_changes_sql(
             memory_table,
             source_view,
             keys,
-            (*keys, CHANGE_TS, CHANGE_SEQ, OP),
+            (*keys, *ORDER_COLUMNS, OP),
             IN_MEMORY,
             broadcast_changes,
         )
@@ -457,7 +500,7 @@ def hashed_rows_of_batch(
     :func:`icetide_glue.silver.has_rows_without_values_hash`) the first read is the only one and
     tests no row for null (that test over a 20M-row table: docs/benchmarks/merge-cost.md, eighth round).
     """
-    narrow = [*keys, CHANGE_TS, CHANGE_SEQ]
+    narrow = [*keys, *ORDER_COLUMNS]
     stored_hash = f"r.{quote_identifier(VALUES_HASH)}"
     stored = rows_of_batch(
         table,
@@ -511,15 +554,19 @@ def reconcile_candidates_sql(
     """
     in_silver, in_memory = quote_identifier(IN_SILVER), quote_identifier(IN_MEMORY)
     ts, seq, op = quote_identifier(CHANGE_TS), quote_identifier(CHANGE_SEQ), quote_identifier(OP)
+    phase = quote_identifier(CHANGE_PHASE)
     quoted = [quote_identifier(k) for k in keys]
     alive = f" AND t.{quote_identifier(DELETED_AT)} IS NULL" if soft_delete else ""
-    memory_newer = f"m.{in_memory} IS NOT NULL AND (t.{in_silver} IS NULL OR {order_guard('m', 't')})"
-    silver_columns = ", ".join([*quoted, ts, seq, *([quote_identifier(DELETED_AT)] if soft_delete else [])])
+    # Two stored rows: neither arrives now, so times alone say which is later.
+    memory_newer = f"m.{in_memory} IS NOT NULL AND (t.{in_silver} IS NULL OR {order_guard('m', 't', None)})"
+    silver_columns = ", ".join(
+        [*quoted, ts, seq, phase, *([quote_identifier(DELETED_AT)] if soft_delete else [])]
+    )
     state_keys = ", ".join(f"coalesce(t.{k}, m.{k}) AS {k}" for k in quoted)
     batch_wins = (
         f"s.{quoted[0]} IS NOT NULL AND (b.{quoted[0]} IS NULL"
         f" OR (s.{op} <> '{DELETE}' AND {order_guard('s', 'b')})"
-        f" OR (s.{op} = '{DELETE}' AND NOT {order_guard('b', 's')}))"
+        f" OR (s.{op} = '{DELETE}' AND NOT {order_guard('b', 's', False)}))"
     )
     started = f"timestamp_micros({int(started_at_micros)})"
     own_delete = (
@@ -532,10 +579,11 @@ def reconcile_candidates_sql(
             "FULL OUTER JOIN (",
             f"  SELECT {state_keys}, ((t.{in_silver} IS NOT NULL{alive}) OR ({own_delete})) AS `live`,",
             f"    CASE WHEN {memory_newer} THEN m.{ts} ELSE t.{ts} END AS {ts},",
-            f"    CASE WHEN {memory_newer} THEN m.{seq} ELSE t.{seq} END AS {seq}",
+            f"    CASE WHEN {memory_newer} THEN m.{seq} ELSE t.{seq} END AS {seq},",
+            f"    CASE WHEN {memory_newer} THEN m.{phase} ELSE t.{phase} END AS {phase}",
             # Quoted names only: nothing in this text comes unquoted from input.
             f"  FROM (SELECT {silver_columns}, TRUE AS {in_silver} FROM {table}) t",  # noqa: S608
-            f"  FULL OUTER JOIN (SELECT {', '.join(quoted)}, {ts}, {seq}, {op}, TRUE AS {in_memory} "  # noqa: S608
+            f"  FULL OUTER JOIN (SELECT {', '.join(quoted)}, {ts}, {seq}, {phase}, {op}, TRUE AS {in_memory} "  # noqa: S608
             f"FROM {memory_table}) m",
             f"  ON {key_condition(keys, 'm', 't')}",
             ") b",
@@ -549,7 +597,7 @@ def reconcile_candidates_sql(
 
 
 # The order memory's own columns after the key columns (the tombstone table, see memory_merge_sql).
-MEMORY_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID)
+MEMORY_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID, CHANGE_PHASE)
 
 
 def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -> str:

@@ -12,6 +12,17 @@ import pyarrow.parquet as pq
 
 TIMESTAMP_COLUMN = "dms_timestamp"
 SEQUENCE_COLUMN = "AR_H_CHANGE_SEQ"
+# A CDC file of a table (id, name, v) with the change sequence a transformation rule adds.
+CHANGES_WITH_SEQUENCE = pa.schema(
+    [
+        ("Op", pa.string()),
+        (TIMESTAMP_COLUMN, pa.string()),
+        (SEQUENCE_COLUMN, pa.string()),
+        ("id", pa.int32()),
+        ("name", pa.string()),
+        ("v", pa.int32()),
+    ]
+)
 
 
 def write_dms_file(folder: Path, file_name: str, schema: pa.Schema, rows: Sequence[Sequence[Any]]) -> Path:

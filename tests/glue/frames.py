@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType, StringType, StructField, StructType, TimestampType
 
-from icetide_glue.columns import VALUES_HASH
+from icetide_glue.columns import CHANGE_PHASE, VALUES_HASH
 
 
 def _comparable(value: Any, is_timestamp: bool) -> Any:
@@ -30,9 +30,11 @@ def assert_frame_equal(actual: DataFrame, expected_rows: Iterable[Sequence[Any]]
 
     A hard-delete table's ``_icetide_values_hash`` is left out unless ``schema`` lists it: tests
     state their rows' values, and the hash of those is checked against its own oracle where it is
-    tested (test_values_hash.py, the random workloads)."""
-    if VALUES_HASH in actual.columns and VALUES_HASH not in schema.fieldNames():
-        actual = actual.drop(VALUES_HASH)
+    tested (test_values_hash.py, the random workloads). So is a merge table's
+    ``_icetide_change_phase``: the order it gives is tested by its outcomes (test_full_load_order.py)."""
+    for derived in (VALUES_HASH, CHANGE_PHASE):
+        if derived in actual.columns and derived not in schema.fieldNames():
+            actual = actual.drop(derived)
     actual_columns = [(f.name, f.dataType) for f in actual.schema.fields]
     expected_columns = [(f.name, f.dataType) for f in schema.fields]
     assert actual_columns == expected_columns, (

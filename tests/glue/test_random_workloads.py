@@ -33,7 +33,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from glue.dms_files import write_dms_file
+from glue.dms_files import CHANGES_WITH_SEQUENCE, write_dms_file
 from glue.silver_tables import load_into_silver, merge_path, silver_table
 from glue.values_hash import int_text, values_hash
 from icetide_glue.arguments import DeleteMode
@@ -43,16 +43,7 @@ pytestmark = pytest.mark.spark
 
 KEYS = range(1, 7)
 BASE = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
-WITH_SEQ = pa.schema(
-    [
-        ("Op", pa.string()),
-        ("dms_timestamp", pa.string()),
-        ("AR_H_CHANGE_SEQ", pa.string()),
-        ("id", pa.int32()),
-        ("name", pa.string()),
-        ("v", pa.int32()),
-    ]
-)
+WITH_SEQ = CHANGES_WITH_SEQUENCE
 WITHOUT_SEQ = pa.schema([f for f in WITH_SEQ if f.name != "AR_H_CHANGE_SEQ"])
 # A full-load file without IncludeOpForFullLoad and without the sequence column.
 BARE_LOAD = pa.schema([f for f in WITHOUT_SEQ if f.name != "Op"])
@@ -363,7 +354,8 @@ def run_workload(
             spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
             hashed_from = number
         # Every other run with DMS's row count: its key ranges come from the batch check.
-        counted = {"expected_rows": len(batch)} if number % 2 else {}
+        loaded = len(workload.load) if number == 0 and workload.load_schema is not None else 0
+        counted = {"expected_rows": loaded, "max_change_rows": len(batch) - loaded} if number % 2 else {}
         # Each run picks its merge path: the driver's where it may (a hard-delete merge into an
         # existing table with every metadata column, no reconcile), or Spark's.
         on_driver = rng.random() < 0.6

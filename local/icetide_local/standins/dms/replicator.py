@@ -15,7 +15,9 @@ writes, for the Glue job downstream to read without knowing the difference:
 - the target endpoint's ``S3Settings``: LOAD files named ``LOAD00000001.parquet``, counting in
   hexadecimal, under ``<BucketFolder>/<schema>/<table>/``; an ``Op`` column (``I``) first when
   ``IncludeOpForFullLoad``; the ``TimestampColumnName`` column as a ``yyyy-MM-dd HH:mm:ss.SSSSSS``
-  string holding the transfer time; then the source columns with source-faithful types, then
+  string holding the transfer time, on the replication instance's clock (:data:`INSTANCE_CLOCK_SKEW`
+  ahead of, or behind, the source's clock that stamps commit times); then the source columns with
+  source-faithful types, then
   ``AR_H_CHANGE_SEQ`` (null in LOAD files) when the mapping adds it. CDC files sit beside them, named
   by the time of writing (``yyyyMMdd-HHmmssSSS.parquet``, strictly increasing, also after the
   ``cdc_files_after`` of an earlier run of the task), with ``Op`` (I/U/D) first and the source
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -68,6 +71,31 @@ DMS_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # DMS's yyyy-MM-dd HH:mm:ss.SSSSS
 
 DEFAULT_MAX_ROWS_PER_FILE = 100_000
 DEFAULT_BATCH_ROWS = 10_000
+
+# DMS stamps a full-load row with when it transferred the row, on the replication instance's
+# clock, and a CDC row with its commit time, on the source's (AWS DMS API reference,
+# S3Settings.TimestampColumnName). The stand-in's own clock is the source's (SQLite's triggers
+# stamp commits with it); the instance's runs this far ahead of it (negative: behind). Set it
+# with ICETIDE_DMS_INSTANCE_CLOCK_SKEW_SECONDS (read when the stand-in is imported), or in a test.
+INSTANCE_CLOCK_SKEW_VARIABLE = "ICETIDE_DMS_INSTANCE_CLOCK_SKEW_SECONDS"
+
+
+def _skew_from_environment() -> dt.timedelta:
+    text = os.environ.get(INSTANCE_CLOCK_SKEW_VARIABLE, "").strip()
+    try:
+        return dt.timedelta(seconds=float(text or 0))
+    except ValueError:
+        raise ValueError(
+            f"{INSTANCE_CLOCK_SKEW_VARIABLE}={text!r} is not a number of seconds (e.g. 30 or -2.5)"
+        ) from None
+
+
+INSTANCE_CLOCK_SKEW = _skew_from_environment()
+# Called with the table's schema and name between a full load's transfers (see _load_table), so
+# that a test can commit changes at the source DURING a full-load-and-cdc task's full load, as
+# happens to DMS; None: nothing is.
+FullLoadHook = Callable[[str, str], None]
+DURING_FULL_LOAD: FullLoadHook | None = None
 
 _NEGATIVE_OPERATORS = frozenset({"noteq", "notbetween", "notnull"})
 _IGNORED_RULE_TYPES = frozenset({"table-settings"})  # parallel-load and LOB tuning: same rows, same columns
@@ -245,7 +273,8 @@ def run_replication(
             "a cdc task needs CdcStartPosition (the RecoveryCheckpoint of an earlier task of the table)"
         )
     sink = sink or S3ObjectSink.for_target(settings)
-    writer = _FullLoadWriter(settings, sink, max_rows_per_file, clock)
+    skew = INSTANCE_CLOCK_SKEW
+    writer = _FullLoadWriter(settings, sink, max_rows_per_file, lambda: clock() + skew)
     engine, created = open_source(source)
     try:
         tables = [(selection.schema, selection.table) for selection in selections]
@@ -262,7 +291,7 @@ def run_replication(
         loads: list[TableStatistics | None] = [
             None
             if migration_type == CDC
-            else _load_table(engine, s, writer, batch_rows, map_boolean_as_boolean)
+            else _load_table(engine, s, writer, batch_rows, map_boolean_as_boolean, DURING_FULL_LOAD)
             for s in selections
         ]
         if capture is None:
@@ -296,7 +325,12 @@ def _load_table(
     writer: _FullLoadWriter,
     batch_rows: int,
     map_boolean_as_boolean: bool,
+    during_load: FullLoadHook | None = None,
 ) -> TableStatistics:
+    """One table's full load. With ``during_load``, the table is read in one statement first, as a
+    source's single SELECT sees it (a snapshot at its start), and ``during_load`` is called before
+    each batch is transferred: changes it commits are captured by CDC with their commit times, and
+    the rows read before them are stamped after them."""
     started_at = writer.clock()
     files: list[str] = []
     rows = 0
@@ -310,6 +344,10 @@ def _load_table(
             batches = source_table.batches(
                 connection, selection.filters, batch_rows, columns=selection.include_columns
             )
+            if during_load is not None:
+                read = list(batches)
+                connection.rollback()  # the read's snapshot ends: the source takes commits again
+                batches = _after_each(read, lambda: during_load(selection.schema, selection.table))
             for uri, file_rows in writer.write_table(selection, batches):
                 files.append(uri)
                 rows += file_rows
@@ -326,6 +364,12 @@ def _load_table(
         started_at=started_at,
         finished_at=writer.clock(),
     )
+
+
+def _after_each(batches: Sequence[pa.RecordBatch], hook: Callable[[], None]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        hook()
+        yield batch
 
 
 def _capture_table(

@@ -447,3 +447,53 @@ def test_notifications_are_encrypted_and_failed_runs_raise_an_alarm() -> None:
     assert [metric["MetricName"] for metric in watched] == ["RunsFailed", "ExecutionsTimedOut"]
     assert watched[1]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": "TableRunStateMachine"}}]
     assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+# What writing a bronze file takes: the actions that create, replace, remove or re-tag one.
+BRONZE_WRITE_ACTIONS = {"s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:PutObjectTagging"}
+
+
+def _touches_bronze(statement: Any) -> bool:
+    """True when one of ``statement``'s resources covers a key below the bronze prefix."""
+    key = f"arn:aws:s3:::RawBucket/{BRONZE}/_continuous/orders/dbo/orders/20261121-070501123.parquet"
+    return any(fnmatch.fnmatchcase(key, resolve_sub(resource)) for resource in statement.resources)
+
+
+def test_only_the_dms_target_role_and_a_named_break_glass_role_may_write_bronze() -> None:
+    (deny,) = [
+        s
+        for s in policy_statements()
+        if s.owner == "RawBucketPolicy"
+        and s.statement["Effect"] == "Deny"
+        and _touches_bronze(s)
+        and "aws:PrincipalArn" in json.dumps(s.statement.get("Condition", {}))
+    ]
+
+    assert deny.statement["Principal"] == "*"
+    assert set(deny.actions) >= BRONZE_WRITE_ACTIONS
+    assert [resolve_sub(r) for r in deny.resources] == [f"arn:aws:s3:::RawBucket/{BRONZE}/*"]
+    assert deny.statement["Condition"] == {
+        "ArnNotEquals": {
+            "aws:PrincipalArn": [
+                {"Fn::GetAtt": ["DmsS3TargetRole", "Arn"]},
+                {
+                    "Fn::If": [
+                        "HasBronzeBreakGlassRole",
+                        {"Ref": "BronzeBreakGlassRoleArn"},
+                        {"Ref": "AWS::NoValue"},
+                    ]
+                },
+            ]
+        }
+    }
+
+
+def test_no_identity_of_the_stack_but_dms_s_target_role_is_allowed_to_write_bronze() -> None:
+    """The bucket's deny takes nothing from the stack: only DMS's role ever needed to write there."""
+    writers = {
+        s.owner
+        for s in _allow_statements()
+        if s.document == "identity" and BRONZE_WRITE_ACTIONS & set(s.actions) and _touches_bronze(s)
+    }
+
+    assert writers == {"DmsS3TargetRole"}

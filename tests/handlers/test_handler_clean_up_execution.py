@@ -13,6 +13,7 @@ from moto.dms.exceptions import InvalidResourceStateFault
 from moto.dms.models import DatabaseMigrationServiceBackend
 
 import handlers.clean_up_execution
+from icetide.dms.identifiers import RunDmsResources
 from icetide.errors import DmsResourceBusy
 from icetide.run.handler_inputs import InvalidHandlerInput
 
@@ -289,3 +290,17 @@ def test_dms_still_stopping_a_task_is_retried_without_counting_a_failure(
         _clean_up(load_event("clean_up_execution"), lambda_context)
 
     assert _cleanup_failures_published(capsys) == []
+
+
+def test_a_resource_tagged_as_the_runs_but_not_named_by_icetide_is_left_alone(
+    world, control_items, load_event, lambda_context
+):
+    _running_item(control_items)
+    # A colleague's instance, given this run's tags by anyone allowed to tag.
+    colleagues = create_instance("analytics-colleague", RunDmsResources(STACK, TABLE, RUN).tags)
+    run: RunArns = world["run"]
+
+    result = _clean_up(load_event("clean_up_execution"), lambda_context)
+
+    assert result["deleted"] == [run.task, run.endpoint, run.instance]
+    assert existing_arns() == {*world["survivors"], colleagues}

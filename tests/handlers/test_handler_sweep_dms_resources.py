@@ -13,6 +13,7 @@ from dms_runs import RunArns, create_continuous, create_instance, create_run, ex
 
 import handlers.sweep_dms_resources
 from icetide.clock import utc_now
+from icetide.dms.identifiers import RunDmsResources
 
 STACK = "icetide"  # STACK_NAME of the handlers' environment (conftest.py)
 STATE_MACHINE_ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:icetide-table-run"
@@ -115,3 +116,21 @@ def test_a_manual_invoke_with_an_empty_event_sweeps_too(world, lambda_context):
     result = dict(handlers.sweep_dms_resources.handler({}, lambda_context))
 
     assert result["deleted"] == _in_deletion_order(world["runs"][GONE])
+
+
+def test_a_resource_tagged_as_a_dead_runs_but_not_named_by_icetide_is_left_alone(
+    world, load_event, lambda_context, monkeypatch
+):
+    # A colleague's instance, given this stack's tags for a dead run by anyone allowed to tag.
+    colleagues = create_instance("analytics-colleague", RunDmsResources(STACK, "dbo_orders", DEAD).tags)
+    _later(monkeypatch, hours=2)
+
+    result = _sweep(load_event, lambda_context)
+
+    assert colleagues in existing_arns()
+    assert colleagues not in result["deleted"]
+    assert {
+        "arn": colleagues,
+        "reason": "its identifier analytics-colleague is not one icetide derives for its tags",
+    } in result["kept"]
+    assert result["deleted"] == _in_deletion_order(world["runs"][DEAD], world["runs"][GONE])

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from icetide.dms.identifiers import RunDmsResources
 from icetide.dms.sweep import RunExecution, keep_reason
-from icetide.dms.tagged import ResourceKind, TaggedResource
+from icetide.dms.tagged import ResourceKind, TaggedResource, runs_resources
 from icetide.run.abandoned import CleanupPlan, ExecutionStatusChange, abandoned_message, cleanup_plan
 from icetide.run.handler_inputs import parse_input
 
@@ -147,8 +148,15 @@ def test_a_stopped_verify_run_gives_back_its_lock_and_dms_resources_but_records_
     assert plan == CleanupPlan(False, True, "verify run ended ABORTED: nothing to record")
 
 
-def _resource(**tags: str) -> TaggedResource:
-    return TaggedResource(ResourceKind.TASK, "arn:aws:dms:eu-west-1:123456789012:task:T", "stopped", tags)
+def _resource(identifier: str | None = None, **tags: str) -> TaggedResource:
+    """A task with ``tags``, named as icetide names the task of the run its tags name (or ``identifier``)."""
+    if identifier is None and "icetide:run-id" in tags and "icetide:table" in tags:
+        identifier = RunDmsResources(
+            tags["icetide:stack"], tags["icetide:table"], tags["icetide:run-id"]
+        ).task_identifier
+    return TaggedResource(
+        ResourceKind.TASK, "arn:aws:dms:eu-west-1:123456789012:task:T", "stopped", tags, identifier
+    )
 
 
 RUN_TAGS = {"icetide:stack": "icetide", "icetide:table": "dbo_orders", "icetide:run-id": RUN}
@@ -187,3 +195,46 @@ RUN_TAGS = {"icetide:stack": "icetide", "icetide:table": "dbo_orders", "icetide:
 )
 def test_what_the_sweep_keeps(tags, execution, reason):
     assert keep_reason(_resource(**tags), "icetide", execution, NOW) == reason
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        "colleagues-task",
+        None,  # DMS did not say
+        # icetide's name for the same run of another table, or of another stack: tags must agree.
+        RunDmsResources("icetide", "dbo_lines", RUN).task_identifier,
+        RunDmsResources("icetide-other", "dbo_orders", RUN).task_identifier,
+    ],
+)
+def test_a_resource_carrying_a_runs_tags_but_not_the_name_icetide_derives_for_them_is_kept(identifier):
+    resource = TaggedResource(
+        ResourceKind.TASK, "arn:aws:dms:eu-west-1:123456789012:task:T", "stopped", RUN_TAGS, identifier
+    )
+
+    assert keep_reason(resource, "icetide", None, NOW) == (
+        f"its identifier {identifier} is not one icetide derives for its tags"
+    )
+    assert runs_resources([resource], "icetide", RUN) == []
+
+
+def test_a_runs_own_and_its_key_extractions_resources_are_its_own():
+    names = RunDmsResources("icetide", "dbo_orders", RUN)
+    resources = [
+        TaggedResource(kind, f"arn:{identifier}", "stopped", RUN_TAGS, identifier)
+        for kind, identifier in (
+            (ResourceKind.INSTANCE, names.instance_identifier.upper()),  # as given at creation
+            (ResourceKind.ENDPOINT, names.key_endpoint_identifier),
+            (ResourceKind.TASK, names.task_identifier),
+            (ResourceKind.TASK, names.key_task_identifier),
+            (ResourceKind.ENDPOINT, names.endpoint_identifier),
+        )
+    ]
+
+    assert [r.identifier for r in runs_resources(resources, "icetide", RUN)] == [
+        names.task_identifier,
+        names.key_task_identifier,
+        names.key_endpoint_identifier,
+        names.endpoint_identifier,
+        names.instance_identifier.upper(),
+    ]

@@ -3,10 +3,11 @@
 A run deletes what it created on every path the state machine knows, and the execution-status rule
 cleans up after runs that ended outside those paths. If both failed (a cleanup that ran out of
 retries, an event EventBridge never delivered), replication instances keep running and are billed.
-The sweep deletes a resource of this stack only when it was created by a run (it carries a run tag),
-is not long-lived, and that run's execution no longer runs: it does not exist, or it ended more than
-:data:`SWEEP_GRACE` ago. The grace leaves a just-ended run's own cleanup (its Catch path, or the
-status rule with Lambda's retries) the time to finish first, so the two never race.
+The sweep deletes a resource of this stack only when it was created by a run (it carries a run tag
+and the identifier icetide derives for it), is not long-lived, and that run's execution no longer
+runs: it does not exist, or it ended more than :data:`SWEEP_GRACE` ago. The grace leaves a
+just-ended run's own cleanup (its Catch path, or the status rule with Lambda's retries) the time to
+finish first, so the two never race.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def keep_reason(
         return "long-lived (a continuous table's)"
     if resource.run_id is None:
         return "not created by a run"
+    if not resource.is_icetides(stack):
+        return f"its identifier {resource.identifier} is not one icetide derives for its tags"
     if execution is None:
         return None
     if execution.status == RUNNING:

@@ -17,23 +17,39 @@ from icetide.dms.cleanup import BEING_DELETED, MUST_STOP_FIRST, CleanupReport, D
 from icetide.dms.identifiers import STACK_TAG
 from icetide.dms.tagged import ResourceKind, TaggedResource, in_deletion_order
 
-_LISTINGS: tuple[tuple[ResourceKind, Callable[[], list[dict[str, Any]]], str, str], ...] = (
-    (ResourceKind.TASK, dms.list_tasks, "ReplicationTaskArn", "Status"),
-    (ResourceKind.ENDPOINT, dms.list_endpoints, "EndpointArn", "Status"),
-    (ResourceKind.INSTANCE, dms.list_instances, "ReplicationInstanceArn", "ReplicationInstanceStatus"),
+_LISTINGS: tuple[tuple[ResourceKind, Callable[[], list[dict[str, Any]]], str, str, str], ...] = (
+    (ResourceKind.TASK, dms.list_tasks, "ReplicationTaskArn", "Status", "ReplicationTaskIdentifier"),
+    (ResourceKind.ENDPOINT, dms.list_endpoints, "EndpointArn", "Status", "EndpointIdentifier"),
+    (
+        ResourceKind.INSTANCE,
+        dms.list_instances,
+        "ReplicationInstanceArn",
+        "ReplicationInstanceStatus",
+        "ReplicationInstanceIdentifier",
+    ),
 )
 
 
 def stack_resources(stack: str) -> list[TaggedResource]:
-    """Every task, endpoint and instance that carries ``stack``'s tag, with all its tags."""
+    """Every task, endpoint and instance that carries ``stack``'s tag, with all its tags and its
+    identifier (which the callers compare with the one icetide derives before deleting anything)."""
     found = []
-    for kind, listing, arn_key, status_key in _LISTINGS:
+    for kind, listing, arn_key, status_key, identifier_key in _LISTINGS:
         for described in listing():
             arn = str(described[arn_key])
             tags = dms.tags_of(arn)
             if tags.get(STACK_TAG) == stack:
                 status = described.get(status_key)
-                found.append(TaggedResource(kind, arn, str(status) if status else None, tags))
+                identifier = described.get(identifier_key)
+                found.append(
+                    TaggedResource(
+                        kind,
+                        arn,
+                        str(status) if status else None,
+                        tags,
+                        str(identifier) if identifier else None,
+                    )
+                )
     return found
 
 

@@ -7,8 +7,10 @@ only by the dry run, reads the role's inline policies and allows an action that 
 statement names (wildcards expanded), ignoring resources and conditions: it tests which actions the
 check asks about and how it reports a refusal, not IAM's evaluation.
 
-:data:`RUN_NEEDS` lists, per function (the template's logical id), the IAM actions its DMS calls
-need on a run's resources, from the Service Authorization Reference (aws-facts: iam-dms-actions).
+:data:`RUN_NEEDS` lists, per function (the template's logical id), the IAM actions its DMS and
+CloudWatch Logs calls need on a run's resources, from the Service Authorization Reference
+(aws-facts: iam-dms-actions); tests/acceptance/test_iam_needs.py holds it to the actions the code's
+calls need (tests/deploy/aws_calls.py), so a new call cannot escape the check.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class Need:
     """An action a function needs on a resource kind of the run, with the context IAM evaluates."""
 
     action: str
-    # "task", "endpoint", "instance", "role" (the S3 target's role, passed to DMS) or "*".
+    # "task", "endpoint", "instance", "role" (the S3 target's role, passed to DMS), "dms-vpc-role"
+    # (the account's role DMS manages instances' network with) or "*".
     resource: str = "*"
     context: Mapping[str, str] = field(default_factory=dict)
 
@@ -37,7 +40,8 @@ RUN_NEEDS: dict[str, tuple[Need, ...]] = {
         Need("dms:DescribeReplicationInstances"),
         Need("dms:CreateReplicationInstance", "instance"),
         Need("dms:AddTagsToResource", "instance"),
-        Need("iam:PassRole", "*", _PASS_TO_DMS),
+        # Which role CreateReplicationInstance passes is not documented: DMS's account role for VPCs.
+        Need("iam:PassRole", "dms-vpc-role", _PASS_TO_DMS),
         Need("dms:ListTagsForResource", "instance"),
         Need("logs:CreateLogGroup", "*"),
         Need("logs:PutRetentionPolicy", "*"),
@@ -63,6 +67,9 @@ RUN_NEEDS: dict[str, tuple[Need, ...]] = {
     ),
     "DeleteDmsResourcesFunction": (
         Need("dms:DescribeReplicationTasks"),
+        Need("dms:DescribeEndpoints"),
+        Need("dms:DescribeReplicationInstances"),
+        Need("dms:ListTagsForResource", "task"),
         Need("dms:StopReplicationTask", "task"),
         Need("dms:DeleteReplicationTask", "task"),
         Need("dms:DeleteEndpoint", "endpoint"),

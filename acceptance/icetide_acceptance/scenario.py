@@ -229,9 +229,12 @@ def judge(
 def _resource_arns(record: RunRecord) -> Mapping[str, str]:
     task = record.task or {}
     settings = (record.target_endpoint or {}).get("S3Settings") or {}
+    task_arn = str(task.get("ReplicationTaskArn", "arn:aws:dms:::"))
+    partition, account = task_arn.split(":")[1], task_arn.split(":")[4]
     return {
         "task": task.get("ReplicationTaskArn", "*"),
         "endpoint": task.get("TargetEndpointArn", "*"),
         "instance": task.get("ReplicationInstanceArn", "*"),
         "role": settings.get("ServiceAccessRoleArn", "*"),
+        "dms-vpc-role": f"arn:{partition}:iam::{account}:role/dms-vpc-role",
     }

@@ -40,9 +40,13 @@ BY_TIME = (
     "(s.`_icetide_change_ts` = t.`_icetide_change_ts` AND "
     "coalesce(s.`_icetide_change_seq`, '') > coalesce(t.`_icetide_change_seq`, '')))"
 )
-CROSSES_PHASE = "coalesce(s.`_icetide_change_phase` <> t.`_icetide_change_phase`, FALSE)"
-# The change arriving (s) over a stored row (t): across phases it wins, within one times decide.
-GUARD = f"({CROSSES_PHASE} OR {BY_TIME})"
+# The change arriving (s) is later by phase alone when it is a full-load row (0), or a CDC change
+# (1) over a stored full-load row; otherwise times decide.
+ARRIVES_LATER = (
+    "coalesce(s.`_icetide_change_phase` = 0 OR "
+    "(s.`_icetide_change_phase` = 1 AND t.`_icetide_change_phase` = 0), FALSE)"
+)
+GUARD = f"({ARRIVES_LATER} OR {BY_TIME})"
 
 
 def test_identifiers_are_backtick_quoted_with_backticks_doubled() -> None:
@@ -113,8 +117,9 @@ def test_order_guard_compares_change_time_then_sequence() -> None:
     assert order_guard() == GUARD
 
 
-def test_order_guard_across_phases_answers_which_change_arrives() -> None:
-    assert order_guard("s", "t", False) == f"(NOT {CROSSES_PHASE} AND {BY_TIME})"
+def test_order_guard_across_phases_asks_which_change_arrives() -> None:
+    stored_arrives_later = ARRIVES_LATER.replace("s.", "x.").replace("t.", "s.").replace("x.", "t.")
+    assert order_guard("s", "t", False) == f"(NOT {stored_arrives_later} AND {BY_TIME})"
     assert order_guard("s", "t", None) == BY_TIME
 
 
@@ -135,7 +140,8 @@ def test_classification_labels_each_change_with_the_commit_s_action_and_silver_s
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
         "AS `_icetide_remember`\n"
         "FROM `icetide_changes` s\n"
-        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, r.`_icetide_change_phase`, "
+        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "r.`_icetide_change_phase`, "
         "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
         "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
         "ON t.`order_id` = s.`order_id`"
@@ -162,7 +168,8 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
         "  ELSE 'update'\n"
     ) in statement
     assert (
-        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, r.`_icetide_change_phase`, r.`note`, "
+        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "r.`_icetide_change_phase`, r.`note`, "
         "r.`amount`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
         "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
     ) in statement
@@ -179,7 +186,8 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
     )
     assert (
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
-        "r.`_icetide_change_seq`, r.`_icetide_change_phase`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+        "r.`_icetide_change_seq`, "
+        "r.`_icetide_change_phase`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
         "TRUE AS `_icetide_in_silver` FROM `planned_silver` r "
         "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id`) t\n"
         "ON t.`tenant` = s.`tenant` AND t.`order_id` = s.`order_id`\n"
@@ -190,7 +198,8 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
     # The tombstone table is read the same way.
     assert statement.endswith(
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
-        "r.`_icetide_change_seq`, r.`_icetide_change_phase`, r.`_icetide_op`, TRUE AS `_icetide_in_memory` FROM `m`.`t` r "
+        "r.`_icetide_change_seq`, "
+        "r.`_icetide_change_phase`, r.`_icetide_op`, TRUE AS `_icetide_in_memory` FROM `m`.`t` r "
         "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id`) m\n"
         "ON m.`tenant` = s.`tenant` AND m.`order_id` = s.`order_id`"
     )
@@ -219,13 +228,15 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
     # of the other phase never counts as newer than them.
     assert take_image(memory=True) == (
         "(s.`_icetide_has_image` AND (t.`_icetide_in_silver` IS NULL OR "
-        "(coalesce(s.`_icetide_image_phase` <> t.`_icetide_change_phase`, FALSE) OR "
+        "(coalesce(s.`_icetide_image_phase` = 0 OR "
+        "(s.`_icetide_image_phase` = 1 AND t.`_icetide_change_phase` = 0), FALSE) OR "
         "(t.`_icetide_change_ts` IS NULL OR "
         "s.`_icetide_image_ts` > t.`_icetide_change_ts` OR "
         "(s.`_icetide_image_ts` = t.`_icetide_change_ts` AND "
         "coalesce(s.`_icetide_image_seq`, '') > coalesce(t.`_icetide_change_seq`, ''))))) AND "
         "(m.`_icetide_in_memory` IS NULL OR m.`_icetide_op` = 'D' OR NOT "
-        "(NOT coalesce(m.`_icetide_change_phase` <> s.`_icetide_image_phase`, FALSE) AND "
+        "(NOT coalesce(s.`_icetide_image_phase` = 0 OR "
+        "(s.`_icetide_image_phase` = 1 AND m.`_icetide_change_phase` = 0), FALSE) AND "
         "(s.`_icetide_image_ts` IS NULL OR "
         "m.`_icetide_change_ts` > s.`_icetide_image_ts` OR "
         "(m.`_icetide_change_ts` = s.`_icetide_image_ts` AND "
@@ -352,7 +363,8 @@ def hashed_classification(unhashed_rows: bool) -> str:
 
 # Silver's rows with their stored hash, up to where the WHERE clause would be.
 STORED_HASH_READ = (
-    "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, r.`_icetide_change_phase`, "
+    "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+    "r.`_icetide_change_phase`, "
     "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
     "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r"
 )
@@ -369,7 +381,8 @@ def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_s
             STORED_HASH_READ  # noqa: S608 (an expected text, not a query to run)
             + " WHERE r.`_icetide_values_hash` IS NOT NULL "
             "UNION ALL "
-            "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, r.`_icetide_change_phase`, "
+            "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+            "r.`_icetide_change_phase`, "
             "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)), "
             "map('ignoreNullFields', 'true'))) AS `_icetide_values_hash`, "
             "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "

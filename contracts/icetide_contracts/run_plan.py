@@ -105,7 +105,9 @@ class RunPlan:
     migration_type: str = field(
         default="full-load", metadata=json_key("migrationType", one_of(*MIGRATION_TYPES))
     )
-    # The RecoveryCheckpoint the previous run committed: where a `cdc` task starts (None otherwise).
+    # The stored cdcCheckpoint of a cdc table (None otherwise): where a `cdc` task starts, and the
+    # CdcStartPosition a task reading a replication slot is created with (a first run's: the slot's
+    # start point the operator stored).
     cdc_start_position: str | None = field(
         default=None, metadata=json_key("cdcStartPosition", optional(text(min_length=1)))
     )

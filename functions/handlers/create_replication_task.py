@@ -7,7 +7,9 @@ reconciles). The task's MigrationType is the plan's (``full-load`` for delta tab
 a second full-load task, on the same instance, writing the key columns below
 ``plan.reconcileBronzeUri``. Each endpoint writes below its own folder, so no two runs share one;
 every resource is named after the run, so a retried invocation finds them instead of creating
-twins. Raises InvalidTableMapping (the plan's mapping is not one DMS accepts).
+twins. On a source endpoint that names a PostgreSQL replication slot, a task that captures changes
+is created with ``CdcStartPosition`` = ``plan.cdcStartPosition`` (icetide.dms.start_position).
+Raises InvalidTableMapping (the plan's mapping is not one DMS accepts), SlotStartPositionMissing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from icetide.adapters import dms
 from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.identifiers import RunDmsResources
+from icetide.dms.start_position import creation_start_position, endpoint_slot
 from icetide.observability import observed
 from icetide.run.handler_inputs import CreateTaskInput, parse_input
 from icetide.settings import Settings, load_settings
@@ -38,8 +41,20 @@ def _endpoint_and_task(
     tags: dict[str, str],
 ) -> tuple[str, str]:
     plan: RunPlan = run.plan
+    source_endpoint_arn = settings.require("source_endpoint_arn")
     endpoint_identifier, task_identifier = identifiers
     cdc = migration_type != FULL_LOAD
+    # Checked before anything is created: DMS would not run a task on a slot without a start position.
+    start_position = (
+        creation_start_position(
+            migration_type,
+            endpoint_slot(dms.describe_endpoint_by_arn(source_endpoint_arn)),
+            plan.cdc_start_position,
+            plan.target_table_name,
+        )
+        if cdc
+        else None
+    )
     endpoint = dms.create_s3_target_endpoint(
         endpoint_identifier,
         s3_settings=s3_target_settings(
@@ -53,13 +68,14 @@ def _endpoint_and_task(
     )
     task = dms.create_task(
         task_identifier,
-        source_endpoint_arn=settings.require("source_endpoint_arn"),
+        source_endpoint_arn=source_endpoint_arn,
         target_endpoint_arn=endpoint["EndpointArn"],
         instance_arn=run.instance.replication_instance_arn,
         migration_type=migration_type,
         table_mappings=table_mapping,
         task_settings=plan.task_settings,
         tags=tags,
+        cdc_start_position=start_position,
     )
     return str(task["ReplicationTaskArn"]), str(endpoint["EndpointArn"])
 

@@ -7,7 +7,9 @@ table's fixed folder, ``plan.bronzeUri``) and a ``full-load-and-cdc`` task named
 the run, and starts it; later runs find it. A stopped or failed task is resumed from its own
 checkpoint (``resume-processing``: no second full load); the resume is recorded on the control item
 (``lastTaskResume``) and reported (``resumed``) for the state machine to notify. No run deletes the
-task (``longLived``). Raises DmsResourceNotReady (retried) while DMS creates, modifies or stops it,
+task (``longLived``). On a source endpoint that names a replication slot the task is created and
+started with ``CdcStartPosition`` = the item's ``cdcCheckpoint`` (icetide.dms.start_position).
+Raises SlotStartPositionMissing, DmsResourceNotReady (retried) while DMS creates, modifies or stops it,
 ContinuousFolderInUse when a task must be created but an earlier task's files or checkpoint remain.
 """
 
@@ -23,6 +25,7 @@ from icetide.clock import stored_time, utc_now
 from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.continuous import TaskAction, TaskResume, run_action
 from icetide.dms.identifiers import continuous_resources, continuous_tags
+from icetide.dms.start_position import creation_start_position, endpoint_slot, start_start_position
 from icetide.errors import ContinuousFolderInUse, DmsResourceNotOurs, DmsResourceNotReady
 from icetide.observability import MetricUnit, logger, metrics, observed
 from icetide.run.handler_inputs import CreateTaskInput, InvalidHandlerInput, parse_input
@@ -34,6 +37,14 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
     plan = run.plan
     resources = continuous_resources(settings.require("stack_name"), run.target_table_name)
     tags = continuous_tags(resources)
+    source_endpoint_arn = settings.require("source_endpoint_arn")
+    # Checked before anything is created: DMS would not run a task on a slot without a start position.
+    start_position = creation_start_position(
+        plan.migration_type,
+        endpoint_slot(dms.describe_endpoint_by_arn(source_endpoint_arn)),
+        plan.cdc_start_position,
+        plan.target_table_name,
+    )
     endpoint = dms.create_s3_target_endpoint(
         resources.endpoint_identifier,
         s3_settings=s3_target_settings(
@@ -47,13 +58,14 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
     )
     return dms.create_task(
         resources.task_identifier,
-        source_endpoint_arn=settings.require("source_endpoint_arn"),
+        source_endpoint_arn=source_endpoint_arn,
         target_endpoint_arn=endpoint["EndpointArn"],
         instance_arn=run.instance.replication_instance_arn,
         migration_type=plan.migration_type,
         table_mappings=plan.table_mapping,
         task_settings=plan.task_settings,
         tags=tags,
+        cdc_start_position=start_position,
     )
 
 
@@ -112,7 +124,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
     resume: TaskResume | None = None
     if action is TaskAction.START:
-        dms.start_task(task_arn)
+        dms.start_task(task_arn, cdc_start_position=start_start_position(run.plan.migration_type, None, task))
     elif action is TaskAction.RESUME:
         resume = TaskResume.of(task)
         # Recorded first: a retry after the resume finds the task starting and would not know.

@@ -1,8 +1,10 @@
 """StartReplicationTask: start the run's tasks once they are ready.
 
 Input: ``{"targetTableName", "runId", "plan", "task"}``. Output: ``{"replicationTaskArn", "status"}``.
-A cdc task starts at the plan's ``cdcStartPosition`` (the checkpoint the previous run committed;
-none for the first, full-load-and-cdc, run) and stops by itself at ``cdcStopPosition``. A reconcile
+A cdc task starts at the plan's ``cdcStartPosition`` (the checkpoint the previous run committed); a
+full-load-and-cdc task at the ``CdcStartPosition`` it was created with, if any (a task reading a
+replication slot: icetide.dms.start_position), else where its full load starts; each stops by
+itself at ``cdcStopPosition``. A reconcile
 run's key extraction (``task.keyTaskArn``) is started too. Raises DmsResourceNotReady (retried)
 while DMS is still creating a task. A task that was started already (a retried invocation) is
 left alone and its status reported.
@@ -16,17 +18,24 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms
 from icetide.dms import replication_status
+from icetide.dms.start_position import start_start_position
 from icetide.observability import logger, observed
 from icetide.run.handler_inputs import StartTaskInput, parse_input
 
 
 def _start_once(
-    task_arn: str, *, cdc_start_position: str | None = None, cdc_stop_position: str | None = None
+    task_arn: str,
+    *,
+    migration_type: str = "full-load",
+    planned_start: str | None = None,
+    cdc_stop_position: str | None = None,
 ) -> dict[str, Any] | None:
     task = dms.describe_task_by_arn(task_arn)
     if replication_status.must_start(task, task_arn):
         return dms.start_task(
-            task_arn, cdc_start_position=cdc_start_position, cdc_stop_position=cdc_stop_position
+            task_arn,
+            cdc_start_position=start_start_position(migration_type, planned_start, task),
+            cdc_stop_position=cdc_stop_position,
         )
     logger.info(
         "replication task was started before",
@@ -43,7 +52,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
     task = _start_once(
         task_arn,
-        cdc_start_position=plan.cdc_start_position if plan.migration_type == "cdc" else None,
+        migration_type=plan.migration_type,
+        planned_start=plan.cdc_start_position,
         cdc_stop_position=plan.cdc_stop_position,
     )
     if run.task.key_task_arn:

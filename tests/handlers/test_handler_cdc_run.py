@@ -35,6 +35,8 @@ EXECUTION = {
     "startTime": "2026-11-21T07:00:01.500Z",
 }
 CDC_ITEM = {"captureMode": "cdc", "lookback": None, "cdcMaxBatchInterval": 15, "cdcMinFileSize": 2048}
+# A table whose first load committed (lastRunStats): its next run captures from the checkpoint.
+LOADED_CDC_ITEM = {**CDC_ITEM, "lastRunStats": {"rowsRead": 3}}
 
 
 def _lock(control_items, load_event, lambda_context, **item) -> dict[str, Any]:
@@ -83,7 +85,7 @@ def test_the_first_run_creates_a_full_load_and_cdc_task_with_the_change_sequence
 
 
 def test_a_later_run_creates_a_cdc_task(control_items, source_endpoint, load_event, lambda_context):
-    plan = _lock(control_items, load_event, lambda_context, **CDC_ITEM, cdcCheckpoint=CHECKPOINT_1)
+    plan = _lock(control_items, load_event, lambda_context, **LOADED_CDC_ITEM, cdcCheckpoint=CHECKPOINT_1)
 
     _create(load_event, lambda_context, plan)
 

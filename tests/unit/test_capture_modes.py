@@ -174,10 +174,32 @@ def test_later_runs_capture_from_the_committed_checkpoint() -> None:
     checkpoint = "checkpoint:V1#27#mysql-bin-changelog.157832:1975:-1:2002:677883278264080#0#0#*#0#93"
     raw = {**CDC, "cdcCheckpoint": checkpoint, "cdcMaxBatchInterval": 10, "cdcMinFileSize": 500}
 
-    plan = _plan(raw, AT_SEVEN)
+    plan = _plan({**raw, "lastRunStats": {"rowsRead": 3}}, AT_SEVEN)
 
     assert (plan["migrationType"], plan["cdcStartPosition"]) == ("cdc", checkpoint)
     assert (plan["cdcMaxBatchInterval"], plan["cdcMinFileSize"]) == (10, 500)
+
+
+def test_a_first_load_is_in_full_from_a_checkpoint_set_before_it() -> None:
+    # A replication slot's start point, set before the table's first run: where its capture starts.
+    raw = {**CDC, "cdcCheckpoint": "4AF/B00000D0"}
+
+    plan = _plan(raw, AT_SEVEN)
+
+    assert (plan["migrationType"], plan["cdcStartPosition"]) == ("full-load-and-cdc", "4AF/B00000D0")
+
+
+def test_a_continuous_tables_plan_names_the_checkpoint_its_task_starts_from() -> None:
+    raw = {
+        **CDC,
+        "cdcTask": "continuous",
+        "replicationInstanceArn": "arn:aws:dms:eu-west-1:123456789012:rep:long-lived",
+        "cdcCheckpoint": "4AF/B00000D0",
+    }
+
+    plan = _plan(raw, AT_SEVEN)
+
+    assert (plan["migrationType"], plan["cdcStartPosition"]) == ("full-load-and-cdc", "4AF/B00000D0")
 
 
 def test_the_stop_position_is_never_in_the_future() -> None:

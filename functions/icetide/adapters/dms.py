@@ -190,9 +190,12 @@ def create_task(
     table_mappings: str,
     task_settings: str,
     tags: Mapping[str, str],
+    cdc_start_position: str | None = None,
 ) -> dict[str, Any]:
-    """Create a task, or return the one already created under ``identifier``."""
-    request = {
+    """Create a task, or return the one already created under ``identifier``; a task that captures
+    changes through a replication slot is created with its ``cdc_start_position``
+    (icetide.dms.start_position)."""
+    request: dict[str, Any] = {
         "ReplicationTaskIdentifier": identifier,
         "SourceEndpointArn": source_endpoint_arn,
         "TargetEndpointArn": target_endpoint_arn,
@@ -202,6 +205,8 @@ def create_task(
         "ReplicationTaskSettings": task_settings,
         "Tags": _tags(tags),
     }
+    if cdc_start_position is not None:
+        request["CdcStartPosition"] = cdc_start_position
     return _create_or_get(
         "create_replication_task", "ReplicationTask", identifier, describe_task_by_id, request, tags
     )

@@ -56,6 +56,7 @@ _POSITION, _OP, _COMMIT_TIME, _SEQUENCE, _PARTIAL = (
 )  # fmt: skip
 _DMS_TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 _STOP_POSITION = re.compile(r"(?:server_time|commit_time):(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
+_NATIVE_LSN = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
 _SQLITE_COLUMNS_PER_OBJECT = 60  # json_object takes at most 127 arguments, two per column
 
 
@@ -138,7 +139,11 @@ def format_checkpoint(kind: str, position: int) -> str:
 
 
 def parse_checkpoint(text: str, kind: str) -> int:
-    """The position of a ``CdcStartPosition`` written by :func:`format_checkpoint` for a ``kind`` source."""
+    """The position of a ``CdcStartPosition`` written by :func:`format_checkpoint` for a ``kind`` source,
+    or, on PostgreSQL, a native start point: an LSN such as ``4AF/B00000D0`` (DMS user guide,
+    "Determining a CDC native start point")."""
+    if kind == "postgres" and _NATIVE_LSN.fullmatch(text):
+        return lsn_value(text)
     if not text.startswith(CHECKPOINT_PREFIX):
         raise CheckpointUnreadable(
             f"CdcStartPosition {text!r} is not a checkpoint of the DMS stand-in "

@@ -58,6 +58,7 @@ from moto.dms.exceptions import InvalidResourceStateFault, ResourceNotFoundFault
 from moto.dms.responses import DatabaseMigrationServiceResponse
 from moto.moto_api import state_manager
 
+from icetide_local.standins.dms.cdc import CheckpointUnreadable, parse_checkpoint
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 from icetide_local.standins.dms.instances import instance_engine_versions
 from icetide_local.standins.dms.replicator import TableMappingError, parse_table_mapping
@@ -229,7 +230,14 @@ class DmsLifecycle:
             patches.enter_context(
                 mock.patch.object(backend_class, "delete_replication_instance", _guarded_instance_delete())
             )
-            # moto drops StartReplicationTask's CDC positions: these keep them.
+            # moto drops CreateReplicationTask's and StartReplicationTask's CDC positions: these keep them.
+            patches.enter_context(
+                mock.patch.object(
+                    DatabaseMigrationServiceResponse,
+                    "create_replication_task",
+                    _create_replication_task_response,
+                )
+            )
             patches.enter_context(
                 mock.patch.object(backend_class, "start_replication_task", _start_replication_task)
             )
@@ -329,6 +337,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         self.stop_reason: str | None = None
         self.last_failure_message: str | None = None
         self.table_statistics: list[TableStatistics] = []
+        self.created_cdc_start_position: str | None = None  # CreateReplicationTask's CdcStartPosition
         self.cdc_start_position: str | None = None
         self.cdc_stop_position: str | None = None
         self.recovery_checkpoint: str | None = None
@@ -355,6 +364,8 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         )
         if start_type == RESUME_PROCESSING and cdc_start_position is None:
             cdc_start_position = self.recovery_checkpoint
+        # A task created with a start position starts there unless the start names another.
+        cdc_start_position = cdc_start_position or self.created_cdc_start_position
         self.status = "starting"
         self.start_date = utcnow()
         self.cdc_start_position = cdc_start_position
@@ -437,6 +448,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             "stopReason": self.stop_reason,
             "lastFailureMessage": self.last_failure_message,
             "pendingFailure": self._mover_error,
+            "createdCdcStartPosition": self.created_cdc_start_position,
             "cdcStartPosition": self.cdc_start_position,
             "recoveryCheckpoint": self.recovery_checkpoint,
             "lastCdcFile": self.last_cdc_file,
@@ -501,7 +513,36 @@ class LifecycleTask(dms_models.FakeReplicationTask):
                 "the task was started without one"
             )
             return
+        slot_refusal = self._slot_refusal(run)
+        if slot_refusal is not None:
+            self.lifecycle.started_runs.append(run)
+            self._mover_error = slot_refusal
+            return
         self._mover_error = self._call_mover(run, accumulate=self._resuming)
+
+    def _slot_refusal(self, run: ReplicationTaskRun) -> str | None:
+        """Why DMS would not run this task on its source's replication slot; None if it would.
+
+        DMS API reference, PostgreSQLSettings.SlotName: DMS "verifies that the task was created with
+        a valid setting of CdcStartPosition" and raises an error otherwise; the user guide says so of
+        the task when it runs. A position is valid here if the change capture can read it (a
+        checkpoint of this stand-in, or a PostgreSQL LSN).
+        """
+        slot = str((run.source_endpoint.get("PostgreSQLSettings") or {}).get("SlotName") or "")
+        if not (self._captures_changes and slot):
+            return None
+        created = self.created_cdc_start_position
+        if created is not None:
+            try:
+                parse_checkpoint(created, "postgres")
+            except CheckpointUnreadable:
+                pass
+            else:
+                return None
+        return (
+            f"the source endpoint names replication slot {slot!r}: DMS runs a task that reads it only if "
+            f"the task was created with a valid CdcStartPosition, and this one was created with {created!r}"
+        )
 
     def _call_mover(self, run: ReplicationTaskRun, *, accumulate: bool) -> str | None:
         """Run the mover; keep what it reports (change counts added to earlier ones when
@@ -573,7 +614,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             FullLoadProgressPercent=100 if load_done else 0,
         )
         positions = {
-            "CdcStartPosition": self.cdc_start_position,
+            "CdcStartPosition": self.cdc_start_position or self.created_cdc_start_position,
             "CdcStopPosition": self.cdc_stop_position,
             "RecoveryCheckpoint": self.recovery_checkpoint,
         }
@@ -607,6 +648,8 @@ def _restore(saved: Mapping[str, Any]) -> str:
         **{name: value for name, value in optional.items() if value},
     )["Endpoint"]["EndpointArn"]
     task_settings = {"ReplicationTaskSettings": saved["taskSettings"]} if saved["taskSettings"] else {}
+    if saved.get("createdCdcStartPosition"):
+        task_settings["CdcStartPosition"] = saved["createdCdcStartPosition"]
     task_arn = str(
         dms.create_replication_task(
             ReplicationTaskIdentifier=saved["identifier"],
@@ -691,6 +734,19 @@ def _guarded_instance_delete() -> Callable[..., Any]:
         return original(self, replication_instance_arn)
 
     return delete_replication_instance
+
+
+_CREATE_TASK_RESPONSE = DatabaseMigrationServiceResponse.create_replication_task
+
+
+def _create_replication_task_response(self: DatabaseMigrationServiceResponse) -> str:
+    """moto's ``CreateReplicationTask`` action, keeping the ``CdcStartPosition`` moto drops."""
+    created = json.loads(_CREATE_TASK_RESPONSE(self))
+    task = self.dms_backend.replication_tasks[created["ReplicationTask"]["ReplicationTaskArn"]]
+    if isinstance(task, LifecycleTask):
+        task.created_cdc_start_position = self._get_param("CdcStartPosition") or None
+        created["ReplicationTask"] = task.to_dict()
+    return json.dumps(created)
 
 
 def _start_replication_task(

@@ -250,7 +250,8 @@ def run_replication(
 ) -> ReplicationResult:
     """Run one replication task of ``migration_type`` against ``source`` (see the module docstring).
 
-    ``cdc_start_position`` is the checkpoint a ``cdc`` task starts after; ``cdc_stop_position``
+    ``cdc_start_position`` is the checkpoint a ``cdc`` task starts after (a ``full-load-and-cdc``
+    task's too, when it has one: its capture starts there, not at the load); ``cdc_stop_position``
     (``server_time:YYYY-MM-DDThh:mm:ss``, UTC) is the last commit time a CDC task reads, all that is
     committed when None. ``slot_name`` names a PostgreSQL source's replication slot
     (:data:`cdc.DEFAULT_SLOT_NAME` when None). ``cdc_files_after`` is the newest CDC file name the
@@ -285,9 +286,14 @@ def run_replication(
             start = cdc.parse_checkpoint(str(cdc_start_position), capture.kind)
             capture.resume(start, tables)
         elif migration_type == FULL_LOAD_AND_CDC:
-            # Capture starts before the load reads, so that nothing committed meanwhile is lost.
+            # Capture starts before the load reads, so that nothing committed meanwhile is lost: at
+            # the task's CdcStartPosition when it has one (a slot's start point: the slot must exist).
             capture = cdc.change_capture(engine, slot_name)
-            start = capture.prepare(tables)
+            if cdc_start_position:
+                start = cdc.parse_checkpoint(cdc_start_position, capture.kind)
+                capture.resume(start, tables)
+            else:
+                start = capture.prepare(tables)
         loads: list[TableStatistics | None] = [
             None
             if migration_type == CDC

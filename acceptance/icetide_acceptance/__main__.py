@@ -38,14 +38,16 @@ def report(outcomes: Sequence[Outcome]) -> int:
     return EXIT_FAILED if any(outcome.status is Status.FAILED for outcome in outcomes) else EXIT_PASSED
 
 
-def dry_run() -> list[Outcome]:
-    """The scenario against moto and the stand-ins, with a SQLite source in a temporary folder."""
+def dry_run(spark: bool) -> list[Outcome]:
+    """The scenario against moto and the stand-ins, with a SQLite source in a temporary folder (and
+    with ``spark`` the real Glue job on local Spark, so that silver can be checked)."""
     from icetide_acceptance.dry_run import dry_run_stack, sqlite_url
 
     with tempfile.TemporaryDirectory(prefix="icetide-acceptance-") as folder:
         url = sqlite_url(Path(folder))
-        with dry_run_stack(url) as stack:
-            return run_scenario(stack, url, timeout_seconds=120)
+        warehouse = Path(folder) / "warehouse" if spark else None
+        with dry_run_stack(url, warehouse=warehouse) as stack:
+            return run_scenario(stack, url, timeout_seconds=600)
 
 
 def configured() -> Configuration | None:
@@ -72,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m icetide_acceptance", description=__doc__.split("\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="against moto and the local stand-ins")
     parser.add_argument(
+        "--spark", action="store_true", help="with --dry-run: the real Glue job on local Spark"
+    )
+    parser.add_argument(
         "--preflight",
         action="store_true",
         help="only check the configuration (one line and exit 2 if missing)",
@@ -80,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.preflight:
         return EXIT_PASSED if configured() else EXIT_NOT_CONFIGURED
     try:
-        return report(dry_run()) if args.dry_run else on_aws()
+        return report(dry_run(args.spark)) if args.dry_run else on_aws()
     except ScenarioFailed as error:
         print(f"the scenario could not run: {error}")
         return EXIT_FAILED

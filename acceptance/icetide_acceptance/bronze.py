@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -29,6 +30,8 @@ class BronzeFile:
     # The file's timestamp column values (strings `yyyy-MM-dd HH:mm:ss.SSSSSS`), in file order.
     times: tuple[str, ...]
     keys: tuple[Any, ...]
+    # When S3 received the object (ListObjectsV2's LastModified).
+    last_modified: datetime | None = None
 
     @property
     def name(self) -> str:
@@ -37,6 +40,15 @@ class BronzeFile:
     @property
     def is_load(self) -> bool:
         return self.name.startswith("LOAD")
+
+    @property
+    def named_time(self) -> datetime | None:
+        """The UTC time a CDC file's name gives (yyyyMMdd-HHmmssSSS); None for another name."""
+        if not CDC_NAME.fullmatch(self.name):
+            return None
+        stem = self.name.removesuffix(".parquet")
+        named = datetime.strptime(stem[:15], "%Y%m%d-%H%M%S").replace(tzinfo=UTC)
+        return named + timedelta(milliseconds=int(stem[15:]))
 
 
 def run_files(
@@ -60,6 +72,7 @@ def run_files(
                     if timestamp_column in columns
                     else (),
                     keys=tuple(table.column(key_column).to_pylist()) if key_column in columns else (),
+                    last_modified=entry.get("LastModified"),
                 )
             )
     return sorted(files, key=lambda one: one.key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from itertools import pairwise
 from typing import Any
 
@@ -30,6 +31,9 @@ CHECKS = {
     "dms-log-retention": "logs-dms-group",
 }
 STOPPED_AT_POSITION = ("STOPPED_AT_SERVER_TIME", "STOPPED_AT_COMMIT_TIME")
+# How far a CDC file's name may run ahead of S3's LastModified (aws-facts: dms-cdc-file-time; the
+# allowance of icetide.run.bronze_selection).
+NAME_AHEAD_OF_S3 = timedelta(minutes=15)
 # What IncludeOpForFullLoad with parquet needs, the newest of the settings' minimums (aws-facts).
 MINIMUM_ENGINE_VERSION = (3, 4, 7)
 
@@ -40,8 +44,9 @@ def _outcome(check: str, problems: Sequence[str], fine: str) -> Outcome:
 
 
 def cdc_files(files: Sequence[BronzeFile]) -> Outcome:
-    """LOAD files count 1, 2, ... in hexadecimal per table folder; CDC files are named by time and
-    their names sort in the order of the commit times they hold."""
+    """LOAD files count 1, 2, ... in hexadecimal per table folder; CDC files are named by time, no
+    later than S3 received them (within the allowance), and their names sort in the order of the
+    commit times they hold."""
     problems: list[str] = []
     folders: dict[str, list[BronzeFile]] = defaultdict(list)
     for file in files:
@@ -56,6 +61,10 @@ def cdc_files(files: Sequence[BronzeFile]) -> Outcome:
                 problems.append(f"{file.key}: neither LOAD{{8 hex digits}} nor yyyyMMdd-HHmmssSSS")
         if sorted(counters) != list(range(1, len(counters) + 1)):
             problems.append(f"{folder}: LOAD counters {sorted(counters)} are not 1..{len(counters)}")
+        for file in inside:
+            named = file.named_time
+            if named and file.last_modified and named > file.last_modified + NAME_AHEAD_OF_S3:
+                problems.append(f"{file.name} is named {named - file.last_modified} after S3 received it")
         changes = sorted((file for file in inside if not file.is_load and file.times), key=lambda f: f.name)
         for before, after in pairwise(changes):
             if max(before.times) > min(after.times):

@@ -7,6 +7,7 @@ permissions from IAM's policy simulator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from icetide.clock import utc_now
@@ -53,6 +54,9 @@ class DeployedStack:
                     )
                     roles[resource["LogicalResourceId"]] = str(configuration["Role"])
         return roles
+
+    def during_full_load(self, change: Callable[[], None]) -> Callable[[], None] | None:
+        return change  # made when the run's task is first seen running with its full load unfinished
 
     def simulator(self) -> PolicySimulator:
         return AwsPolicySimulator(self.client("iam"))

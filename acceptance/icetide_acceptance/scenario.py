@@ -69,6 +69,10 @@ class ScenarioStack(Protocol):
 
     def simulator(self) -> PolicySimulator: ...
 
+    def during_full_load(self, change: Callable[[], None]) -> Callable[[], None] | None:
+        """What the watcher calls once it sees the full load running (AWS: ``change``), or None where
+        the stack makes ``change`` happen during the full load itself (the DMS stand-in's hook)."""
+
     def silver_rows(self, table: str) -> dict[Any, Any] | None:
         """Key -> note of the table's live silver rows, or None where silver cannot be read."""
 
@@ -178,7 +182,7 @@ def run_scenario(
             source.delete_rows([DURING_FULL_LOAD_DELETE])
             changed_during_load.extend([*DURING_FULL_LOAD_UPDATES, DURING_FULL_LOAD_DELETE])
 
-        first = run_and_watch(stack, table, change_during_full_load, timeout_seconds)
+        first = run_and_watch(stack, table, stack.during_full_load(change_during_full_load), timeout_seconds)
         if first.status != "SUCCEEDED":
             raise ScenarioFailed(f"the first run {first.run_id} ended {first.status}")
         source.update_rows(BEFORE_SECOND_RUN_UPDATES, "changed before the second run")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -59,6 +61,18 @@ def test_cdc_files_whose_names_do_not_follow_commit_order_fail() -> None:
         ).status
         is Status.PASSED
     )
+
+
+def test_a_cdc_file_named_further_ahead_of_s3_than_the_allowance_fails() -> None:
+    received = datetime(2026, 12, 6, 10, 15, tzinfo=UTC)
+    ahead = replace(_file("20261206-103100000.parquet", "U"), last_modified=received)
+    within = replace(_file("20261206-102900000.parquet", "U"), last_modified=received)
+    outcome = checks.cdc_files([ahead])
+    assert (outcome.status, outcome.detail) == (
+        Status.FAILED,
+        "20261206-103100000.parquet is named 0:16:00 after S3 received it",
+    )
+    assert checks.cdc_files([within]).status is Status.PASSED
 
 
 def test_a_file_without_op_first_or_a_full_load_row_not_i_fails() -> None:

@@ -173,9 +173,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="",
         metavar="N",
         help=(
-            "rows DMS reported for these files (its fullLoadRows); the job refuses to commit, with "
-            "BronzeRowCountMismatch, when the folder holds another number; one --bronze folder "
-            "only. Default: not checked"
+            "rows DMS reported its full load added (its FullLoadRows); the job refuses to commit, "
+            "with BronzeRowCountMismatch, when the folder's LOAD files hold another number (CDC "
+            "files are not checked); one --bronze folder only. Default: not checked"
         ),
     )
     run.add_argument(

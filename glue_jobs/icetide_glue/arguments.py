@@ -34,6 +34,7 @@ OPTIONAL_ARGUMENTS = (
     "change_sequence_column",
     "catalog",
     "expected_rows",
+    "max_change_rows",
     "delete_mode",
     "tombstone_retention_days",
     "reconcile_uri",
@@ -76,9 +77,13 @@ class JobArguments:
     timestamp_column: str = DEFAULT_TIMESTAMP_COLUMN
     change_sequence_column: str = DEFAULT_CHANGE_SEQUENCE_COLUMN
     catalog: str = DEFAULT_CATALOG
-    # The rows DMS reported for this run (fullLoadRows); the job refuses to commit another number.
-    # None: nobody counted (a run started by hand), so the job cannot check and says so.
+    # The rows DMS reported its full load added for this run (FullLoadRows); the job refuses to
+    # commit when the run's LOAD files hold another number. max_change_rows: the changes DMS counted
+    # (Inserts + Updates + Deletes; 0 for a full-load task), more than the run's CDC files may hold
+    # (icetide_glue.row_count). None: nobody counted (a run started by hand), so the job cannot
+    # check and says so.
     expected_rows: int | None = None
+    max_change_rows: int | None = None
     delete_mode: DeleteMode = DeleteMode.HARD
     # How long a deleted key (and a skipped update's change time) is remembered, counted back from
     # the batch's newest change time.
@@ -128,8 +133,12 @@ class JobArguments:
                 f"{self.target_table}: --load_mode merge needs --primary_keys; a table without keys "
                 "must be loaded with --load_mode append"
             )
-        if self.expected_rows is not None and self.expected_rows < 0:
-            raise InvalidJobArguments(f"--expected_rows {self.expected_rows} must not be negative")
+        for name, count in (
+            ("--expected_rows", self.expected_rows),
+            ("--max_change_rows", self.max_change_rows),
+        ):
+            if count is not None and count < 0:
+                raise InvalidJobArguments(f"{name} {count} must not be negative")
         if self.tombstone_retention_days < 0:
             raise InvalidJobArguments(
                 f"--tombstone_retention_days {self.tombstone_retention_days} must not be negative"
@@ -199,6 +208,13 @@ class JobArguments:
             )
 
     @property
+    def bronze_rows_bound(self) -> int | None:
+        """At most how many rows the run's bronze files hold, when DMS counted both kinds."""
+        if self.expected_rows is None or self.max_change_rows is None:
+            return None
+        return self.expected_rows + self.max_change_rows
+
+    @property
     def database(self) -> str:
         return self.target_table.split(".", 1)[0]
 
@@ -236,6 +252,7 @@ class JobArguments:
             change_sequence_column=optional("change_sequence_column") or DEFAULT_CHANGE_SEQUENCE_COLUMN,
             catalog=optional("catalog") or DEFAULT_CATALOG,
             expected_rows=_row_count(optional("expected_rows")),
+            max_change_rows=_row_count(optional("max_change_rows"), "--max_change_rows", "changes"),
             delete_mode=delete_mode,
             tombstone_retention_days=DEFAULT_TOMBSTONE_RETENTION_DAYS if retention is None else retention,
             reconcile_uri=optional("reconcile_uri"),

@@ -21,7 +21,7 @@ from pyspark.sql.types import DataType, MapType
 
 from icetide_contracts.watermark_text import WatermarkJson
 from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN
-from icetide_glue.bronze import translate_unreadable_file
+from icetide_glue.bronze import file_rank, translate_unreadable_file
 from icetide_glue.changes import column, keep_latest_image, latest_change_per_key, whole_key_window
 from icetide_glue.columns import (
     CHANGE_SEQ,
@@ -46,18 +46,20 @@ _SEQUENCE_DIGITS = r"^[0-9]*$"
 # The deduplicated batch's working columns: each key's rows, rows failing a check, and largest
 # watermark value.
 _TALLY_PREFIX = f"{RESERVED_PREFIX}tally_"
-_ROWS, _FAILING, _WATERMARK = "rows", "failing", "watermark"
+_ROWS, _FAILING, _WATERMARK, _FULL_LOAD = "rows", "failing", "watermark", "full_load"
 
 
 @dataclass(frozen=True)
 class BatchSummary:
     """What a run read: its row count and the largest watermark-column value (None if no column);
     with key ranges asked for, the closed ranges of the first key that hold every key (None: not
-    asked, or not whole numbers, or too many; icetide_glue.key_ranges)."""
+    asked, or not whole numbers, or too many; icetide_glue.key_ranges). ``full_load_rows``: how
+    many of the rows came from full-load files (icetide_glue.row_count compares them with DMS's)."""
 
     rows_read: int
     new_watermark: WatermarkJson
     key_ranges: list[tuple[int, int]] | None = None
+    full_load_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,12 @@ class DeduplicatedBatch:
 
     latest: DataFrame
     summary: BatchSummary
+
+
+def full_load_row() -> Column:
+    """True for a bronze row read from a full-load file: its file rank starts as every LOAD file's
+    rank starts (icetide_glue.bronze.file_rank)."""
+    return F.col(FILE_RANK).startswith(F.substring(file_rank(F.lit("LOAD00000001.parquet")), 1, 1))
 
 
 def _either(conditions: Iterable[Column]) -> Column:
@@ -100,6 +108,7 @@ def inspect_batch(
     watermark_type = _watermark_type(changes, watermark_column)
     aggregates = [
         F.count(F.lit(1)).alias(_ROWS),
+        F.count_if(full_load_row()).alias(_FULL_LOAD),
         *[F.count_if(failed).alias(name) for name, failed in _row_checks(keys).items()],
         _every_value(changes).alias("every_value"),
     ]
@@ -134,7 +143,11 @@ def deduplicate_batch(
     watermark_type = _watermark_type(changes, watermark_column)
     window = whole_key_window(keys)
     failing = _either(_row_checks(keys).values())
-    tallies = {_ROWS: F.count(F.lit(1)).over(window), _FAILING: F.count_if(failing).over(window)}
+    tallies = {
+        _ROWS: F.count(F.lit(1)).over(window),
+        _FAILING: F.count_if(failing).over(window),
+        _FULL_LOAD: F.count_if(full_load_row()).over(window),
+    }
     if watermark_column is not None:
         tallies[_WATERMARK] = F.max(column(watermark_column)).over(window)
     tallied = changes.withColumns({_TALLY_PREFIX + name: value for name, value in tallies.items()})
@@ -142,7 +155,10 @@ def deduplicate_batch(
     deduplicated = latest_change_per_key(keep_latest_image(tallied, keys), keys).drop(FILE_RANK, ROW_INDEX)
     with translate_unreadable_file():
         latest = deduplicated.localCheckpoint(eager=True)
-    aggregates = [F.coalesce(F.sum(_TALLY_PREFIX + name), F.lit(0)).alias(name) for name in (_ROWS, _FAILING)]
+    aggregates = [
+        F.coalesce(F.sum(_TALLY_PREFIX + name), F.lit(0)).alias(name)
+        for name in (_ROWS, _FAILING, _FULL_LOAD)
+    ]
     if watermark_type is not None:
         largest = watermark_aggregate(F.col(_TALLY_PREFIX + _WATERMARK), watermark_type)
         aggregates.append(largest.alias(_WATERMARK))
@@ -165,6 +181,7 @@ def deduplicate_batch(
         rows_read=int(totals[_ROWS]),
         new_watermark=_new_watermark(totals, watermark_type),
         key_ranges=ranges_of_sorted_keys(totals[SORTED_KEYS]) if gaps is not None else None,
+        full_load_rows=int(totals[_FULL_LOAD]),
     )
     return DeduplicatedBatch(latest, summary)
 
@@ -207,7 +224,11 @@ def _summary(
         problems.append(f"{totals['null_keys']} row(s) have a null primary key ({', '.join(keys)})")
     if problems:
         raise InvalidChangeData("the bronze batch cannot be applied: " + "; ".join(problems))
-    return BatchSummary(rows_read=int(totals[_ROWS]), new_watermark=_new_watermark(totals, watermark_type))
+    return BatchSummary(
+        rows_read=int(totals[_ROWS]),
+        new_watermark=_new_watermark(totals, watermark_type),
+        full_load_rows=int(totals[_FULL_LOAD]),
+    )
 
 
 def _new_watermark(totals: Row, watermark_type: DataType | None) -> WatermarkJson:

@@ -67,7 +67,7 @@ from icetide_glue.columns import (
 from icetide_glue.errors import BronzeSchemaError, IcetideJobError
 from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
 from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
-from icetide_glue.row_count import check_row_count
+from icetide_glue.row_count import arrow_bronze_rows, check_bronze_rows
 from icetide_glue.run_record import (
     DRIVER_MERGE_PATH,
     committed_snapshot_id,
@@ -170,7 +170,8 @@ def _check_args(args: JobArguments) -> None:
     )
     _require(args.reconcile_uri is None, "a reconcile run")
     _require(limit > 0, "merges on the driver are turned off (--driver_merge_max_changes 0)")
-    _require(args.expected_rows is None or args.expected_rows <= limit, f"more than {limit} changes")
+    bound = args.bronze_rows_bound
+    _require(bound is None or bound <= limit, f"more than {limit} changes")
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ def _label(
     limit = args.driver_merge_max_changes
     _require(batch.summary.rows_read <= limit, f"more than {limit} changes")
     # Before anything is written, as on the Spark path: a lost or added bronze file must not land.
-    check_row_count(args.expected_rows, batch.summary.rows_read, args.bronze_uri)
+    check_bronze_rows(args, lambda: arrow_bronze_rows(files))
     silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
     latest = _align(batch.latest, silver)
     tombstones = ensure_tombstone_table(spark, table, silver, keys)

@@ -9,9 +9,9 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    empty batch). A small merge into an existing table may be done here, without a Spark job
    (icetide_glue.driver_merge, the same order of work on the driver: a folder's files listed and
    typed by pyarrow first, Spark's read skipped when it lands);
-3. check the whole batch (a merge's in the one read that deduplicates it), its row count against
-   DMS's (``--expected_rows``), a reconcile's key extraction (``--reconcile_expected_rows``, null
-   keys) and the whole schema change before any DDL;
+3. check the whole batch (a merge's in the one read that deduplicates it), its row counts against
+   DMS's (``--expected_rows``, ``--max_change_rows``), a reconcile's key extraction
+   (``--reconcile_expected_rows``, null keys) and the whole schema change before any DDL;
 4. create or evolve the table; turn the keys a reconcile removes into deletes of the batch;
    remember the run's deletes and skipped updates in the table's tombstone table (idempotent,
    committed before silver's commit, written while silver's files are: harmless if the silver
@@ -62,7 +62,7 @@ from icetide_glue.columns import is_metadata_column
 from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
-from icetide_glue.row_count import check_row_count
+from icetide_glue.row_count import BronzeRows, check_bronze_rows
 from icetide_glue.run_ledger import find_run
 from icetide_glue.run_record import (
     SPARK_MERGE_PATH,
@@ -145,7 +145,7 @@ def _load_run(
     if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
         # An empty selection (no new file) is an empty run too.
-        check_row_count(args.expected_rows, 0, args.bronze_uri)
+        check_bronze_rows(args, lambda: BronzeRows(0, 0))
         return RunManifest(args.run_id, str(table), watermark_column=args.watermark_column)
     if bronze is None:
         # A reconcile still runs when nothing changed: the source may only have lost rows.
@@ -199,7 +199,7 @@ def _land_changes(
         # DMS's row count bounds the batch's keys before it is read: the check finds the key
         # ranges too (a wrong count fails the run just below, as before). A reconcile reads silver
         # whole: no ranges.
-        range_key_count = args.expected_rows if args.reconcile_uri is None else None
+        range_key_count = args.bronze_rows_bound if args.reconcile_uri is None else None
         deduplicated = deduplicate_batch(
             changes, keys, watermark, args.timestamp_column, args.change_sequence_column, range_key_count
         )
@@ -207,7 +207,7 @@ def _land_changes(
     else:
         summary = inspect_batch(changes, keys, watermark, args.timestamp_column, args.change_sequence_column)
     # Before any DDL or commit: a lost or added bronze file must not reach silver.
-    check_row_count(args.expected_rows, summary.rows_read, args.bronze_uri)
+    check_bronze_rows(args, lambda: BronzeRows.of_batch(summary))
     source = source_schema(changes)
     reconcile_keys = None
     if args.reconcile_uri is not None and merging:

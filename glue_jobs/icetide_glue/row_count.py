@@ -1,45 +1,131 @@
-"""The run's bronze rows against the rows DMS reported writing (``--expected_rows``).
+"""The run's bronze rows against what DMS reported (``--expected_rows``, ``--max_change_rows``).
 
-DMS counts the rows it unloads (DescribeTableStatistics ``FullLoadRows``); the job counts the rows
-its bronze files hold. A file lost (a lifecycle rule, a hand) or added (a rerun's leftovers, a copy)
-between the two makes them differ, and nothing downstream would notice: a lost file's rows never
-reach silver while the watermark moves past them. So the job compares the two before any DDL or
-commit, and refuses.
+A file lost (a lifecycle rule, a hand) or added (a rerun's leftovers, a copy) between the DMS task
+and the job would go unnoticed downstream: a lost file's rows never reach silver while the
+watermark moves past them, a stray file's rows appear in silver without existing at the source.
+So the job compares, before any DDL or commit, only what DMS documents its counters to mean
+(DMS API reference, TableStatistics):
+
+- ``FullLoadRows`` is "the number of rows added during the full load operation": the rows of the
+  run's full-load files (``LOAD<hex>.parquet``), compared exactly (``--expected_rows``);
+- ``Inserts``/``Updates``/``Deletes`` are the insert, update and delete "actions performed on a
+  table". Every row of a CDC file is one of them (its Op says how "the row was inserted, updated,
+  or deleted at the source", S3Settings.CdcInsertsOnly), but not every one of them is a row: a
+  source filter, CdcInsertsOnly or CdcInsertsAndUpdates leave changes out of the files. So their
+  sum only bounds the CDC files' rows from above (``--max_change_rows``; 0 for a full-load task,
+  which writes LOAD files only): more rows than that is a stray file, fewer is no refusal.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
+import pyarrow.parquet as pq
+
+from icetide_glue.arguments import JobArguments
+from icetide_glue.arrow_files import open_input
+from icetide_glue.batch import BatchSummary
 from icetide_glue.errors import BronzeRowCountMismatch
 
 logger = logging.getLogger(__name__)
 
+# DMS names full-load files LOAD00000001.parquet ..., counting in hexadecimal; CDC files by time.
+_FULL_LOAD_FILE = re.compile(r"^LOAD[0-9A-Fa-f]+\.parquet$")
+
+
+@dataclass(frozen=True)
+class BronzeRows:
+    """How many rows a run's bronze files hold: in its full-load files, and in every other file."""
+
+    full_load: int
+    change: int
+
+    @classmethod
+    def of_batch(cls, summary: BatchSummary) -> BronzeRows:
+        """The rows a batch check counted (it counts the full-load rows in the same pass)."""
+        return cls(summary.full_load_rows, summary.rows_read - summary.full_load_rows)
+
+
+def is_full_load_file(file_name: str) -> bool:
+    """True for a DMS full-load file's name (``LOAD0000000A.parquet``), without its folder."""
+    return _FULL_LOAD_FILE.match(file_name) is not None
+
+
+def arrow_bronze_rows(paths: Iterable[str]) -> BronzeRows:
+    """The rows of the bronze files at ``paths`` (the driver merge's listing), from their footers."""
+    full_load = change = 0
+    for path in paths:
+        with open_input(path) as source:
+            rows = pq.read_metadata(source).num_rows
+        if is_full_load_file(path.rsplit("/", 1)[-1]):
+            full_load += rows
+        else:
+            change += rows
+    return BronzeRows(full_load, change)
+
+
+def check_bronze_rows(args: JobArguments, count: Callable[[], BronzeRows]) -> None:
+    """Raise :class:`BronzeRowCountMismatch` when the run's full-load files do not hold exactly
+    ``--expected_rows`` rows, or its other (CDC) files more than ``--max_change_rows``; ``count``
+    counts the bronze rows, only when DMS's counts are given.
+
+    None means nobody counted (a run started by hand, without the argument): that part is not
+    checked, with a warning, because refusing would make every manual run impossible. The state
+    machine always passes both for a run's own task, and fails the run before the job when DMS
+    cannot give them; a continuous run's long-lived task has no counts of its own run.
+    """
+    expected_rows, max_change_rows, bronze_uri = args.expected_rows, args.max_change_rows, args.bronze_uri
+    if expected_rows is None and max_change_rows is None:
+        logger.warning("no --expected_rows: the rows in %s are not checked against DMS's count", bronze_uri)
+        return
+    rows = count()
+    check_row_count(expected_rows, rows.full_load, bronze_uri, files="the full-load (LOAD) files")
+    if max_change_rows is None:
+        _not_checked("--max_change_rows", rows.change, "CDC", bronze_uri)
+    elif rows.change > max_change_rows:
+        raise BronzeRowCountMismatch(
+            f"the CDC files hold {rows.change} row(s), more than the {max_change_rows} change(s) DMS "
+            "counted (--max_change_rows, DMS Inserts + Updates + Deletes; none for a full-load task) for "
+            f"this run: a file DMS did not write for this run was added ({bronze_uri}); nothing was "
+            "committed and the table is unchanged"
+        )
+
+
+def _not_checked(argument: str, rows: int, kind: str, bronze_uri: str) -> None:
+    logger.warning(
+        "no %s: the %d row(s) of the %s files in %s are not checked against DMS's count",
+        argument,
+        rows,
+        kind,
+        bronze_uri,
+    )
+
 
 def check_row_count(
-    expected_rows: int | None, rows_read: int, bronze_uri: str, argument: str = "--expected_rows"
+    expected_rows: int | None,
+    rows_read: int,
+    bronze_uri: str,
+    argument: str = "--expected_rows",
+    files: str = "the bronze files",
 ) -> None:
-    """Raise :class:`BronzeRowCountMismatch` when ``rows_read`` is not ``expected_rows``.
+    """Raise :class:`BronzeRowCountMismatch` when ``files`` hold ``rows_read`` rows, not the
+    ``expected_rows`` of their task's FullLoadRows (a key extraction is a full-load task: every file
+    it writes is a LOAD file).
 
     ``argument`` names the count's job argument (``--reconcile_expected_rows`` for a reconcile's
-    key extraction). ``expected_rows`` None means nobody counted (a run started by hand, without
-    it): the run goes on, with a warning, because there is nothing to compare
-    with; refusing would make every manual run impossible. The state machine always passes DMS's
-    count, and fails the run before the job when DMS cannot give it.
+    key extraction). ``expected_rows`` None means nobody counted: the run goes on, with a warning.
     """
     if expected_rows is None:
-        logger.warning(
-            "no %s: the %d row(s) in %s are not checked against DMS's count",
-            argument,
-            rows_read,
-            bronze_uri,
-        )
+        _not_checked(argument, rows_read, "full-load", bronze_uri)
         return
     if rows_read != expected_rows:
         difference = "missing" if rows_read < expected_rows else "extra"
         raise BronzeRowCountMismatch(
-            f"the bronze files hold {rows_read} row(s) but DMS reported {expected_rows} ({argument}, "
-            f"DMS fullLoadRows) for this run: {abs(expected_rows - rows_read)} row(s) {difference}, so a "
+            f"{files} hold {rows_read} row(s) but DMS reported {expected_rows} ({argument}, "
+            f"DMS FullLoadRows) for this run: {abs(expected_rows - rows_read)} row(s) {difference}, so a "
             f"file was lost or added between the DMS task and this job ({bronze_uri}); nothing was "
             "committed and the table is unchanged"
         )

@@ -1,18 +1,23 @@
-"""`icetide local run`: a run whose bronze files hold another number of rows than DMS reported fails
-before the commit (issue 9, part 8).
+"""`icetide local run`: a run whose bronze files hold other rows than DMS reported fails before the
+commit, and a healthy run whose DMS counters are not its rows commits.
 
-The DMS stand-in answers DescribeTableStatistics with the rows it wrote; the state machine passes
-that count to the Glue job as ``--expected_rows``. Here a stray parquet file (as a previous run or a
-hand could leave it) sits beside the files of the second run. Merged, its row would appear in silver
-without existing at the source, and the watermark would jump to its id, past rows never read.
-Refused: the run FAILS, silver keeps its snapshot and rows, and the watermark stays.
+The DMS stand-in answers DescribeTableStatistics as DMS documents it: ``FullLoadRows`` the rows its
+full load wrote, ``Inserts``/``Updates``/``Deletes`` every change of the table, also those a source
+filter keeps out of the CDC files. The state machine passes the first to the Glue job as
+``--expected_rows`` (compared exactly with the LOAD files' rows) and the sum of the others as
+``--max_change_rows`` (the CDC files' rows must not exceed it). A stray parquet file (as a previous
+run or a hand could leave it) beside the files of the second run would put rows in silver that do
+not exist at the source, and move the watermark past rows never read; a lost one would leave rows
+out while the watermark moves past them. Refused: the run FAILS, silver keeps its snapshot and
+rows, and the watermark stays.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -29,48 +34,69 @@ pytestmark = pytest.mark.spark
 STRAY_ID = 99
 
 
-class StrayFileMover:
-    """The stand-in's replicator, which, once armed, leaves a stray file beside the files it wrote.
+Tamper = Callable[[Any], None]
 
-    The stray file is a copy of the run's first file with every id set to 99: what DMS reported
-    (the replicator's own count) stays true, the bronze folder does not.
-    """
 
-    def __init__(self, source_url: str, *, armed: bool) -> None:
+class TamperingMover:
+    """The stand-in's replicator, which, once armed, does ``tamper`` to the bronze files it wrote
+    (given the target's S3 settings): what DMS reported (the replicator's own count) stays true, the
+    bronze folder does not."""
+
+    def __init__(self, source_url: str, *, armed: bool, tamper: Tamper) -> None:
         self.replicate = data_mover.replicator_mover(source_url)
         self.armed = armed
+        self.tamper = tamper
 
     def __call__(
         self, run: lifecycle.ReplicationTaskRun
     ) -> Sequence[lifecycle.TableStatistics] | lifecycle.MoverResult:
         statistics = self.replicate(run)
         if self.armed:
-            self._add_stray_file(run.target_s3_settings)
+            self.tamper(run.target_s3_settings)
         return statistics
 
-    @staticmethod
-    def _add_stray_file(settings: Any) -> None:
-        s3 = boto3.client("s3")
-        bucket = settings["BucketName"]
-        listed = s3.list_objects_v2(Bucket=bucket, Prefix=settings["BucketFolder"])["Contents"]
-        [written] = [entry["Key"] for entry in listed if entry["Key"].endswith("LOAD00000001.parquet")]
-        table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=written)["Body"].read()))
-        ids = pa.array([STRAY_ID] * table.num_rows, table.schema.field("id").type)
-        stray = table.set_column(table.schema.get_field_index("id"), "id", ids)
-        body = io.BytesIO()
-        pq.write_table(stray, body)
-        s3.put_object(
-            Bucket=bucket, Key=written.replace("LOAD00000001", "LOAD00000002"), Body=body.getvalue()
-        )
+
+def _first_load_file(settings: Any) -> str:
+    listed = boto3.client("s3").list_objects_v2(
+        Bucket=settings["BucketName"], Prefix=settings["BucketFolder"]
+    )
+    [written] = [
+        entry["Key"] for entry in listed["Contents"] if entry["Key"].endswith("LOAD00000001.parquet")
+    ]
+    return str(written)
 
 
-def _state(workspace) -> dict[str, Any]:
-    items = json.loads((workspace / "state" / "control-table.json").read_text())
-    [orders] = [item for item in items if item["targetTableName"]["S"] == "shop_orders"]
-    return dict(orders)
+def add_stray_file(settings: Any) -> None:
+    """A copy of the run's first file with every id set to 99, as LOAD00000002."""
+    s3, bucket, written = boto3.client("s3"), settings["BucketName"], _first_load_file(settings)
+    table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=written)["Body"].read()))
+    ids = pa.array([STRAY_ID] * table.num_rows, table.schema.field("id").type)
+    stray = table.set_column(table.schema.get_field_index("id"), "id", ids)
+    body = io.BytesIO()
+    pq.write_table(stray, body)
+    s3.put_object(Bucket=bucket, Key=written.replace("LOAD00000001", "LOAD00000002"), Body=body.getvalue())
 
 
-def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tables, icetide, monkeypatch):
+def lose_first_file(settings: Any) -> None:
+    """The run's first LOAD file deleted (a lifecycle rule or a hand, before the job reads)."""
+    boto3.client("s3").delete_object(Bucket=settings["BucketName"], Key=_first_load_file(settings))
+
+
+def tamper_from_the_second_run(monkeypatch: pytest.MonkeyPatch, tamper: Tamper) -> list[TamperingMover]:
+    """Make every `local run` after the first tamper with its bronze files; the movers, in order."""
+    movers: list[TamperingMover] = []
+
+    def mover(source_url: str) -> TamperingMover:
+        movers.append(TamperingMover(source_url, armed=len(movers) > 0, tamper=tamper))
+        return movers[-1]
+
+    # The local stack builds its DMS stand-in's mover through this name, once per `local run`.
+    monkeypatch.setattr("icetide_local.local_stack.replicator_mover", mover)
+    return movers
+
+
+def orders_source(tmp_path: Path) -> tuple[str, sa.Engine, sa.Table]:
+    """A SQLite source with an orders table holding (1, tea) and (2, cake)."""
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     engine = sa.create_engine(url)
     orders = sa.Table(
@@ -82,14 +108,26 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
     orders.create(engine)
     with engine.begin() as connection:
         connection.execute(orders.insert(), [{"id": 1, "item": "tea"}, {"id": 2, "item": "cake"}])
-    movers: list[StrayFileMover] = []
+    return url, engine, orders
 
-    def stray_file_mover(source_url: str) -> StrayFileMover:
-        movers.append(StrayFileMover(source_url, armed=len(movers) > 0))  # from the second `local run` on
-        return movers[-1]
 
-    # The local stack builds its DMS stand-in's mover through this name, once per `local run`.
-    monkeypatch.setattr("icetide_local.local_stack.replicator_mover", stray_file_mover)
+def _state(workspace) -> dict[str, Any]:
+    items = json.loads((workspace / "state" / "control-table.json").read_text())
+    [orders] = [item for item in items if item["targetTableName"]["S"] == "shop_orders"]
+    return dict(orders)
+
+
+def assert_refused(result: Any, message: str) -> None:
+    """The `local run` failed, shop_orders at the Glue job with BronzeRowCountMismatch: ``message``."""
+    assert result.exit_code == 1
+    failure = next(line for line in result.out.splitlines() if line.startswith("  FAILED shop_orders:"))
+    expected = f"  FAILED shop_orders: Run Glue job: BronzeRowCountMismatch: {message}"
+    assert failure.startswith(expected), failure
+
+
+def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tables, icetide, monkeypatch):
+    url, engine, orders = orders_source(tmp_path)
+    movers = tamper_from_the_second_run(monkeypatch, add_stray_file)
     workspace = tmp_path / "ws"
     tables_file = write_tables([SHOP_ORDERS_ITEM])
 
@@ -105,13 +143,8 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
     second = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
 
     assert [mover.armed for mover in movers] == [False, True]
-    assert second.exit_code == 1
-    failure = next(line for line in second.out.splitlines() if line.startswith("  FAILED shop_orders:"))
     # gte 2 read rows 2 and 3; the stray copy of that file adds two more.
-    assert failure.startswith(
-        "  FAILED shop_orders: Run Glue job: BronzeRowCountMismatch: the bronze files hold 4 row(s) but "
-        "DMS reported 2 (--expected_rows"
-    ), failure
+    assert_refused(second, "the full-load (LOAD) files hold 4 row(s) but DMS reported 2 (--expected_rows")
     silver = silver_table(workspace, "shop_orders")
     assert silver.current_snapshot().snapshot_id == snapshot_before
     rows = silver.scan(selected_fields=("id", "item")).to_arrow().to_pylist()
@@ -123,3 +156,54 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
     assert state_after["watermark"] == {"N": "2"}
     assert state_after["lastRunStatus"] == {"S": "FAILED"}
     assert state_after["lastFailedState"] == {"S": "Run Glue job"}
+
+
+def test_a_lost_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tables, icetide, monkeypatch):
+    url, engine, orders = orders_source(tmp_path)
+    tamper_from_the_second_run(monkeypatch, lose_first_file)
+    workspace = tmp_path / "ws"
+    tables_file = write_tables([SHOP_ORDERS_ITEM])
+    first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+    assert first.exit_code == 0, first.text
+    with engine.begin() as connection:
+        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
+    engine.dispose()
+
+    second = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+
+    # gte 2 read rows 2 and 3 into the one LOAD file, which is gone: a folder without files.
+    assert_refused(second, "the full-load (LOAD) files hold 0 row(s) but DMS reported 2 (--expected_rows")
+    assert _state(workspace)["watermark"] == {"N": "2"}
+
+
+def test_a_healthy_cdc_run_whose_filter_keeps_counted_changes_out_of_its_files_commits(
+    tmp_path, write_tables, icetide
+):
+    """A cdc table with a source filter (id <= 50): DMS counts the changes of rows the filter drops
+    among the table's Inserts/Updates (actions performed on the table), but writes none of them. The
+    run's rows are fewer than its counters say, and it is healthy."""
+    url, engine, orders = orders_source(tmp_path)
+    item = {
+        "targetTableName": "cdc_orders",
+        "sourceSchema": "main",
+        "sourceTable": "orders",
+        "primaryKeys": "id",
+        "captureMode": "cdc",
+        "filtercolumn": "id",
+        "filteroperator": "lte",
+        "startvalue": 50,
+    }
+    workspace = tmp_path / "ws"
+    tables_file = write_tables([item])
+    first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+    assert first.exit_code == 0, first.text
+    with engine.begin() as connection:
+        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}, {"id": 100, "item": "filtered out"}])
+        connection.execute(orders.update().where(orders.c.id == 100).values(item="still filtered out"))
+    engine.dispose()
+
+    second = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+
+    assert second.exit_code == 0, second.text
+    rows = silver_table(workspace, "cdc_orders").scan(selected_fields=("id", "item")).to_arrow().to_pylist()
+    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake"), (3, "scone")]

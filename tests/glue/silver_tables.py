@@ -66,9 +66,10 @@ def load_into_silver(
     reconcile_started_at: datetime | None = None,
     expected_rows: int | None = None,
     driver_merge_max_changes: int = DEFAULT_MAX_DRIVER_CHANGES,
+    max_change_rows: int | None = None,
 ) -> dict[str, Any]:
     """Run the job on a bronze folder into ``silver.<table>`` and return its manifest
-    (``expected_rows``: DMS's row count, as the state machine passes it;
+    (``expected_rows``, ``max_change_rows``: DMS's counts, as the state machine passes them;
     ``driver_merge_max_changes`` 0: every merge on the Spark path)."""
     arguments = JobArguments(
         target_table=f"{SILVER_DATABASE}.{table}",
@@ -85,6 +86,7 @@ def load_into_silver(
         reconcile_expected_rows=reconcile_expected_rows,
         reconcile_started_at=reconcile_started_at,
         expected_rows=expected_rows,
+        max_change_rows=max_change_rows,
         driver_merge_max_changes=driver_merge_max_changes,
     )
     return run_job(spark, arguments)

@@ -1,7 +1,9 @@
 """The job refuses to commit when its bronze files hold another number of rows than DMS reported.
 
-DMS's ``FullLoadRows`` reaches the job as ``--expected_rows``. A file lost or added between the DMS
-task and the job makes the counts differ; merging what is there would put a wrong picture of the
+DMS's ``FullLoadRows`` reaches the job as ``--expected_rows``, compared exactly with the rows of the
+run's LOAD files; the changes DMS counted (Inserts + Updates + Deletes) as ``--max_change_rows``,
+which the CDC files' rows must not exceed. A file lost or added between the DMS task and the job
+makes the counts differ; merging what is there would put a wrong picture of the
 source into silver and move the watermark past rows that never arrived. The refusal comes before
 any DDL or commit: silver keeps its snapshot, schema and rows.
 """
@@ -41,7 +43,12 @@ ID_AND_V = StructType([StructField("id", LongType()), StructField("v", StringTyp
 
 
 def _run(
-    spark: SparkSession, table: str, run_id: str, bronze: Path, expected_rows: int | None
+    spark: SparkSession,
+    table: str,
+    run_id: str,
+    bronze: Path,
+    expected_rows: int | None,
+    max_change_rows: int | None = None,
 ) -> dict[str, Any]:
     arguments = JobArguments(
         target_table=f"{SILVER_DATABASE}.{table}",
@@ -51,6 +58,7 @@ def _run(
         watermark_column="id",
         catalog=CATALOG,
         expected_rows=expected_rows,
+        max_change_rows=max_change_rows,
     )
     return run_job(spark, arguments)
 
@@ -101,7 +109,7 @@ def test_a_lost_or_added_file_is_refused_before_any_ddl_or_commit(
     for name in files:
         write_dms_file(bronze, name, BRONZE_WITH_NOTE, content[name])
 
-    message = f"the bronze files hold {rows_in_files} row(s) but DMS reported 3 (--expected_rows"
+    message = f"the full-load (LOAD) files hold {rows_in_files} row(s) but DMS reported 3 (--expected_rows"
     with pytest.raises(BronzeRowCountMismatch, match=re.escape(message)):
         _run(spark, table, f"{table}-2", bronze, expected_rows=3)
 
@@ -150,7 +158,7 @@ def test_without_a_count_the_job_loads_and_says_it_did_not_check(
 
     assert (manifest["rowsRead"], manifest["rowsInserted"]) == (1, 1)
     assert [record.getMessage() for record in caplog.records] == [
-        f"no --expected_rows: the 1 row(s) in {bronze} are not checked against DMS's count"
+        f"no --expected_rows: the rows in {bronze} are not checked against DMS's count"
     ]
 
 
@@ -167,7 +175,8 @@ def test_icetide_job_run_takes_the_count_and_refuses_in_one_line(
 
     assert refused == 1
     assert error_lines[-1].startswith(
-        "error: BronzeRowCountMismatch: the bronze files hold 2 row(s) but DMS reported 3 (--expected_rows"
+        "error: BronzeRowCountMismatch: the full-load (LOAD) files hold 2 row(s) but DMS reported 3 "
+        "(--expected_rows"
     ), error_lines
     assert loaded == 0
 
@@ -213,11 +222,44 @@ def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path
     ]
     changes.append(("D", "2026-11-21 08:00:00", 3, None))
     write_dms_file(second, "20261121-080000000.parquet", BRONZE, changes)
-    count = 4 if counted else None
-    manifest, plans = plans_of(
-        spark, lambda: load_into_silver(spark, table, "read-once-2", second, expected_rows=count)
-    )
+    counts = {"expected_rows": 0, "max_change_rows": 4} if counted else {}
+    manifest, plans = plans_of(spark, lambda: load_into_silver(spark, table, "read-once-2", second, **counts))
     assert sum(str(second) in plan for plan in plans) == 1, [p[:300] for p in plans if str(second) in p]
     assert (manifest["rowsRead"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (4, 2, 1)
     silver = {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()}
     assert silver == {k: {2: "w2", 39: "w39"}.get(k, f"v{k}") for k in range(1, 41) if k != 3}
+
+
+@pytest.mark.parametrize(
+    ("table", "cdc_rows", "refused"),
+    [
+        # DMS counted 3 changes; a source filter kept one of them out of the CDC file: healthy.
+        (
+            "fewer_changes_than_counted",
+            [("U", "2026-11-21 07:00:00", 2, "B"), ("I", "2026-11-21 07:00:01", 3, "c")],
+            False,
+        ),
+        # A stray CDC file's rows beside DMS's: more rows than the changes DMS counted.
+        (
+            "stray_cdc_file",
+            [("U", "2026-11-21 07:00:00", 2, "B"), ("I", "2026-11-21 07:00:01", 3, "c")] * 2,
+            True,
+        ),
+    ],
+)
+def test_the_cdc_files_rows_are_bounded_by_the_changes_dms_counted(
+    spark: SparkSession, tmp_path: Path, table: str, cdc_rows: list[tuple[Any, ...]], refused: bool
+) -> None:
+    bronze = _two_rows(tmp_path / "first")  # a full-load-and-cdc task's LOAD file ...
+    write_dms_file(bronze, "20261121-070000000.parquet", BRONZE, cdc_rows)  # ... and its CDC file
+
+    def run() -> dict[str, Any]:
+        return _run(spark, table, f"{table}-1", bronze, expected_rows=2, max_change_rows=3)
+
+    if refused:
+        message = "the CDC files hold 4 row(s), more than the 3 change(s) DMS counted (--max_change_rows"
+        with pytest.raises(BronzeRowCountMismatch, match=re.escape(message)):
+            run()
+        assert not spark.catalog.tableExists(silver_table(table))
+    else:
+        assert (run()["rowsRead"], spark.table(silver_table(table)).count()) == (4, 3)

@@ -1,6 +1,8 @@
 """read_task_statistics: DMS's row counts, read with DescribeTableStatistics and never guessed.
 
-The counts become the Glue job's ``--expected_rows``, so a run must not go on without them: the
+The counts become the Glue job's ``--expected_rows`` (the rows of the full load, ``FullLoadRows``)
+and ``--max_change_rows`` (the changes DMS counted, which bound the rows of its CDC files), so a run
+must not go on without them: the
 handler reads them from the DMS stand-in (which, unlike moto, answers DescribeTableStatistics), and
 any error DMS answers fails the state instead of turning into "no statistics".
 """
@@ -96,6 +98,7 @@ def test_the_stand_ins_table_statistics_give_the_rows_the_job_must_read(
         "fullLoadRows": 9,
         "changeRows": 0,
         "expectedRows": "9",
+        "maxChangeRows": "0",
         "recoveryCheckpoint": None,
         "tablesLoaded": 2,
         "tablesErrored": 0,
@@ -142,3 +145,51 @@ def test_statistics_dms_refuses_fail_the_state_instead_of_going_on_uncounted(aws
         )
         with pytest.raises(ClientError, match="AccessDeniedFault"):
             handlers.read_task_statistics.handler(_event(load_event, TASK_ARN), lambda_context)
+
+
+def _stubbed_statistics(
+    task: dict[str, Any], tables: list[dict[str, Any]], load_event, lambda_context
+) -> Any:
+    with Stubber(client("dms")) as stubbed:
+        stubbed.add_response(
+            "describe_replication_tasks",
+            {"ReplicationTasks": [{"ReplicationTaskArn": TASK_ARN, "Status": "stopped", **task}]},
+            {"Filters": [{"Name": "replication-task-arn", "Values": [TASK_ARN]}]},
+        )
+        stubbed.add_response(
+            "describe_table_statistics",
+            {"ReplicationTaskArn": TASK_ARN, "TableStatistics": tables},
+            {"ReplicationTaskArn": TASK_ARN},
+        )
+        return handlers.read_task_statistics.handler(_event(load_event, TASK_ARN), lambda_context)
+
+
+# A cdc task's statistics: 5 rows loaded; 4 inserts, 3 updates and 2 deletes "performed on a table",
+# some of which a filter may have kept out of the files.
+CDC_TABLES = [
+    {"SchemaName": "dbo", "TableName": "orders", "FullLoadRows": 5, "Inserts": 4, "Updates": 3, "Deletes": 2},
+]
+
+
+def test_a_cdc_tasks_expected_rows_are_its_full_load_rows_and_its_changes_only_bound_the_cdc_rows(
+    aws, load_event, lambda_context
+):
+    # Before, expectedRows was 5 + 4 + 3 + 2 = 14, compared exactly with every bronze row: a filter
+    # that kept a change out of the files, which DMS still counts, failed a healthy run.
+    task = {"MigrationType": "full-load-and-cdc", "StopReason": "Stop Reason STOPPED_AT_SERVER_TIME"}
+
+    result = _stubbed_statistics(task, CDC_TABLES, load_event, lambda_context)
+
+    assert (result["fullLoadRows"], result["changeRows"]) == (5, 9)
+    assert (result["expectedRows"], result["maxChangeRows"]) == ("5", "9")
+
+
+def test_a_full_load_task_may_write_no_cdc_row_whatever_its_change_counters_say(
+    aws, load_event, lambda_context
+):
+    # A full-load task captures no change: any file beside its LOAD files is stray.
+    task = {"MigrationType": "full-load", "StopReason": "Stop Reason FULL_LOAD_ONLY_FINISHED"}
+
+    result = _stubbed_statistics(task, CDC_TABLES, load_event, lambda_context)
+
+    assert (result["expectedRows"], result["maxChangeRows"]) == ("5", "0")

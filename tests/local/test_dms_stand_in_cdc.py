@@ -164,7 +164,9 @@ def test_windows_of_changes_follow_each_other_from_checkpoint_to_checkpoint(sour
         )
 
     assert counts(load) == (3, 0, 0, 0, "Table completed")
-    assert counts(first) == (0, 3, 2, 3, "Table completed")
+    # Inserts counts the change the filter keeps out of the files (id 100) too: DMS documents its
+    # counters as actions performed on the table, not as rows written (replicator.ChangeCounting).
+    assert counts(first) == (0, 4, 2, 3, "Table completed")
     assert counts(again) == counts(first)
     assert counts(second) == (0, 1, 1, 0, "Table completed")
 

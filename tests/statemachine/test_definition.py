@@ -164,6 +164,7 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
         "--watermark_column.$",
         "--timestamp_column.$",
         "--expected_rows.$",
+        "--max_change_rows.$",
         "--delete_mode.$",
         "--reconcile_uri.$",
         "--reconcile_expected_rows.$",
@@ -174,6 +175,7 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
     # DMS's counts and the key extraction's start, as text (Glue arguments are strings):
     # read_task_statistics writes them ("" when the run does not reconcile).
     assert arguments["--expected_rows.$"] == "$.statistics.expectedRows"
+    assert arguments["--max_change_rows.$"] == "$.statistics.maxChangeRows"
     assert arguments["--reconcile_expected_rows.$"] == "$.statistics.reconcileExpectedRows"
     assert arguments["--reconcile_started_at.$"] == "$.statistics.reconcileStartedAt"
     assert arguments["--delete_mode.$"] == "$.lock.plan.deleteMode"

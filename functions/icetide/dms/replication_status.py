@@ -151,8 +151,18 @@ def _count(table: Mapping[str, Any], name: str) -> int:
 
 
 def _change_rows(table: Mapping[str, Any]) -> int:
-    # One CDC row per insert, update and delete DMS applied (DDL changes write no rows).
+    # The insert, update and delete "actions performed on a table" (API reference, TableStatistics).
+    # Each CDC row DMS writes is one of them (S3Settings.CdcInsertsOnly: a record's I/U/D says how
+    # "the row was inserted, updated, or deleted at the source"), but not each of them is a row: a
+    # filter or CdcInsertsOnly/CdcInsertsAndUpdates leaves some out. So they bound the CDC rows.
     return sum(_count(table, name) for name in ("Inserts", "Updates", "Deletes"))
+
+
+def _max_change_rows(task: Mapping[str, Any] | None, change_rows: int) -> int:
+    """At most how many rows the task's CDC files may hold: none for a ``full-load`` task (it
+    migrates existing data and captures no change, so every file it writes is a LOAD file),
+    otherwise the changes DMS counted (:func:`_change_rows`)."""
+    return 0 if (task or {}).get("MigrationType") == "full-load" else change_rows
 
 
 def statistics(
@@ -162,10 +172,14 @@ def statistics(
 ) -> dict[str, Any]:
     """The run's DMS statistics: task counts, each table's rows, their totals and the checkpoint.
 
-    ``expectedRows`` is the rows DMS wrote (full-load rows plus change rows) as text, the Glue job's
-    ``--expected_rows`` (Glue arguments are strings): the job refuses to commit when the bronze
-    files hold another number of rows, so a file lost or added between DMS and the job never
-    reaches silver. ``recoveryCheckpoint`` is the task's RecoveryCheckpoint (a cdc task's position,
+    ``expectedRows`` is the rows the full load added (``FullLoadRows``, "the number of rows added
+    during the full load operation") as text, the Glue job's ``--expected_rows`` (Glue arguments
+    are strings): the job refuses to commit when the run's LOAD files hold another number of rows,
+    so a full-load file lost or added between DMS and the job never reaches silver.
+    ``maxChangeRows`` (``--max_change_rows``) is at most how many rows its CDC files may hold
+    (:func:`_max_change_rows`): the inserts, updates and deletes DMS counted are not documented to
+    be the rows it wrote, only to include them, so more rows than that is a stray file and fewer
+    is no refusal. ``recoveryCheckpoint`` is the task's RecoveryCheckpoint (a cdc task's position,
     committed with the watermark). A reconcile run's ``key_extraction`` (its task and table
     statistics) gives ``reconcileExpectedRows`` and ``reconcileStartedAt`` (when that task started:
     a key changed later is never removed); both are "" when there is none.
@@ -186,7 +200,8 @@ def statistics(
     result = {
         "fullLoadRows": full_load_rows,
         "changeRows": change_rows,
-        "expectedRows": str(full_load_rows + change_rows),
+        "expectedRows": str(full_load_rows),
+        "maxChangeRows": str(_max_change_rows(task, change_rows)),
         "recoveryCheckpoint": (task or {}).get("RecoveryCheckpoint") or None,
         "tablesLoaded": int(task_stats.get("TablesLoaded") or 0),
         "tablesErrored": int(task_stats.get("TablesErrored") or 0),

@@ -24,8 +24,9 @@ writes, for the Glue job downstream to read without knowing the difference:
   commit time in the timestamp column; one file per table per task run, or more when a table has
   more than ``max_rows_per_file`` changes (``CdcMaxBatchInterval`` and ``CdcMinFileSize`` are
   accepted but do not change this); a table without changes gets none;
-- table statistics like ``describe_table_statistics``: ``FullLoadRows`` and the CDC rows written as
-  ``Inserts``/``Updates``/``Deletes``; a table that cannot be read is reported as "Table error" and
+- table statistics like ``describe_table_statistics``: ``FullLoadRows`` and, as ``Inserts``/
+  ``Updates``/``Deletes``, every change of the table in the window, also those a filter keeps out
+  of the CDC files (:class:`ChangeCounting`); a table that cannot be read is reported as "Table error" and
   the others still load; an unreachable source fails the whole run.
 """
 
@@ -36,6 +37,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
@@ -129,7 +131,7 @@ class TableStatistics:
 
     ``error_message`` is what DMS would put in the task's ``LastFailureMessage``; ``files`` are the
     URIs of the LOAD and then the CDC files written; ``inserts``, ``updates``, ``deletes`` count the
-    CDC rows written.
+    table's changes as :class:`ChangeCounting` says.
     """
 
     schema: str
@@ -415,6 +417,7 @@ def _capture_table(
                         counts[op] += 1
     except (SourceTableError, SQLAlchemyError, pa.ArrowException) as error:
         state, error_message = TABLE_ERROR, _table_error_message(selection, error)
+    inserts, updates, deletes = _reported_changes(changes, counts)
     return TableStatistics(
         schema=selection.schema,
         table=selection.table,
@@ -424,10 +427,35 @@ def _capture_table(
         files=tuple(files),
         started_at=started_at,
         finished_at=writer.clock(),
-        inserts=counts["I"],
-        updates=counts["U"],
-        deletes=counts["D"],
+        inserts=inserts,
+        updates=updates,
+        deletes=deletes,
     )
+
+
+class ChangeCounting(StrEnum):
+    """What the stand-in's ``Inserts``/``Updates``/``Deletes`` count.
+
+    DMS documents them as the insert, update and delete "actions performed on a table" (API
+    reference, TableStatistics), not as the rows it wrote: a change a source filter keeps out of the
+    CDC files may still be one. CAPTURED, the default, counts every change of the table in the
+    window, filtered out or not (the reading least kind to a check that takes them for rows);
+    WRITTEN counts the rows of the CDC files only.
+    """
+
+    CAPTURED = "captured"
+    WRITTEN = "written"
+
+
+CHANGE_COUNTING = ChangeCounting.CAPTURED
+
+
+def _reported_changes(captured: Sequence[cdc.Change], written: Mapping[str, int]) -> tuple[int, int, int]:
+    """The table's inserts, updates and deletes as :data:`CHANGE_COUNTING` says."""
+    counts = written
+    if CHANGE_COUNTING is ChangeCounting.CAPTURED:
+        counts = {op: sum(change.op == op for change in captured) for op in "IUD"}
+    return counts["I"], counts["U"], counts["D"]
 
 
 def _table_error_message(selection: TableSelection, error: Exception) -> str:

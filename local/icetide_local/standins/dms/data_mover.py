@@ -19,6 +19,7 @@ from sqlalchemy.exc import ArgumentError
 from icetide_local.standins.dms import lifecycle
 from icetide_local.standins.dms.cdc import DEFAULT_SLOT_NAME
 from icetide_local.standins.dms.replicator import FULL_LOAD, TABLE_ERROR, run_replication
+from icetide_local.standins.dms.source import masked_url
 
 # SQLAlchemy backend name -> DMS EngineName (sqlite is the stand-in's own: DMS has no SQLite source).
 _DMS_ENGINE_NAMES = {
@@ -52,11 +53,12 @@ def source_endpoint_settings(source_url: str, *, slot_name: str | None = None) -
     """
     try:
         url = make_url(source_url)
-    except ArgumentError as bad:
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
+        # Not chained: the parser's own message would repeat the text, password and all.
         raise SourceUrlInvalid(
-            f"{source_url!r} is not a SQLAlchemy database URL (e.g. sqlite:///shop.db or "
+            f"{masked_url(source_url)!r} is not a SQLAlchemy database URL (e.g. sqlite:///shop.db or "
             "postgresql+psycopg://user:password@host:5432/db)"
-        ) from bad
+        ) from None
     backend = url.get_backend_name()
     settings: dict[str, Any] = {"EngineName": _DMS_ENGINE_NAMES.get(backend, backend)}
     optional = {

@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import NoSuchTableError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchTableError, OperationalError, SQLAlchemyError
 
 VALUE_OPERATORS = frozenset({"lte", "ste", "gte", "eq", "noteq"})
 RANGE_OPERATORS = frozenset({"between", "notbetween"})
@@ -111,8 +111,17 @@ class SourceFilter:
 
 
 def masked_url(url: str | URL) -> str:
-    """The URL as it may appear in messages and logs: the password replaced by ``***``."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL as it may appear in messages and logs: the password replaced by ``***``.
+
+    Text SQLAlchemy cannot read as a URL (a typo in ``--source``) may still hold a password, in a
+    place no parser can name: everything before its last ``@``, where a user and password would
+    be, is replaced by ``***``.
+    """
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
+        _, at, host = str(url).rpartition("@")
+        return f"***@{host}" if at else str(url)
 
 
 def open_source(source: str | URL | Engine) -> tuple[Engine, bool]:

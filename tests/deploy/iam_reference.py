@@ -92,6 +92,13 @@ TASK_PERMISSIONS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "arn:aws:states:::sns:publish": (("sns:Publish",), SNS_PUBLISH),
 }
+# What Lambda's event source mapping does with the function's role when an SQS queue feeds it.
+SQS_EVENT_SOURCE = (
+    "AWS Lambda Developer Guide, 'Creating and configuring an Amazon SQS event source mapping', "
+    "'Set up the execution role permissions': sqs:ReceiveMessage, sqs:DeleteMessage, "
+    "sqs:GetQueueAttributes (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html)"
+)
+SQS_EVENT_SOURCE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 LAMBDA_TASK_ACTIONS = ("lambda:InvokeFunction",)
 ENCRYPTED_TOPIC_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey")
 LOG_DELIVERY_ACTIONS = (

@@ -76,27 +76,33 @@ def test_the_serverless_transform_accepts_the_template(transformed: dict[str, An
     assert set(resources_of_type(SERVERLESS_FUNCTION)) <= set(transformed)
 
 
-def test_only_the_continuous_files_rule_may_invoke_start_on_new_files(transformed: dict[str, Any]) -> None:
+def test_only_its_queue_invokes_start_on_new_files(transformed: dict[str, Any]) -> None:
+    # The events rule puts object events into the queue; Lambda's event source mapping reads them
+    # (with the function's own role: no resource permission). Nothing may invoke it directly.
     permissions = [
         resource["Properties"]
         for resource in transformed.values()
         if resource["Type"] == "AWS::Lambda::Permission"
         and resource["Properties"]["FunctionName"] == {"Ref": "StartOnNewFilesFunction"}
     ]
-    rules = {
-        name: resource["Properties"]
-        for name, resource in transformed.items()
+    mappings = [
+        resource["Properties"]
+        for resource in transformed.values()
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping"
+        and resource["Properties"]["FunctionName"] == {"Ref": "StartOnNewFilesFunction"}
+    ]
+    rule_targets = [
+        target["Arn"]
+        for resource in transformed.values()
         if resource["Type"] == "AWS::Events::Rule"
-        and any(
-            target["Arn"] == {"Fn::GetAtt": ["StartOnNewFilesFunction", "Arn"]}
-            for target in resource["Properties"]["Targets"]
-        )
-    }
+        for target in resource["Properties"]["Targets"]
+    ]
 
-    (rule_name,) = rules
-    (permission,) = permissions
-    assert permission["Principal"] == "events.amazonaws.com"
-    assert permission["SourceArn"] == {"Fn::GetAtt": [rule_name, "Arn"]}
+    assert permissions == []
+    (mapping,) = mappings
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["ContinuousFilesQueue", "Arn"]}
+    assert {"Fn::GetAtt": ["StartOnNewFilesFunction", "Arn"]} not in rule_targets
+    assert rule_targets.count({"Fn::GetAtt": ["ContinuousFilesQueue", "Arn"]}) == 1
 
 
 def test_both_task_creating_functions_attach_the_shared_dms_policy(transformed: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from deploy.iam_reference import (
     ENCRYPTED_TOPIC_ACTIONS,
     LAMBDA_TASK_ACTIONS,
     LOG_DELIVERY_ACTIONS,
+    SQS_EVENT_SOURCE_ACTIONS,
     TASK_PERMISSIONS,
     Permission,
     permissions_for,
@@ -90,8 +91,29 @@ def _statements_of(owner: str) -> list[PolicyStatement]:
 # --- Lambda functions ---------------------------------------------------------------------------
 
 
+def _event_source_queues(function_name: str) -> list[Any]:
+    """The queues an event source mapping of the template reads for the function."""
+    return [
+        mapping["Properties"]["EventSourceArn"]
+        for mapping in resources_of_type("AWS::Lambda::EventSourceMapping").values()
+        if mapping["Properties"]["FunctionName"] == {"Ref": function_name}
+    ]
+
+
 def _function_permissions(function_name: str) -> set[Permission]:
-    return required_permissions(_index().calls_from(*_handler(function_name)))
+    """What the function's code calls, and what its event source mapping does with its role."""
+    needed = required_permissions(_index().calls_from(*_handler(function_name)))
+    if _event_source_queues(function_name):
+        needed |= {Permission(action) for action in SQS_EVENT_SOURCE_ACTIONS}
+    return needed
+
+
+def test_a_function_reads_only_the_queues_that_feed_it() -> None:
+    for function_name in icetide_functions():
+        granted = [
+            r for s in _statements_of(function_name) if "sqs:ReceiveMessage" in s.actions for r in s.resources
+        ]
+        assert granted == _event_source_queues(function_name), function_name
 
 
 @pytest.mark.parametrize("function_name", sorted(icetide_functions()))

@@ -210,14 +210,11 @@ def test_state_machine_may_invoke_exactly_the_functions_it_is_given() -> None:
 
 
 def _continuous_files_rule() -> dict[str, Any]:
-    events = resources_of_type(SERVERLESS_FUNCTION)["StartOnNewFilesFunction"]["Properties"]["Events"]
-    (rule,) = events.values()
-    assert rule["Type"] == "EventBridgeRule"
-    return dict(rule["Properties"])
+    return dict(resources_of_type("AWS::Events::Rule")["ContinuousFilesRule"]["Properties"])
 
 
 def test_new_files_below_continuous_folders_of_the_raw_bucket_start_runs() -> None:
-    pattern = _continuous_files_rule()["Pattern"]
+    pattern = _continuous_files_rule()["EventPattern"]
     (key_filter,) = pattern["detail"]["object"]["key"]
 
     assert pattern["source"] == ["aws.s3"]
@@ -230,6 +227,27 @@ def test_new_files_below_continuous_folders_of_the_raw_bucket_start_runs() -> No
         "Fn::FindInMap": ["RawBucketLayout", "Prefix", "Bronze"]
     }
     assert own_environment("StartOnNewFilesFunction")["RAW_BUCKET"] == {"Ref": "RawBucket"}
+
+
+def test_object_events_reach_start_on_new_files_through_its_queue_in_batches() -> None:
+    (target,) = _continuous_files_rule()["Targets"]
+    (mapping,) = resources_of_type("AWS::Lambda::EventSourceMapping").values()
+    queue = resources_of_type("AWS::SQS::Queue")["ContinuousFilesQueue"]["Properties"]
+    function_timeout = function_property("StartOnNewFilesFunction", "Timeout")
+    window = mapping["Properties"]["MaximumBatchingWindowInSeconds"]
+
+    assert target["Arn"] == {"Fn::GetAtt": ["ContinuousFilesQueue", "Arn"]}
+    assert "Events" not in resources_of_type(SERVERLESS_FUNCTION)["StartOnNewFilesFunction"]["Properties"]
+    assert mapping["Properties"]["FunctionName"] == {"Ref": "StartOnNewFilesFunction"}
+    assert mapping["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["ContinuousFilesQueue", "Arn"]}
+    # One scan per batch of up to 1000 events gathered for up to a minute, at most two at a time.
+    assert (mapping["Properties"]["BatchSize"], window) == (1000, 60)
+    assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 2}
+    # The handler answers with the records to retry (batchItemFailures).
+    assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # Lambda's advice: at least six times the function's timeout plus the batching window.
+    assert queue["VisibilityTimeout"] >= 6 * function_timeout + window
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["FunctionDeadLetterQueue", "Arn"]}
 
 
 def test_the_event_trigger_can_be_switched_off() -> None:

@@ -497,3 +497,117 @@ def test_no_identity_of_the_stack_but_dms_s_target_role_is_allowed_to_write_bron
     }
 
     assert writers == {"DmsS3TargetRole"}
+
+
+def _queue_policies() -> dict[str, list[dict[str, Any]]]:
+    """Queue (logical id) -> the statements of the queue policy that names it."""
+    policies: dict[str, list[dict[str, Any]]] = {}
+    for policy in resources_of_type("AWS::SQS::QueuePolicy").values():
+        for queue in policy["Properties"]["Queues"]:
+            policies.setdefault(queue["Ref"], []).extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return policies
+
+
+@pytest.mark.parametrize("queue_name", sorted(resources_of_type("AWS::SQS::Queue")))
+def test_every_queue_is_encrypted_and_tls_only(queue_name: str) -> None:
+    queue = resources_of_type("AWS::SQS::Queue")[queue_name]["Properties"]
+    statements = _queue_policies().get(queue_name, [])
+    tls_denials = [
+        s
+        for s in statements
+        if s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+
+    assert queue["SqsManagedSseEnabled"] is True
+    assert len(tls_denials) == 1
+    assert (tls_denials[0]["Principal"], tls_denials[0]["Action"]) == ("*", "sqs:*")
+    assert tls_denials[0]["Resource"] == {"Fn::GetAtt": [queue_name, "Arn"]}
+
+
+def test_only_the_continuous_files_rule_may_send_to_its_queue() -> None:
+    (allowed,) = [s for s in _queue_policies()["ContinuousFilesQueue"] if s["Effect"] == "Allow"]
+
+    assert (allowed["Principal"], allowed["Action"]) == (
+        {"Service": "events.amazonaws.com"},
+        "sqs:SendMessage",
+    )
+    assert allowed["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["ContinuousFilesRule", "Arn"]}}
+    }
+
+
+# A file of another database's table in the same silver bucket (what the merge job must not touch).
+OTHER_DATABASE_FILE = "arn:aws:s3:::SilverBucket/other_db/orders/data/00000-0-a.parquet"
+SILVER_TABLE_FILE = "arn:aws:s3:::SilverBucket/${GlueDatabaseName}/orders/data/00000-0-a.parquet"
+
+
+@pytest.mark.parametrize("action", ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"])
+def test_the_merge_job_reads_writes_and_deletes_only_its_databases_tables(action: str) -> None:
+    grants = [
+        grant for grant in _s3_grants("GlueJobRole", action) if grant.startswith("arn:aws:s3:::SilverBucket")
+    ]
+
+    assert _may(grants, SILVER_TABLE_FILE)
+    assert not _may(grants, OTHER_DATABASE_FILE)
+    assert not _may(grants, "arn:aws:s3:::SilverBucket/orders/metadata/00001.metadata.json")
+    assert grants == ["arn:aws:s3:::SilverBucket/${GlueDatabaseName}/*"]
+
+
+def test_the_merge_job_lists_only_its_databases_folder() -> None:
+    assert _s3_grants("GlueJobRole", "s3:ListBucket") == [
+        "arn:aws:s3:::RawBucket",
+        "arn:aws:s3:::SilverBucket",
+    ]
+    silver = [
+        s
+        for s in _allow_statements()
+        if s.owner == "GlueJobRole" and "s3:ListBucket" in s.actions
+        if s.resources == [{"Fn::GetAtt": ["SilverBucket", "Arn"]}]
+    ]
+    (listing,) = silver
+    assert listing.statement["Condition"] == {
+        "StringLike": {"s3:prefix": {"Fn::Sub": "${GlueDatabaseName}/*"}}
+    }
+
+
+def _log_arn(resource: Any) -> str:
+    """A logs ARN of the template with the Glue log groups' names filled in (a group's ``Arn``
+    attribute is its ARN followed by ``:*``)."""
+    names = {
+        group: resolve_sub(resources_of_type("AWS::Logs::LogGroup")[group]["Properties"]["LogGroupName"])
+        for group in ("GlueJobErrorLogGroup", "GlueJobOutputLogGroup")
+    }
+    prefix = "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+    if isinstance(resource, dict) and "Fn::GetAtt" in resource:
+        group, attribute = resource["Fn::GetAtt"]
+        assert attribute == "Arn"
+        return f"{prefix}{names[group]}:*"
+    text = resolve_sub(resource)
+    for group, name in names.items():
+        text = text.replace(f"${{{group}}}", name)
+    return text
+
+
+@pytest.mark.parametrize("role", ["GlueJobRole", "MaintenanceGlueJobRole"])
+def test_the_glue_jobs_write_only_this_stacks_log_groups(role: str) -> None:
+    grants = [
+        _log_arn(resource)
+        for statement in _allow_statements()
+        if statement.owner == role and any(action.startswith("logs:") for action in statement.actions)
+        for resource in statement.resources
+    ]
+    prefix = resolve_sub(
+        resources_of_type("AWS::Glue::Job")["GlueJob"]["Properties"]["DefaultArguments"][
+            "--custom-logGroup-prefix"
+        ]
+    )
+    arn = "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:"
+
+    for suffix in ("error", "output"):
+        assert _may(grants, f"{arn}{prefix}/{suffix}")
+        assert _may(grants, f"{arn}{prefix}/{suffix}:log-stream:jr_0123-driver")
+    # Not the account's default groups, nor another stack's whose name starts with this one's.
+    assert not _may(grants, f"{arn}/aws-glue/jobs/error:log-stream:jr_0123-driver")
+    assert not _may(grants, f"{arn}/aws-glue/jobs/output")
+    assert not _may(grants, f"{arn}{prefix}-other/error:log-stream:jr_0123-driver")
+    assert not _may(grants, f"{arn}/aws-glue/crawlers:log-stream:c")

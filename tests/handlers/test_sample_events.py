@@ -16,7 +16,7 @@ from icetide.run.abandoned import ExecutionStatusChange
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "start_workflow": handler_inputs.ScheduleEvent,
-    "start_on_new_files": triggers.ObjectCreatedEvent,
+    "start_on_new_files": triggers.QueuedEvents,
     "acquire_lock": handler_inputs.RunInput,
     "release_lock": handler_inputs.RunInput,
     "ensure_replication_instance": handler_inputs.PlanInput,
@@ -55,9 +55,12 @@ def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
         maintenance_run = "dbo_orders-maintain-20261121T0000Z"
         assert (parsed.target_table_name, parsed.run_id) == ("dbo_orders", maintenance_run)
     elif name == "start_on_new_files":
-        # A CDC file of dbo_orders' long-lived task, written in the 07:00 slot.
-        assert parsed.time == datetime(2026, 11, 21, 7, 3, 12, tzinfo=UTC)
-        assert parsed.key.startswith("bronze/_continuous/dbo_orders/")
+        # One SQS record: the events rule's event of a CDC file of dbo_orders' long-lived task,
+        # written in the 07:00 slot.
+        (record,) = parsed.records
+        created = handler_inputs.parse_input(triggers.ObjectCreatedEvent, triggers.record_event(record))
+        assert created.time == datetime(2026, 11, 21, 7, 3, 12, tzinfo=UTC)
+        assert created.key.startswith("bronze/_continuous/dbo_orders/")
     elif name == "clean_up_execution":
         # dbo_orders' 07:00 run, stopped by hand while it ran.
         assert (parsed.status, parsed.run_id) == ("ABORTED", "dbo_orders-20261121T0700Z")

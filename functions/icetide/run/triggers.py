@@ -10,11 +10,17 @@ the table lock keeps a run of the next slot from overlapping one still going.
 While a live run holds the table's lock, an event starts nothing: the execution would only fail at
 the lock (raising the failed-runs alarm) and use up its slot's name, so that a file arriving later
 in the slot, after the lock is released, could not start the run it needs.
+
+The events reach StartOnNewFiles in batches through an SQS queue (one record per event, the event
+as the record's body). A batch needs one control-table scan, and starts at most one run per table:
+the run of the slot of the table's latest event in the batch, which lists every file of the table's
+folder past its checkpoint, the earlier events' files included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -58,6 +64,34 @@ class ObjectCreatedEvent(_EventPart):
     @property
     def key(self) -> str:
         return self.detail.object.key
+
+
+class QueuedRecord(_EventPart):
+    """One SQS record of the queue the events rule feeds: its id, and the event as its body."""
+
+    message_id: str = Field(alias="messageId", min_length=1)
+    body: str
+
+
+class QueuedEvents(_EventPart):
+    """A batch of SQS records, as Lambda's event source mapping hands it to the function."""
+
+    records: list[QueuedRecord] = Field(alias="Records")
+
+
+class UnreadableRecord(ValueError):
+    """A record whose body is no JSON object (the events rule puts the whole event there)."""
+
+
+def record_event(record: QueuedRecord) -> dict[str, object]:
+    """The EventBridge event a record carries, not yet validated (raises UnreadableRecord)."""
+    try:
+        event = json.loads(record.body)
+    except json.JSONDecodeError as error:
+        raise UnreadableRecord(f"record {record.message_id}: body is not JSON: {error}") from None
+    if not isinstance(event, dict):
+        raise UnreadableRecord(f"record {record.message_id}: body is not a JSON object")
+    return event
 
 
 @dataclass(frozen=True)
@@ -141,3 +175,28 @@ def route_event(
         event.time,
         locked_by=live_lock_holder(item, now, stale_after_seconds),
     )
+
+
+@dataclass(frozen=True)
+class TableStart:
+    """The one run a batch starts for a table, and the records (message ids) whose events led to it."""
+
+    run: EventRun
+    message_ids: tuple[str, ...]
+
+
+def one_run_per_table(routed: Sequence[tuple[str, EventRun]]) -> list[TableStart]:
+    """Per table, the run of its latest event among ``routed`` (message id, run), with every
+    message id of the table; tables in the order of their first record.
+
+    The latest event's slot is the newest, and its run lists all of the folder's files past the
+    checkpoint: a run of an earlier slot started now would only hold the table's lock against it.
+    """
+    latest: dict[str, EventRun] = {}
+    ids: dict[str, list[str]] = {}
+    for message_id, run in routed:
+        table = run.target_table_name
+        if table not in latest or run.event_time > latest[table].event_time:
+            latest[table] = run
+        ids.setdefault(table, []).append(message_id)
+    return [TableStart(latest[table], tuple(message_ids)) for table, message_ids in ids.items()]

@@ -91,10 +91,11 @@ def test_dms_columns_become_icetide_change_columns(spark: SparkSession, tmp_path
     assert_frame_equal(
         changes,
         [
-            # A full-load row without Op is an insert; DMS's own columns are gone.
-            (1, "I", utc("2026-11-21 06:00:00"), None, "run-7", 0),
-            (1, "U", utc("2026-11-21 07:00:00.250000"), "0002", "run-7", 0),
-            (2, "D", utc("2026-11-21 07:00:01"), "0003", "run-7", 1),
+            # A full-load row without Op is an insert; DMS's own columns are gone. The phase is
+            # the file's: 0 for the LOAD file, 1 for the CDC file.
+            (1, "I", utc("2026-11-21 06:00:00"), None, "run-7", 0, 0),
+            (1, "U", utc("2026-11-21 07:00:00.250000"), "0002", "run-7", 1, 0),
+            (2, "D", utc("2026-11-21 07:00:01"), "0003", "run-7", 1, 1),
         ],
         StructType(
             [
@@ -103,6 +104,7 @@ def test_dms_columns_become_icetide_change_columns(spark: SparkSession, tmp_path
                 StructField("_icetide_change_ts", TimestampType()),
                 StructField("_icetide_change_seq", StringType()),
                 StructField("_icetide_run_id", StringType()),
+                StructField("_icetide_change_phase", IntegerType()),
                 StructField("_icetide_row_index", LongType()),
             ]
         ),
@@ -121,32 +123,42 @@ def test_a_missing_timestamp_column_is_named(spark: SparkSession, tmp_path: Path
         normalize_changes(bronze, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-7")
 
 
-def test_latest_change_per_key_orders_by_time_sequence_file_and_position(spark: SparkSession) -> None:
+def test_latest_change_per_key_orders_by_phase_time_sequence_file_and_position(spark: SparkSession) -> None:
     columns = (
         "id",
         "value",
         "_icetide_change_ts",
         "_icetide_change_seq",
+        "_icetide_change_phase",
         "_icetide_file_rank",
         "_icetide_row_index",
     )
-    schema = "id int, value string, ts string, seq string, file string, pos long"
+    schema = "id int, value string, ts string, seq string, phase int, file string, pos long"
     rows = [
-        (1, "older time", "2026-11-21 07:00:00", "9", "1b", 9),
-        (1, "newest time", "2026-11-21 07:00:01", None, "0a", 0),
-        (2, "lower sequence", "2026-11-21 07:00:00", "0001", "1b", 5),
-        (2, "higher sequence", "2026-11-21 07:00:00", "0002", "1a", 0),
-        (3, "earlier file", "2026-11-21 07:00:00", None, "1a", 7),
-        (3, "later file", "2026-11-21 07:00:00", None, "1b", 0),
-        (4, "earlier row", "2026-11-21 07:00:00", None, "1a", 0),
-        (4, "later row", "2026-11-21 07:00:00", None, "1a", 1),
+        (1, "older time", "2026-11-21 07:00:00", "9", 1, "1b", 9),
+        (1, "newest time", "2026-11-21 07:00:01", None, 1, "1a", 0),
+        (2, "lower sequence", "2026-11-21 07:00:00", "0001", 1, "1b", 5),
+        (2, "higher sequence", "2026-11-21 07:00:00", "0002", 1, "1a", 0),
+        (3, "earlier file", "2026-11-21 07:00:00", None, 1, "1a", 7),
+        (3, "later file", "2026-11-21 07:00:00", None, 1, "1b", 0),
+        (4, "earlier row", "2026-11-21 07:00:00", None, 1, "1a", 0),
+        (4, "later row", "2026-11-21 07:00:00", None, 1, "1a", 1),
+        # A full-load row transferred after a change committed during the load: the change wins.
+        (5, "full load, later time", "2026-11-21 07:00:09", None, 0, "0a", 0),
+        (5, "change during the load", "2026-11-21 07:00:01", "0001", 1, "1a", 0),
     ]
     frame = spark.createDataFrame(rows, schema).toDF(*columns)
     frame = frame.withColumn("_icetide_change_ts", F.col("_icetide_change_ts").cast("timestamp"))
     latest = latest_change_per_key(frame, ["id"]).select("id", "value")
     assert_frame_equal(
         latest,
-        [(1, "newest time"), (2, "higher sequence"), (3, "later file"), (4, "later row")],
+        [
+            (1, "newest time"),
+            (2, "higher sequence"),
+            (3, "later file"),
+            (4, "later row"),
+            (5, "change during the load"),
+        ],
         StructType([StructField("id", IntegerType()), StructField("value", StringType())]),
     )
 

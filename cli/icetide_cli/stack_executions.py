@@ -1,10 +1,12 @@
 """Starting one execution of a deployed stack's table-run state machine and waiting for its end.
 
-`icetide verify --stack` (and `icetide reload --stack`) start an execution of the machine the
-stack's ``TableRunStateMachineArn`` output names, under a run id of their own, then poll
-``DescribeExecution`` until it leaves RUNNING, saying on standard error how long it has been
-running. The operator's credentials need ``states:StartExecution`` on the machine and
-``states:DescribeExecution`` on its executions.
+`icetide reload --stack` starts an execution of the machine the stack's ``TableRunStateMachineArn``
+output names, under a run id of its own (``states:StartExecution`` on the machine). `icetide verify
+--stack` asks the stack's StartVerifyRun function (output ``StartVerifyRunFunctionName``) to start
+the verify run, which makes the run id itself: ``lambda:InvokeFunction`` on that function lets an
+operator verify and start no other run. Both then poll ``DescribeExecution`` until the execution
+leaves RUNNING (``states:DescribeExecution`` on the machine's executions), saying on standard error
+how long it has been running.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from icetide.control.model import ControlItem
 
 STATE_MACHINE_OUTPUT = "TableRunStateMachineArn"
+VERIFY_FUNCTION_OUTPUT = "StartVerifyRunFunctionName"
 RUNNING = "RUNNING"
 
 
@@ -80,6 +83,30 @@ def start_table_run(target: StackTarget, run_id: str, execution_input: Mapping[s
     except botocore.exceptions.BotoCoreError as error:
         raise TargetError(f"cannot start run {run_id}: {error}") from error
     return str(started["executionArn"])
+
+
+def start_verify_run(target: StackTarget, target_table_name: str) -> tuple[str, str]:
+    """Have the stack's StartVerifyRun function start a verify run of the table; its run id and
+    execution ARN. TargetError with the function's message when it refused, or the call failed."""
+    import botocore.exceptions
+
+    function_name = target.output(VERIFY_FUNCTION_OUTPUT)
+    what = f"cannot start a verify run of {target_table_name}"
+    try:
+        response = target.client("lambda").invoke(
+            FunctionName=function_name, Payload=json.dumps({"targetTableName": target_table_name}).encode()
+        )
+        payload = json.loads(response["Payload"].read() or b"null")
+    except botocore.exceptions.ClientError as error:
+        raise TargetError(f"{what}: {error.response['Error']['Message']}") from error
+    except botocore.exceptions.BotoCoreError as error:
+        raise TargetError(f"{what}: {error}") from error
+    if "FunctionError" in response:
+        message = payload.get("errorMessage") if isinstance(payload, dict) else None
+        raise TargetError(f"{what}: {function_name} failed: {message or payload}")
+    if not isinstance(payload, dict) or not payload.get("runId") or not payload.get("executionArn"):
+        raise TargetError(f"{what}: {function_name} answered {payload!r}, not a run id and execution")
+    return str(payload["runId"]), str(payload["executionArn"])
 
 
 def wait_for_execution(

@@ -2,9 +2,11 @@
 
 Locally (``--workspace DIR --source URL``) the workspace's silver table, read with pyiceberg, is
 compared with the source table read through SQLAlchemy (icetide_local.verify): keys, and with
-``--values`` the values too. In AWS (``--stack NAME``) a verify run goes through the deployed
-state machine (icetide.run.verify): a key-only DMS extraction, as the reconcile makes, compared by
-the Glue job with silver's live keys; its report is read from S3 when the run ends. Both print the
+``--values`` the values too. In AWS (``--stack NAME``) the stack's StartVerifyRun function starts
+a verify run of the deployed state machine (icetide.run.verify): a key-only DMS extraction, as the
+reconcile makes, compared by the Glue job with silver's live keys; its report is read from S3 when
+the run ends. The operator needs ``lambda:InvokeFunction`` on that function, not
+``states:StartExecution`` (which starts any run). Both print the
 same report (icetide_contracts.verify); ``--json`` prints it as JSON.
 
 Exit codes, as diff's: 0 silver matches the source; 1 it differs; 2 bad arguments, or the table
@@ -51,8 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "each as often as the source holds it. Rows changed at the source since the table's last "
             "run show up as differences until the next run loads them. Locally (--workspace, with "
             "--source) the source is read through SQLAlchemy and silver with pyiceberg; --values also "
-            "compares the values of the keys both sides hold. With --stack a verify run goes through "
-            "the deployed state machine: it takes the table's lock, extracts the source's key columns "
+            "compares the values of the keys both sides hold. With --stack the stack's StartVerifyRun "
+            "function starts a verify run of the deployed state machine (it needs lambda:InvokeFunction "
+            "on that function, not states:StartExecution): the run takes the table's lock, extracts the "
+            "source's key columns "
             "with DMS (as the reconcile does), lets the Glue job compare them with silver and write the "
             "report next to the run's manifest, deletes its DMS resources and releases the lock; it "
             "commits nothing (no watermark, checkpoint, statistics or silver change). A key-only "
@@ -152,8 +156,6 @@ def _verify_stack(target: StackTarget, args: argparse.Namespace) -> VerifyReport
         )
     if args.show is not None:
         raise VerifyUsageError("--show applies to --workspace only: a verify run lists the first 20 of each")
-    from icetide.clock import utc_now
-    from icetide.run.verify import verify_run_id
     from icetide_cli import stack_executions
     from icetide_contracts.json_fields import ContractViolation
 
@@ -163,10 +165,9 @@ def _verify_stack(target: StackTarget, args: argparse.Namespace) -> VerifyReport
             f"{args.table} has no primaryKeys: a verify run compares keys, and an append-only table has "
             "none (verify it locally, where whole rows are compared)"
         )
-    run_id = verify_run_id(item.target_table_name, utc_now())
-    execution_arn = stack_executions.start_table_run(
-        target, run_id, {"targetTableName": item.target_table_name}
-    )
+    # The stack's StartVerifyRun function names the run (icetide.run.verify): the operator needs the
+    # right to invoke it, not the right to start any run of the machine.
+    run_id, execution_arn = stack_executions.start_verify_run(target, item.target_table_name)
     if args.no_wait:
         print(json.dumps({"runId": run_id, "executionArn": execution_arn}) if args.json else execution_arn)
         return None

@@ -43,9 +43,13 @@ class Result:
 
 
 def _deployed(stack: TableRunHarness) -> None:
-    """A CloudFormation stack named STACK whose outputs name the harness's resources."""
+    """A CloudFormation stack named STACK whose outputs name the harness's resources, and the
+    StartVerifyRun function as the template deploys it beside the state machine (the harness makes
+    only the machine's task functions; this one's handler runs in this process)."""
+    verify_function = stack._create_function("start_verify_run").rpartition(":")[2]
     outputs = {
         "TableRunStateMachineArn": stack.state_machine_arn,
+        "StartVerifyRunFunctionName": verify_function,
         "ControlTableName": stack.names.control_table,
         "RawBucketName": stack.names.raw_bucket,
     }
@@ -127,6 +131,43 @@ def test_a_verify_run_reports_the_keys_missing_from_silver_and_extra_in_it(deplo
     )
     # The run committed nothing and gave its lock back.
     assert stack.control_item(TABLE) == before
+
+
+def test_the_verify_run_is_started_by_the_stacks_verify_function_not_by_the_cli(
+    deploy, verify, monkeypatch
+) -> None:
+    # The operator's credentials need no states:StartExecution (which starts any run): the CLI
+    # starts no execution itself, the StartVerifyRun function does, naming the run.
+    from icetide_cli import stack_executions
+
+    def refused(*args: object, **kwargs: object) -> str:
+        raise AssertionError("icetide verify started an execution of the machine itself")
+
+    monkeypatch.setattr(stack_executions, "start_table_run", refused)
+    stack = deploy(verify_report_writer(rows=10))
+
+    result = verify(TABLE, "--stack", STACK, "--poll-seconds", "0.05")
+
+    assert result.exit_code == 0, result.err
+    executions = stack.client("stepfunctions").list_executions(stateMachineArn=stack.state_machine_arn)
+    assert [execution["name"] for execution in executions["executions"]] == [RUN_ID]
+
+
+def test_a_verify_the_function_refuses_is_trouble_with_its_reason(deploy, verify) -> None:
+    # A verify of the table started in the same second, with other input (or ended already).
+    stack = deploy(verify_report_writer(rows=10))
+    stack.client("stepfunctions").start_execution(
+        stateMachineArn=stack.state_machine_arn, name=RUN_ID, input='{"targetTableName": "dbo_lines"}'
+    )
+
+    result = verify(TABLE, "--stack", STACK, "--poll-seconds", "0.05")
+
+    assert result.exit_code == 2
+    assert result.err.strip() == (
+        "icetide verify: cannot start a verify run of dbo_orders: icetide-start-verify-run failed: "
+        f"verify run {RUN_ID} exists already: start the verify again in a second"
+    )
+    stack.wait(stack.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{RUN_ID}")
 
 
 def test_json_prints_the_report_the_run_wrote(deploy, verify) -> None:

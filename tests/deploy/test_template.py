@@ -196,11 +196,12 @@ def test_state_machine_may_invoke_exactly_the_functions_it_is_given() -> None:
     }
 
     assert invocable == substituted
-    # Every run function except the two that start the executions, the maintenance functions, and
+    # Every run function except the three that start the executions, the maintenance functions, and
     # the two EventBridge invokes after an execution ends (cleanup and the sweep).
     assert substituted == set(FUNCTIONS) - {
         "StartWorkflowFunction",
         "StartOnNewFilesFunction",
+        "StartVerifyRunFunction",
         "StartMaintenanceFunction",
         "AcquireMaintenanceLockFunction",
         "RecordMaintenanceFunction",

@@ -611,3 +611,16 @@ def test_the_glue_jobs_write_only_this_stacks_log_groups(role: str) -> None:
     assert not _may(grants, f"{arn}/aws-glue/jobs/output")
     assert not _may(grants, f"{arn}{prefix}-other/error:log-stream:jr_0123-driver")
     assert not _may(grants, f"{arn}/aws-glue/crawlers:log-stream:c")
+
+
+def test_the_verify_entry_point_starts_executions_of_the_table_run_machine_and_nothing_else() -> None:
+    # Its handler makes the run id (icetide.run.verify): an operator allowed to invoke it starts
+    # verify runs only (tests/handlers/test_handler_start_verify_run.py).
+    function = "StartVerifyRunFunction"
+    grants = [(s.actions, s.resources) for s in _allow_statements() if s.owner == function]
+
+    assert grants == [(["states:StartExecution"], [{"Ref": "TableRunStateMachine"}])]
+    assert icetide_functions()[function]["Properties"]["Handler"] == "handlers.start_verify_run.handler"
+    assert template()["Outputs"]["StartVerifyRunFunctionName"]["Value"] == {"Ref": function}
+    # No event invokes it: the operator does, synchronously.
+    assert "Events" not in icetide_functions()[function]["Properties"]

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from icetide.maintenance.inputs import RecordMaintenanceInput
 from icetide.run import handler_inputs, triggers
 from icetide.run.abandoned import ExecutionStatusChange
+from icetide.run.verify import VerifyRequest
 
 EVENTS_DIR = Path(__file__).resolve().parents[2] / "events"
 INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
@@ -34,6 +35,7 @@ INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "record_maintenance": RecordMaintenanceInput,
     "clean_up_execution": ExecutionStatusChange,
     "sweep_dms_resources": handler_inputs.ScheduleEvent,
+    "start_verify_run": VerifyRequest,
 }
 
 
@@ -67,6 +69,9 @@ def test_each_sample_event_is_valid_input_of_its_handler(name, load_event):
         assert parsed.target_table_name() == "dbo_orders"
     elif name == "sweep_dms_resources":
         assert parsed.time == datetime(2026, 11, 21, 9, 15, tzinfo=UTC)
+    elif name == "start_verify_run":
+        # A table only: the run id is the function's to make.
+        assert parsed.execution_input() == {"targetTableName": "dbo_orders"}
     else:
         assert (parsed.target_table_name, parsed.run_id) == ("dbo_orders", "dbo_orders-20261121T0700Z")
 

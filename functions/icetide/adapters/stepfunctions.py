@@ -81,3 +81,22 @@ def last_entered_state(execution_arn: str) -> str | None:
         return None
     newest = max(entered, key=lambda event: int(event["id"]))
     return str(newest["stateEnteredEventDetails"]["name"])
+
+
+class ExecutionNameTaken(Exception):
+    """Step Functions refused an execution name it has seen (ExecutionAlreadyExists)."""
+
+
+def start_named_execution(state_machine_arn: str, name: str, execution_input: Mapping[str, Any]) -> str:
+    """Start execution ``name``; its ARN. ExecutionNameTaken when the name is one Step Functions
+    has seen with another input or whose execution ended (a running one of the same name and input
+    is returned as started: StartExecution is idempotent for it)."""
+    try:
+        started = client("stepfunctions").start_execution(
+            stateMachineArn=state_machine_arn, name=name, input=json.dumps(dict(execution_input))
+        )
+    except ClientError as error:
+        if error_code(error) == "ExecutionAlreadyExists":
+            raise ExecutionNameTaken(f"execution {name} exists already") from None
+        raise
+    return str(started["executionArn"])

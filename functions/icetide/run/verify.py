@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from icetide.control.model import TARGET_TABLE_NAME_PATTERN
 from icetide.dms.identifiers import EXECUTION_NAME_MAX_LENGTH, validate_execution_name
 
@@ -41,3 +43,20 @@ def verify_run_id(target_table_name: str, moment: datetime) -> str:
 def is_verify_run_id(run_id: str) -> bool:
     """True when ``run_id`` (an execution name, a lock holder) names a verify run."""
     return _VERIFY_SUFFIX.search(run_id) is not None
+
+
+class VerifyRequest(BaseModel):
+    """What a caller of StartVerifyRun names: a table, and nothing else.
+
+    No run id and no execution input: the run id is made here (:func:`verify_run_id`), so whoever
+    may invoke StartVerifyRun can start verify runs and no other run. An unknown key is refused,
+    not ignored, so that a caller who means to pass more learns that it cannot.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target_table_name: str = Field(alias="targetTableName", pattern=TARGET_TABLE_NAME_PATTERN.pattern)
+
+    def execution_input(self) -> dict[str, str]:
+        """The verify run's execution input: its table (the run id is the execution's name)."""
+        return {"targetTableName": self.target_table_name}

@@ -22,6 +22,7 @@ from pathlib import Path
 from icetide_acceptance.outcome import Outcome, Status
 from icetide_acceptance.preflight import Configuration, configuration
 from icetide_acceptance.scenario import ScenarioFailed, run_scenario
+from icetide_acceptance.source import SlotNotFound
 
 EXIT_PASSED = 0
 EXIT_FAILED = 1
@@ -86,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_PASSED if configured() else EXIT_NOT_CONFIGURED
     try:
         return report(dry_run(args.spark)) if args.dry_run else on_aws()
-    except ScenarioFailed as error:
+    except (ScenarioFailed, SlotNotFound) as error:
         print(f"the scenario could not run: {error}")
         return EXIT_FAILED
 

@@ -35,6 +35,9 @@ from icetide_local.stepfunctions.harness import TableRunHarness
 # only make the scenario's next slot nearer.
 HARNESS_SLOT_MINUTES = 60
 RUN_ENVIRONMENT = {"DMS_LOG_RETENTION_DAYS": "7"}  # as the template sets it
+# A windowed task runs until the stand-in's clock passes its stop position, a second or more away:
+# polls a second apart, so the run waits for it rather than counting out its polls at once.
+RUN_WAITS = {**FAST_WAITS, "PollSeconds": "1", "MaxPollWaitSeconds": "1", "MaxPolls": "60"}
 
 TRUST_LAMBDA = json.dumps(
     {
@@ -127,11 +130,11 @@ def dry_run_stack(
 def _harness(source_url: str, warehouse: Path | None) -> TableRunHarness:
     if warehouse is None:
         return TableRunHarness(
-            substitutions=FAST_WAITS,
+            substitutions=RUN_WAITS,
             dms=DmsLifecycle(mover=replicator_mover(source_url)),
             environment=RUN_ENVIRONMENT,
         )
-    stack = LocalStack(source_url=source_url, warehouse=warehouse)
+    stack = LocalStack(source_url=source_url, warehouse=warehouse, substitutions=RUN_WAITS)
     # LocalStack fixes its functions' environment; the template sets this one too.
     stack._environment_overrides.update(RUN_ENVIRONMENT)
     return stack

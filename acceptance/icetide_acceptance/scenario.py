@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from botocore.exceptions import ClientError
 
 from icetide.dms.identifiers import run_id, schedule_slot
+from icetide.dms.start_position import endpoint_slot
 from icetide.run.scheduling import execution_input
 from icetide_acceptance import checks
 from icetide_acceptance.bronze import BronzeFile, run_files
@@ -88,18 +89,20 @@ class ObservedRun:
 def upcoming_run(table: str, now: datetime, slot_minutes: int, nth: int) -> tuple[str, dict[str, str]]:
     """The run id and execution input of ``table``'s run for the ``nth`` slot after now's.
 
-    A slot still to come makes the windowed run's stop position its lock time (icetide.run.plan's
-    ``cdc_stop_time``: the slot start or the lock time, the earlier), so changes committed before the
-    run starts belong to its window, without waiting for a slot boundary.
+    A slot of its own, never one the schedule is starting runs for; and a window that covers the
+    changes committed before the run under either way icetide has set stop positions (the slot's
+    start or the lock time, the earlier; or the task's start plus a margin: icetide.dms).
     """
     slot = schedule_slot(now, slot_minutes) + timedelta(minutes=slot_minutes * nth)
     run = run_id(table, slot)
     return run, execution_input(table, run, slot)
 
 
-def control_item(source: SourceTable, table: str) -> dict[str, Any]:
-    """The scenario table's control item, as DynamoDB typed JSON."""
-    return {
+def control_item(source: SourceTable, table: str, slot: str | None) -> dict[str, Any]:
+    """The scenario table's control item, as DynamoDB typed JSON. On a slot endpoint its first run
+    starts at the slot's confirmed position, as an operator sets it (icetide.dms.start_position)."""
+    start = {"cdcCheckpoint": {"S": source.slot_position(slot)}} if slot else {}
+    return start | {
         "targetTableName": {"S": table},
         "activeflag": {"S": "Y"},
         "sourceSchema": {"S": source.schema},
@@ -156,12 +159,11 @@ def remaining_resources(dms: Any, record: RunRecord) -> list[str]:
 
 
 def slot_name(stack: ScenarioStack) -> str | None:
-    """The PostgreSQL slot the stack's source endpoint names, if any."""
+    """The PostgreSQL slot the stack's source endpoint names, if any (as the runs read it)."""
     endpoints = stack.client("dms").describe_endpoints(
         Filters=[{"Name": "endpoint-arn", "Values": [stack.source_endpoint_arn]}]
     )["Endpoints"]
-    settings = (endpoints[0] if endpoints else {}).get("PostgreSQLSettings") or {}
-    return settings.get("SlotName") or None
+    return endpoint_slot(endpoints[0] if endpoints else None)
 
 
 def run_scenario(
@@ -174,7 +176,8 @@ def run_scenario(
     changed_during_load: list[int] = []
     table = f"{source.schema}_{name}"
     dynamodb = stack.client("dynamodb")
-    dynamodb.put_item(TableName=stack.control_table, Item=control_item(source, table))
+    slot = slot_name(stack)
+    dynamodb.put_item(TableName=stack.control_table, Item=control_item(source, table, slot))
     try:
 
         def change_during_full_load() -> None:

@@ -9,10 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, delete, select, update
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, delete, select, text, update
 from sqlalchemy.engine import Engine, make_url
 
 SEED_ROWS = 20
+
+
+class SlotNotFound(LookupError):
+    """The source endpoint names a replication slot the source database does not have."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,17 @@ class SourceTable:
             return {
                 row.id: row.note for row in connection.execute(select(self.table.c.id, self.table.c.note))
             }
+
+    def slot_position(self, slot: str) -> str:
+        """The replication slot's confirmed_flush_lsn (PostgreSQL): where a first run on it may start."""
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                text("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = :slot"),
+                {"slot": slot},
+            ).scalar()
+        if not found:
+            raise SlotNotFound(f"the source endpoint names slot {slot!r}, which the source has not")
+        return str(found)
 
     def drop(self) -> None:
         self.table.drop(self.engine, checkfirst=True)

@@ -68,7 +68,6 @@ S3_FOLDER_URI_OR_NONE = r"^(s3://[^/]+/.+/)?$"
 S3_OBJECT_URI = r"^s3://[^/]+/.+"
 S3_OBJECT_URI_OR_NONE = r"^(s3://[^/]+/.+)?$"
 UTC_SECOND = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
-CDC_STOP_POSITION = r"^server_time:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,10 +110,7 @@ class RunPlan:
     cdc_start_position: str | None = field(
         default=None, metadata=json_key("cdcStartPosition", optional(text(min_length=1)))
     )
-    # `server_time:YYYY-MM-DDThh:mm:ss` (UTC) at the run's slot start, never later than the lock time.
-    cdc_stop_position: str | None = field(
-        default=None, metadata=json_key("cdcStopPosition", optional(text(pattern=CDC_STOP_POSITION)))
-    )
+    # No stop position: a windowed cdc run's is set when its task starts (start_replication_task).
     # The S3 target's CDC batching (seconds, KB); None for full-load runs.
     cdc_max_batch_interval: int | None = field(
         default=None, metadata=json_key("cdcMaxBatchInterval", optional(whole_number(minimum=1)))

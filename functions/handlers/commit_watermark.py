@@ -37,7 +37,7 @@ from icetide.run.manifest import read_manifest, read_selection
 from icetide.settings import load_settings
 from icetide_contracts.bronze_files import BronzeFiles
 from icetide_contracts.run_manifest import RunManifest
-from icetide_contracts.run_plan import RunPlan
+from icetide_contracts.run_plan import CaptureMode, RunPlan
 from icetide_contracts.watermark_text import watermark_json
 
 
@@ -67,12 +67,10 @@ def _committed_run_metrics(
     now: datetime,
 ) -> list[tuple[str, MetricUnit, float]]:
     """What one committed run publishes per table (lag: icetide.run.freshness)."""
-    if plan.continuous:
-        source_read_at = None  # its run may have left files for the next one: the watermark tells
-    elif plan.cdc_stop_position is not None:
-        source_read_at = freshness.stop_position_time(plan.cdc_stop_position)
-    else:
-        source_read_at = locked_at  # a full-load task reads the source after the lock was taken
+    # A full-load task reads the source after the lock was taken. A cdc run claims nothing: a
+    # continuous run may have left files for the next one, and a windowed run's stop position is the
+    # instance's clock, not how far its task read (icetide.run.freshness); the watermark tells.
+    source_read_at = None if plan.capture_mode == CaptureMode.CDC else locked_at
     values: list[tuple[str, MetricUnit, float]] = [
         ("RunsSucceeded", MetricUnit.Count, 1),
         ("RowsRead", MetricUnit.Count, manifest.rows_read),

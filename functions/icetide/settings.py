@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from icetide.dms.stop_position import DEFAULT_STOP_AFTER_SECONDS
 from icetide.errors import IcetideError
 
 
@@ -63,6 +64,8 @@ class Settings(BaseSettings):
     source_endpoint_arn: str | None = None
     dms_target_role_arn: str | None = None
     dms_timestamp_column: str = "dms_timestamp"
+    # How long after its start a windowed cdc run's task stops (icetide.dms.stop_position).
+    cdc_stop_after_seconds: int = Field(default=DEFAULT_STOP_AFTER_SECONDS, ge=1, le=3600)
 
     @field_validator("replication_security_group_ids", mode="before")
     @classmethod

@@ -107,6 +107,22 @@ def test_a_commit_with_an_older_watermark_counts_the_lag_from_the_runs_start(
     assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [720.0]
 
 
+def test_a_windowed_cdc_commit_counts_the_lag_from_its_watermark_only(
+    committing, raw_bucket, load_event, lambda_context, capsys
+):
+    # Its task stopped at a server time on the replication instance's clock; how far it had read the
+    # source by then is not known, so the run's start claims nothing (icetide.run.freshness).
+    body = json.dumps({**MANIFEST, "newWatermark": "2026-11-21 06:30:00"}).encode()
+    boto3.client("s3").put_object(Bucket=raw_bucket, Key=MANIFEST_KEY, Body=body)
+    event = load_event("commit_watermark")
+    event["plan"]["captureMode"] = "cdc"
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    # 06:30:00 -> 07:12:04, not the 720 s a run that read the source after its lock would claim.
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [2524.0]
+
+
 def test_a_retried_commit_publishes_no_table_metrics_again(committing, load_event, lambda_context, capsys):
     handlers.commit_watermark.handler(load_event("commit_watermark"), lambda_context)
     capsys.readouterr()

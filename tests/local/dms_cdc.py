@@ -36,6 +36,26 @@ def drop_slot(source, slot: str) -> None:
             )  # fmt: skip
 
 
+def slot_start_point(source_url: str, slot: str) -> str:
+    """What an operator does before a table's first run on a slot: create the slot (test_decoding) if
+    it is missing, and note its ``confirmed_flush_lsn``, the native start point its first task is
+    created with (DMS user guide, "Determining a CDC native start point")."""
+    engine = sa.create_engine(source_url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            query = "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = :slot"
+            found = connection.execute(sa.text(query), {"slot": slot}).scalar_one_or_none()
+            if found is None:
+                connection.execute(
+                    sa.text("SELECT pg_create_logical_replication_slot(:slot, 'test_decoding')"),
+                    {"slot": slot},
+                )
+                found = connection.execute(sa.text(query), {"slot": slot}).scalar_one()
+        return str(found)
+    finally:
+        engine.dispose()
+
+
 def execute(source, *statements: str) -> None:
     """Each statement in its own transaction, as separate commits."""
     for statement in statements:
@@ -87,14 +107,13 @@ def cdc_mapping(schema: str, table: str, *filters: dict[str, Any]) -> dict[str, 
 
 
 def stop_at_next_second() -> str:
-    """Wait until just past the next whole second; that second, as a ``CdcStopPosition``.
-
-    Everything committed before the call is at or before the stop position, everything after it is
-    later: the stop position has whole seconds only.
+    """The whole second after the next one, as a ``CdcStopPosition``: after the task the caller starts
+    next has started, as icetide sets it (icetide.dms.stop_position), so that under the stand-in's
+    strict reading the task reads what was committed before it started, then stops once its clock
+    has passed the stop position. (A ``server_time:`` already past stops the task at once.)
     """
     now = dt.datetime.now(dt.UTC)
-    boundary = now.replace(microsecond=0) + dt.timedelta(seconds=1)
-    time.sleep((boundary - now).total_seconds() + 0.05)
+    boundary = now.replace(microsecond=0) + dt.timedelta(seconds=2)
     return f"server_time:{boundary:%Y-%m-%dT%H:%M:%S}"
 
 
@@ -130,6 +149,9 @@ class DmsCdcDriver:
             EndpointType="source",
             **source_endpoint_settings(source_url, slot_name=slot_name),
         )["Endpoint"]["EndpointArn"]
+        # A PostgreSQL endpoint names the slot: every task reading it is created with a start position.
+        self.slot = slot_name if sa.engine.make_url(source_url).get_backend_name() == "postgresql" else None
+        self.source_url = source_url
         self.instance_arn = self.dms.create_replication_instance(
             ReplicationInstanceIdentifier="instance", ReplicationInstanceClass="dms.t3.medium"
         )["ReplicationInstance"]["ReplicationInstanceArn"]
@@ -169,6 +191,7 @@ class DmsCdcDriver:
             ReplicationInstanceArn=self.instance_arn,
             MigrationType=migration_type,
             TableMappings=json.dumps(mapping),
+            **self._created_start(migration_type, start),
         )["ReplicationTask"]["ReplicationTaskArn"]
         self.describe(task_arn)  # creating -> ready
         positions = {"CdcStartPosition": start, "CdcStopPosition": stop}
@@ -178,9 +201,21 @@ class DmsCdcDriver:
             **{name: value for name, value in positions.items() if value},
         )
         self.describe(task_arn)  # starting -> running: the data moves
-        described = self.describe(task_arn)  # running -> stopped (or failed)
+        described = self.describe(task_arn)  # running -> stopped (or failed) once the stop has passed
+        for _ in range(100):
+            if described["Status"] != "running" or not stop:
+                break
+            time.sleep(0.05)
+            described = self.describe(task_arn)
         statistics = self.dms.describe_table_statistics(ReplicationTaskArn=task_arn)["TableStatistics"]
         return TaskOutcome(described, statistics, self._files(folder))
+
+    def _created_start(self, migration_type: str, start: str | None) -> dict[str, str]:
+        """CreateReplicationTask's CdcStartPosition, as icetide sets it: on a slot endpoint, a task that
+        captures changes starts at ``start``, else (a first task) at the slot's start point."""
+        if self.slot is None or migration_type == "full-load":
+            return {}
+        return {"CdcStartPosition": start or slot_start_point(self.source_url, self.slot)}
 
     def describe(self, task_arn: str) -> dict[str, Any]:
         [task] = self.dms.describe_replication_tasks(

@@ -107,10 +107,11 @@ def test_windows_of_changes_follow_each_other_from_checkpoint_to_checkpoint(sour
         "INSERT INTO {schema}.other VALUES (1, 'not selected')",
     )
     stop_1 = stop_at_next_second()
-    execute(source_db, "UPDATE {schema}.orders SET qty = 40 WHERE id = 4")
     first = dms.run("cdc", mapping, start=load.described["RecoveryCheckpoint"], stop=stop_1)
-    again = dms.run("cdc", mapping, start=load.described["RecoveryCheckpoint"], stop=stop_1)
+    stop_1_again = stop_at_next_second()  # stop_1 has passed: a task given it would read nothing
+    again = dms.run("cdc", mapping, start=load.described["RecoveryCheckpoint"], stop=stop_1_again)
 
+    execute(source_db, "UPDATE {schema}.orders SET qty = 40 WHERE id = 4")
     execute(source_db, "INSERT INTO {schema}.orders VALUES (6, 'pie', 6)")
     stop_2 = stop_at_next_second()
     assert "LastFailureMessage" not in first.described, first.described["LastFailureMessage"]
@@ -142,7 +143,7 @@ def test_windows_of_changes_follow_each_other_from_checkpoint_to_checkpoint(sour
         "orders", TIMESTAMP_COLUMN, "AR_H_CHANGE_SEQ"
     )
 
-    for outcome, stop in ((load, stop_0), (first, stop_1), (again, stop_1), (second, stop_2)):
+    for outcome, stop in ((load, stop_0), (first, stop_1), (again, stop_1_again), (second, stop_2)):
         described = outcome.described
         assert (described["Status"], described["StopReason"]) == ("stopped", STOPPED_AT_SERVER_TIME)
         assert described["CdcStopPosition"] == stop

@@ -42,9 +42,16 @@ class CheckpointingMover:
         )
 
 
+# A windowed task stops CDC_STOP_AFTER_SECONDS (the harness's 2) after its start, once the clock has
+# passed it: the polls wait a second each, for up to ten.
+CDC_POLLS = {"PollSeconds": "1", "MaxPollWaitSeconds": "1", "MaxPolls": "10"}
+
+
 def _cdc_stack(make_stack: StackFactory, **options: Any) -> tuple[TableRunHarness, CheckpointingMover]:
+    """A stack whose DMS stand-in reads a ``server_time:`` stop position strictly (its default): one
+    already past when the task starts stops it at once, having read nothing."""
     mover = CheckpointingMover()
-    return make_stack(dms=DmsLifecycle(mover=mover), **options), mover
+    return make_stack(substitutions=CDC_POLLS, dms=DmsLifecycle(mover=mover), **options), mover
 
 
 def test_three_cdc_runs_each_start_at_the_checkpoint_the_previous_one_committed(

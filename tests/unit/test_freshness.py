@@ -38,14 +38,6 @@ def test_without_a_timestamp_watermark_or_a_read_the_lag_is_unknown(watermark: A
     assert freshness.lag_seconds(NOW, watermark, None) is None
 
 
-def test_a_windowed_cdc_run_read_up_to_its_stop_position() -> None:
-    assert freshness.stop_position_time("server_time:2026-11-21T07:00:00") == datetime(
-        2026, 11, 21, 7, 0, 0, tzinfo=UTC
-    )
-    with pytest.raises(ValueError, match="'checkpoint:V1#27' is not a server_time: stop position"):
-        freshness.stop_position_time("checkpoint:V1#27")
-
-
 def _item(**run_state: Any) -> ControlItem:
     return ControlItem.parse(
         {"targetTableName": "orders", "sourceSchema": "dbo", "sourceTable": "orders", **run_state}
@@ -95,3 +87,18 @@ def test_a_continuous_table_counts_its_watermark_only() -> None:
     )
 
     assert freshness.item_lag_seconds(item, NOW) == 7200.0
+
+
+def test_a_windowed_cdc_table_counts_its_watermark_only() -> None:
+    # Its task stopped at a server time on the replication instance's clock: how far it had read the
+    # source's log by then is not known, so its success (an hour later) claims nothing.
+    fresh_success = {
+        "captureMode": "cdc",
+        "primaryKeys": "order_id",
+        "lastRunStatus": "SUCCEEDED",
+        "lastRunTime": "2026-11-21T08:55:00Z",
+        "lastSuccessTime": "2026-11-21T08:55:00Z",
+    }
+
+    assert freshness.item_lag_seconds(_item(**fresh_success, watermark="2026-11-21 07:00:00"), NOW) == 7200.0
+    assert freshness.item_lag_seconds(_item(**fresh_success, watermark=Decimal("5000")), NOW) is None

@@ -101,7 +101,6 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "deleteMode": "hard",
         "migrationType": "full-load",
         "cdcStartPosition": None,
-        "cdcStopPosition": None,
         "cdcMaxBatchInterval": None,
         "cdcMinFileSize": None,
         "reconcileTableMapping": None,
@@ -306,7 +305,6 @@ def test_a_continuous_plan_reads_the_tables_fixed_folder_after_its_file_checkpoi
         "maxFilesPerRun": 7,
         "maxBytesPerRun": 1073741824,
         "cdcStartPosition": None,
-        "cdcStopPosition": None,
         "replicationInstanceArn": "arn:aws:dms:eu-west-1:123456789012:rep:shared",
     }
 
@@ -320,7 +318,6 @@ CONTINUOUS_KEYS = (
     "maxFilesPerRun",
     "maxBytesPerRun",
     "cdcStartPosition",
-    "cdcStopPosition",
     "replicationInstanceArn",
 )
 

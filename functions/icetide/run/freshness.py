@@ -3,16 +3,19 @@
 Silver is known to hold every source change up to the table's *caught-up time*, the later of:
 
 - the committed watermark, when it is a timestamp: every row changed up to it is merged;
-- the moment the last successful run read the source, for runs that read everything up to a
-  moment: a delta run (a filtered full load) reads the source after it took the lock; a windowed
-  cdc run reads changes up to its stop position (its slot's start).
+- for a delta table, the moment its last successful run read the source: a filtered full load
+  reads the source after the run took the lock.
 
-A continuous table counts its watermark only: its run merges a bounded selection of the long-lived
-task's files and may leave a backlog for the next run. The lag is now minus the caught-up time, and
-is unknown (None) when neither is known: a number or text watermark, and no successful run known.
+A cdc table counts its watermark only. A windowed run's task stops at a ``server_time:`` on the
+replication instance's clock (icetide.dms.stop_position), and how far it had read the source's log
+by then depends on its latency, which DMS does not report on the task: reaching the stop position
+says nothing about source commit time. A continuous run merges a bounded selection of the
+long-lived task's files and may leave a backlog. The lag is now minus the caught-up time, and is
+unknown (None) when neither is known: a number or text watermark (or none), and for a delta table
+no successful run known.
 
-Taking the later of the two keeps a quiet table (a source where nothing changed for hours, so its
-timestamp watermark stands still) from looking stale while its runs succeed.
+Taking the later of the two keeps a quiet delta table (a source where nothing changed for hours, so
+its timestamp watermark stands still) from looking stale while its runs succeed.
 """
 
 from __future__ import annotations
@@ -21,10 +24,7 @@ from datetime import datetime
 
 from icetide.clock import parse_time
 from icetide.control import watermark as wm
-from icetide.control.model import ControlItem, RunStatus
-
-# `server_time:YYYY-MM-DDThh:mm:ss` (UTC), the stop position of a windowed cdc run (run plan contract).
-_SERVER_TIME = "server_time:"
+from icetide.control.model import CaptureMode, ControlItem, RunStatus
 
 
 def watermark_time(watermark: wm.Watermark | None) -> datetime | None:
@@ -33,13 +33,6 @@ def watermark_time(watermark: wm.Watermark | None) -> datetime | None:
         return None
     assert isinstance(watermark, str)  # kind() said so
     return wm.parse_timestamp(watermark)
-
-
-def stop_position_time(cdc_stop_position: str) -> datetime:
-    """A windowed cdc run's ``server_time:YYYY-MM-DDThh:mm:ss`` stop position as a UTC instant."""
-    if not cdc_stop_position.startswith(_SERVER_TIME):
-        raise ValueError(f"{cdc_stop_position!r} is not a server_time: stop position")
-    return parse_time(cdc_stop_position.removeprefix(_SERVER_TIME))
 
 
 def lag_seconds(
@@ -54,7 +47,7 @@ def lag_seconds(
 
 
 def item_lag_seconds(item: ControlItem, now: datetime) -> float | None:
-    """The lag of a table as its control item tells it between runs.
+    """The lag of a table as its control item tells it between runs (a cdc table's: its watermark's).
 
     ``lastSuccessTime`` is when the last successful run committed (a little after it read the
     source); a commit writes it and nothing else removes it, so a table whose runs keep failing
@@ -63,7 +56,7 @@ def item_lag_seconds(item: ControlItem, now: datetime) -> float | None:
     SUCCEEDED (a failed run overwrites it).
     """
     source_read_at = None
-    if not item.is_continuous:
+    if item.capture_mode is CaptureMode.DELTA:
         if item.last_success_time:
             source_read_at = parse_time(item.last_success_time)
         elif item.last_run_status is RunStatus.SUCCEEDED and item.last_run_time:

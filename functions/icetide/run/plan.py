@@ -66,21 +66,6 @@ class RunTiming:
         """The start of the schedule slot the run belongs to."""
         return schedule_slot(self.scheduled_time, self.slot_minutes)
 
-    @property
-    def cdc_stop_time(self) -> datetime:
-        """The slot's start, or the lock time if that is earlier, in whole seconds.
-
-        A stop position in the future would keep the task idling until then; one in the past only
-        means the task stops once it has caught up. Whole seconds because DMS takes no fraction.
-        """
-        stop = min(self.slot_start, self.locked_at)
-        return stop.replace(microsecond=0)
-
-
-def cdc_stop_position(moment: datetime) -> str:
-    """DMS's `CdcStopPosition` for a server time (UTC)."""
-    return f"server_time:{moment.strftime('%Y-%m-%dT%H:%M:%S')}"
-
 
 def reconcile_due(item: ControlItem, timing: RunTiming) -> bool:
     """True when this run of `item` must also extract the source's keys to find the rows it lost.
@@ -161,8 +146,9 @@ def build_run_plan(
     creates and later deletes an instance of its own); a continuous table's is the item's, else the
     stack's instance for continuous tables, else the stack-wide one, else the item is invalid. A
     windowed cdc table's first run (no committed checkpoint) is a full load that goes on capturing
-    changes; later runs capture from the checkpoint, and stop at `timing.cdc_stop_time`. A
-    continuous table's runs read the files of its long-lived task after the file checkpoint.
+    changes; later runs capture from the checkpoint (where each stops is set when its task starts:
+    icetide.dms.stop_position). A continuous table's runs read the files of its long-lived task
+    after the file checkpoint.
     """
     if is_verify_run_id(run_id):
         return build_verify_plan(
@@ -219,7 +205,6 @@ def build_run_plan(
         # with (icetide.dms.start_position), and the checkpoint a windowed run's commit replaces,
         # only while it is still stored.
         cdc_start_position=item.cdc_checkpoint if cdc else None,
-        cdc_stop_position=cdc_stop_position(timing.cdc_stop_time) if cdc and not continuous else None,
         cdc_max_batch_interval=(item.cdc_max_batch_interval or DEFAULT_CDC_MAX_BATCH_INTERVAL)
         if cdc
         else None,

@@ -287,6 +287,9 @@ class TableRunHarness:
             "POWERTOOLS_SERVICE_NAME": "icetide",
             "POWERTOOLS_METRICS_NAMESPACE": "icetide",
             "POWERTOOLS_TRACE_DISABLED": "true",
+            # A windowed cdc task stops this long after its start (icetide.dms.stop_position): the
+            # stand-in's tasks start at once, so a couple of seconds is time enough to begin reading.
+            "CDC_STOP_AFTER_SECONDS": "2",
             **self._environment_overrides,
         }
 

@@ -10,11 +10,17 @@ real task would look to a poller::
     ready -> starting -> running              (start, then describe: the data mover runs here)
     running -> stopped  "Stop Reason FULL_LOAD_ONLY_FINISHED"   (full load done, next describe)
     running -> stopped  "Stop Reason STOPPED_AT_SERVER_TIME"    (a CDC task with CdcStopPosition,
-                                                                 next describe)
+                                                                 the first describe once the clock
+                                                                 has reached it)
     running -> failed   "Stop Reason FATAL_ERROR" + LastFailureMessage  (the data mover raised, or a
                                                                  cdc task has no CdcStartPosition)
     running -> stopping -> stopped "Stop Reason NORMAL"         (stop_replication_task)
     running -> failed   "Stop Reason FATAL_ERROR"  (a catch-up's mover raised, or fail_task in a test)
+
+A ``server_time:`` CdcStopPosition is read as :class:`StopPositionReading` says (strict by default: one
+already past when the task starts stops it at once, having read nothing). The data mover reads when
+the task starts running: what is committed later in the window is left to the next task (as a task's
+latency would leave it; the RecoveryCheckpoint says where reading ended).
 
 A CDC task (``full-load-and-cdc`` or ``cdc``) without ``CdcStopPosition`` keeps running until it is
 stopped: a *continuous* task. DMS would write its change files all the time; the stand-in writes them
@@ -47,6 +53,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 from unittest import mock
 
@@ -58,7 +65,7 @@ from moto.dms.exceptions import InvalidResourceStateFault, ResourceNotFoundFault
 from moto.dms.responses import DatabaseMigrationServiceResponse
 from moto.moto_api import state_manager
 
-from icetide_local.standins.dms.cdc import CheckpointUnreadable, parse_checkpoint
+from icetide_local.standins.dms.cdc import CheckpointUnreadable, parse_checkpoint, parse_stop_position
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 from icetide_local.standins.dms.instances import instance_engine_versions
 from icetide_local.standins.dms.replicator import TableMappingError, parse_table_mapping
@@ -75,6 +82,20 @@ _BUSY_STATUSES = frozenset({"starting", "running", "stopping"})
 _STARTABLE_STATUSES = frozenset({"ready", "stopped", "failed"})
 _CDC_MIGRATION_TYPES = frozenset({"full-load-and-cdc", "cdc"})
 RESUME_PROCESSING = "resume-processing"
+
+
+class StopPositionReading(StrEnum):
+    """What a ``server_time:`` CdcStopPosition means: the API reference says only "server time"; the
+    user guide, "a server time on the replication instance". Either way the task does not stop before
+    the instance's clock reaches it; they differ on a stop position already past when the task starts.
+
+    STRICT (the default): the instance's clock is past it, so the task stops at once, having read
+    nothing (not even a full load). KIND: the last commit time to read, so the task reads every change
+    committed up to it and then stops.
+    """
+
+    STRICT = "strict"
+    KIND = "kind"
 
 
 class InvalidParameterValueException(JsonRESTError):
@@ -200,6 +221,7 @@ class DmsLifecycle:
 
     mover: DataMover = no_data_movement
     full_load_finishes: bool = True
+    stop_position_reading: StopPositionReading = StopPositionReading.STRICT
     instance_describes_until_available: int = 1
     started_runs: list[ReplicationTaskRun] = field(default_factory=list)
     """Every run the mover was called for: starts, resumes and catch-ups, in order."""
@@ -495,12 +517,24 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         return self.migration_type in _CDC_MIGRATION_TYPES
 
     def _finishes(self) -> bool:
-        # A CDC task without a stop position keeps replicating until someone stops it.
+        # A CDC task without a stop position keeps replicating until someone stops it; one with a
+        # stop position stops once the replication instance's clock has reached it.
         if self._mover_error is not None:
             return True
         if self._captures_changes:
-            return self.lifecycle.full_load_finishes and self.cdc_stop_position is not None
+            stop = parse_stop_position(self.cdc_stop_position)
+            return self.lifecycle.full_load_finishes and stop is not None and utcnow_aware() >= stop
         return self.lifecycle.full_load_finishes
+
+    def _stop_already_past(self) -> bool:
+        """True when, under the strict reading, the task's stop position has passed as it starts: it
+        stops at once, having read nothing."""
+        stop = parse_stop_position(self.cdc_stop_position) if self._captures_changes else None
+        return (
+            stop is not None
+            and self.lifecycle.stop_position_reading is StopPositionReading.STRICT
+            and stop <= utcnow_aware()
+        )
 
     def _move_data(self) -> None:
         run = self._run_description()
@@ -517,6 +551,10 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         if slot_refusal is not None:
             self.lifecycle.started_runs.append(run)
             self._mover_error = slot_refusal
+            return
+        if self._stop_already_past():
+            # Nothing read: no file, no table, and the checkpoint is where the task was told to start.
+            self.recovery_checkpoint = self.cdc_start_position or self.recovery_checkpoint
             return
         self._mover_error = self._call_mover(run, accumulate=self._resuming)
 
@@ -624,6 +662,11 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         if self.last_failure_message:
             described["LastFailureMessage"] = self.last_failure_message
         return described
+
+
+def utcnow_aware() -> dt.datetime:
+    """The replication instance's clock (moto's, so a test that freezes time freezes it too), in UTC."""
+    return utcnow().replace(tzinfo=dt.UTC)
 
 
 def _restore(saved: Mapping[str, Any]) -> str:

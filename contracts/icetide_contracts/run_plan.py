@@ -104,11 +104,15 @@ class RunPlan:
     migration_type: str = field(
         default="full-load", metadata=json_key("migrationType", one_of(*MIGRATION_TYPES))
     )
-    # The stored cdcCheckpoint of a cdc table (None otherwise): where a `cdc` task starts, and the
-    # CdcStartPosition a task reading a replication slot is created with (a first run's: the slot's
-    # start point the operator stored).
+    # The RecoveryCheckpoint the previous run committed: where a `cdc` task starts (None otherwise),
+    # and the CdcStartPosition a task reading a replication slot is created with.
     cdc_start_position: str | None = field(
         default=None, metadata=json_key("cdcStartPosition", optional(text(min_length=1)))
+    )
+    # The item's cdcStartPoint (a replication slot's start point): where a cdc table's task reading a
+    # slot starts while no checkpoint is stored (a first run, a continuous table's task).
+    cdc_start_point: str | None = field(
+        default=None, metadata=json_key("cdcStartPoint", optional(text(min_length=1)))
     )
     # No stop position: a windowed cdc run's is set when its task starts (start_replication_task).
     # The S3 target's CDC batching (seconds, KB); None for full-load runs.

@@ -8,7 +8,8 @@ a second full-load task, on the same instance, writing the key columns below
 ``plan.reconcileBronzeUri``. Each endpoint writes below its own folder, so no two runs share one;
 every resource is named after the run, so a retried invocation finds them instead of creating
 twins. On a source endpoint that names a PostgreSQL replication slot, a task that captures changes
-is created with ``CdcStartPosition`` = ``plan.cdcStartPosition`` (icetide.dms.start_position).
+is created with ``CdcStartPosition``: ``plan.cdcStartPosition`` (the stored checkpoint), else
+``plan.cdcStartPoint`` for a first run (icetide.dms.start_position).
 Raises InvalidTableMapping (the plan's mapping is not one DMS accepts), SlotStartPositionMissing.
 """
 
@@ -50,6 +51,7 @@ def _endpoint_and_task(
             migration_type,
             endpoint_slot(dms.describe_endpoint_by_arn(source_endpoint_arn)),
             plan.cdc_start_position,
+            plan.cdc_start_point,
             plan.target_table_name,
         )
         if cdc

@@ -8,7 +8,7 @@ the run, and starts it; later runs find it. A stopped or failed task is resumed 
 checkpoint (``resume-processing``: no second full load); the resume is recorded on the control item
 (``lastTaskResume``) and reported (``resumed``) for the state machine to notify. No run deletes the
 task (``longLived``). On a source endpoint that names a replication slot the task is created and
-started with ``CdcStartPosition`` = the item's ``cdcCheckpoint`` (icetide.dms.start_position).
+started with ``CdcStartPosition`` = the item's ``cdcStartPoint`` (icetide.dms.start_position).
 Raises SlotStartPositionMissing, DmsResourceNotReady (retried) while DMS creates, modifies or stops it,
 ContinuousFolderInUse when a task must be created but an earlier task's files or checkpoint remain.
 """
@@ -42,7 +42,8 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
     start_position = creation_start_position(
         plan.migration_type,
         endpoint_slot(dms.describe_endpoint_by_arn(source_endpoint_arn)),
-        plan.cdc_start_position,
+        None,  # a continuous table commits files, not positions: its task starts at the start point
+        plan.cdc_start_point,
         plan.target_table_name,
     )
     endpoint = dms.create_s3_target_endpoint(

@@ -102,7 +102,7 @@ def test_a_first_run_without_a_start_point_is_refused_before_anything_is_created
 ):
     plan = _plan(control_items, load_event, lambda_context)
 
-    with pytest.raises(SlotStartPositionMissing, match=rf"slot '{SLOT}'.*cdcCheckpoint.*confirmed_flush_lsn"):
+    with pytest.raises(SlotStartPositionMissing, match=rf"slot '{SLOT}'.*cdcStartPoint.*confirmed_flush_lsn"):
         _create_and_start(load_event, lambda_context, plan)
 
     assert boto3.client("dms").describe_replication_tasks()["ReplicationTasks"] == []
@@ -115,7 +115,7 @@ def test_a_first_run_without_a_start_point_is_refused_before_anything_is_created
 @pytest.mark.parametrize(
     ("item", "migration", "position"),
     [
-        ({"cdcCheckpoint": SLOT_START}, "full-load-and-cdc", SLOT_START),  # first run, from the slot's start
+        ({"cdcStartPoint": SLOT_START}, "full-load-and-cdc", SLOT_START),  # first run, from the slot's start
         ({"cdcCheckpoint": CHECKPOINT, **LOADED}, "cdc", CHECKPOINT),  # a later run
         (  # a reload: a full load again, capturing from the stored checkpoint
             {
@@ -195,7 +195,7 @@ def test_a_continuous_tables_task_on_a_slot_starts_from_the_stored_start_point(
         lambda_context,
         cdcTask="continuous",
         replicationInstanceArn=instance["ReplicationInstanceArn"],
-        cdcCheckpoint=SLOT_START,
+        cdcStartPoint=SLOT_START,
     )
     event = {
         **load_event("ensure_continuous_task"),

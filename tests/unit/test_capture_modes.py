@@ -181,13 +181,17 @@ def test_later_runs_capture_from_the_committed_checkpoint() -> None:
     assert (plan["cdcMaxBatchInterval"], plan["cdcMinFileSize"]) == (10, 500)
 
 
-def test_a_first_load_is_in_full_from_a_checkpoint_set_before_it() -> None:
-    # A replication slot's start point, set before the table's first run: where its capture starts.
-    raw = {**CDC, "cdcCheckpoint": "4AF/B00000D0"}
+def test_a_slots_start_point_goes_into_the_plan_of_every_run_of_the_table() -> None:
+    # A replication slot's start point, set in the tables file: where the first task starts.
+    first = _plan({**CDC, "cdcStartPoint": "4AF/B00000D0"}, AT_SEVEN)
+    later = _plan({**CDC, "cdcStartPoint": "4AF/B00000D0", "cdcCheckpoint": "4AF/B00001F0"}, AT_SEVEN)
 
-    plan = _plan(raw, AT_SEVEN)
-
-    assert (plan["migrationType"], plan["cdcStartPosition"]) == ("full-load-and-cdc", "4AF/B00000D0")
+    assert (first["migrationType"], first["cdcStartPosition"], first["cdcStartPoint"]) == (
+        "full-load-and-cdc",
+        None,
+        "4AF/B00000D0",
+    )
+    assert (later["migrationType"], later["cdcStartPosition"]) == ("cdc", "4AF/B00001F0")
 
 
 def test_a_continuous_tables_plan_names_the_checkpoint_its_task_starts_from() -> None:
@@ -195,12 +199,12 @@ def test_a_continuous_tables_plan_names_the_checkpoint_its_task_starts_from() ->
         **CDC,
         "cdcTask": "continuous",
         "replicationInstanceArn": "arn:aws:dms:eu-west-1:123456789012:rep:long-lived",
-        "cdcCheckpoint": "4AF/B00000D0",
+        "cdcStartPoint": "4AF/B00000D0",
     }
 
     plan = _plan(raw, AT_SEVEN)
 
-    assert (plan["migrationType"], plan["cdcStartPosition"]) == ("full-load-and-cdc", "4AF/B00000D0")
+    assert (plan["migrationType"], plan["cdcStartPoint"]) == ("full-load-and-cdc", "4AF/B00000D0")
 
 
 def test_a_cdc_tables_filter_does_not_move_with_the_watermark() -> None:

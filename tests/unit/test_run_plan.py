@@ -101,6 +101,7 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "deleteMode": "hard",
         "migrationType": "full-load",
         "cdcStartPosition": None,
+        "cdcStartPoint": None,
         "cdcMaxBatchInterval": None,
         "cdcMinFileSize": None,
         "reconcileTableMapping": None,

@@ -112,6 +112,7 @@ def test_a_verify_plan_extracts_the_keys_of_the_filtered_rows_and_names_its_repo
         "deleteMode": "hard",
         "migrationType": "full-load",
         "cdcStartPosition": None,
+        "cdcStartPoint": None,
         "cdcMaxBatchInterval": None,
         "cdcMinFileSize": None,
         "reconcileTableMapping": None,

@@ -500,6 +500,10 @@ class ControlItem(BaseModel):
     max_bytes_per_run: Annotated[int | None, BeforeValidator(_positive_whole("bytes"))] = Field(
         None, alias="maxBytesPerRun"
     )
+    # Where a cdc table's capture starts on a source endpoint that names a PostgreSQL replication slot,
+    # until a run has committed a cdcCheckpoint: the slot's confirmed_flush_lsn, noted when it was
+    # created (icetide.dms.start_position).
+    cdc_start_point: OptionalText = Field(None, alias="cdcStartPoint")
 
     # Table maintenance: overrides of the maintenance policy's defaults (enabled, retentions, thresholds).
     maintenance: Annotated[MaintenancePolicy | None, PlainValidator(_maintenance)] = Field(

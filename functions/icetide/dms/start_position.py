@@ -9,12 +9,14 @@ says the same of the task when it runs. So on such an endpoint every task that c
 created with ``CdcStartPosition`` and started with the same one:
 
 - a later run's ``cdc`` task: the checkpoint the previous run committed (``cdcCheckpoint``);
-- a table's first run and every reload (``full-load-and-cdc``): the stored ``cdcCheckpoint`` too,
-  which for a first run is the start point the operator set: the slot's ``confirmed_flush_lsn``
-  noted when the slot was created (user guide, "Determining a CDC native start point": a start
-  point "can't be older than the confirmed_flush_lsn value"). Changes from there on are captured
-  even when they committed before the full load read the row; DMS writes them after the load, so
-  the merge ends on each row's latest change.
+- a table's first run (and a continuous table's task): the item's ``cdcStartPoint``, the slot's
+  ``confirmed_flush_lsn`` noted when the slot was created (user guide, "Determining a CDC native
+  start point": a start point "can't be older than the confirmed_flush_lsn value");
+- a reload (``full-load-and-cdc`` again): the stored ``cdcCheckpoint``, where the slot still holds
+  every later change.
+
+A ``full-load-and-cdc`` task then captures changes from there even when they committed before its
+full load read the row; DMS writes them after the load, so the merge ends on each row's latest change.
 
 Without one, the run is refused before any DMS resource is created (SlotStartPositionMissing), with
 what to set. An endpoint without a slot keeps DMS's own start: a ``full-load-and-cdc`` task captures
@@ -34,7 +36,7 @@ _SLOT_ATTRIBUTE = "slotname"
 
 class SlotStartPositionMissing(IcetideError):
     """The source endpoint names a replication slot, and the run has no start position to create its
-    task with. Not retried: the control item needs a ``cdcCheckpoint`` (docs/state-machine.md)."""
+    task with. Not retried: the control item needs a ``cdcStartPoint`` (docs/state-machine.md)."""
 
 
 def endpoint_slot(endpoint: Mapping[str, Any] | None) -> str | None:
@@ -53,23 +55,27 @@ def endpoint_slot(endpoint: Mapping[str, Any] | None) -> str | None:
 
 
 def creation_start_position(
-    migration_type: str, slot: str | None, stored_checkpoint: str | None, table: str
+    migration_type: str,
+    slot: str | None,
+    stored_checkpoint: str | None,
+    start_point: str | None,
+    table: str,
 ) -> str | None:
-    """``CdcStartPosition`` for CreateReplicationTask: the stored checkpoint for a task that captures
-    changes through ``slot``; None without a slot or for a full load. SlotStartPositionMissing when a
-    slot needs one and none is stored."""
+    """``CdcStartPosition`` for CreateReplicationTask: for a task that captures changes through
+    ``slot``, the stored checkpoint, else the item's start point; None without a slot or for a full
+    load. SlotStartPositionMissing when a slot needs one and there is neither."""
     if migration_type == FULL_LOAD or slot is None:
         return None
-    if not stored_checkpoint:
+    position = stored_checkpoint or (start_point if migration_type != "cdc" else None)
+    if not position:
         raise SlotStartPositionMissing(
             f"{table}: the source endpoint names replication slot {slot!r}, and DMS runs a task that "
-            "reads a slot only if it was created with a valid CdcStartPosition. Set cdcCheckpoint on the "
-            "control item to the slot's confirmed_flush_lsn (in the source's pg_replication_slots) "
-            "or to a RecoveryCheckpoint of an earlier "
-            "task on the slot; the table's first run then loads it in full and captures changes from "
-            "there. Nothing was created"
+            "reads a slot only if it was created with a valid CdcStartPosition. Set cdcStartPoint on "
+            "the control item (the tables file) to the slot's confirmed_flush_lsn (in the source's "
+            "pg_replication_slots), or to a RecoveryCheckpoint of an earlier task on the slot; the "
+            "table's first run then loads it in full and captures changes from there. Nothing was created"
         )
-    return stored_checkpoint
+    return position
 
 
 def start_start_position(

@@ -200,11 +200,11 @@ def build_run_plan(
         capture_mode=item.capture_mode.value,
         delete_mode=item.delete_mode.value,
         migration_type=_migration_type(item, reloading),
-        # The stored checkpoint: where a `cdc` task starts; for a first run or a reload (and a
-        # continuous table's task) the start position a task reading a replication slot is created
-        # with (icetide.dms.start_position), and the checkpoint a windowed run's commit replaces,
-        # only while it is still stored.
-        cdc_start_position=item.cdc_checkpoint if cdc else None,
+        # The stored checkpoint: where a `cdc` task starts, where a reload's task reading a replication
+        # slot starts (icetide.dms.start_position), and the checkpoint the run's commit replaces, only
+        # while it is still stored. Without one, a task reading a slot starts at cdcStartPoint.
+        cdc_start_position=item.cdc_checkpoint if cdc and not continuous else None,
+        cdc_start_point=item.cdc_start_point if cdc else None,
         cdc_max_batch_interval=(item.cdc_max_batch_interval or DEFAULT_CDC_MAX_BATCH_INTERVAL)
         if cdc
         else None,
@@ -278,7 +278,4 @@ def _migration_type(item: ControlItem, reloading: bool = False) -> str:
         return "full-load"  # a filtered delta load is a full load of the filtered table
     if item.is_continuous:
         return "full-load-and-cdc"  # created once, by the first run: the task loads, then captures
-    # A table's first load is always in full: a cdcCheckpoint set before it (the start point of a
-    # replication slot, icetide.dms.start_position) is where its capture starts, not a load skipped.
-    loaded = item.last_run_stats is not None
-    return "cdc" if item.cdc_checkpoint and loaded and not reloading else "full-load-and-cdc"
+    return "cdc" if item.cdc_checkpoint and not reloading else "full-load-and-cdc"

@@ -35,6 +35,7 @@ OPTIONAL_ARGUMENTS = (
     "catalog",
     "expected_rows",
     "max_change_rows",
+    "expected_files",
     "delete_mode",
     "tombstone_retention_days",
     "reconcile_uri",
@@ -80,10 +81,12 @@ class JobArguments:
     # The rows DMS reported its full load added for this run (FullLoadRows); the job refuses to
     # commit when the run's LOAD files hold another number. max_change_rows: the changes DMS counted
     # (Inserts + Updates + Deletes; 0 for a full-load task), more than the run's CDC files may hold
-    # (icetide_glue.row_count). None: nobody counted (a run started by hand), so the job cannot
-    # check and says so.
+    # (icetide_glue.row_count). expected_files: how many bronze files the run's folder held once
+    # its task had stopped; the job refuses to merge another number. None: nobody counted (a run
+    # started by hand), so the job cannot check and says so.
     expected_rows: int | None = None
     max_change_rows: int | None = None
+    expected_files: int | None = None
     delete_mode: DeleteMode = DeleteMode.HARD
     # How long a deleted key (and a skipped update's change time) is remembered, counted back from
     # the batch's newest change time.
@@ -136,6 +139,7 @@ class JobArguments:
         for name, count in (
             ("--expected_rows", self.expected_rows),
             ("--max_change_rows", self.max_change_rows),
+            ("--expected_files", self.expected_files),
         ):
             if count is not None and count < 0:
                 raise InvalidJobArguments(f"{name} {count} must not be negative")
@@ -253,6 +257,7 @@ class JobArguments:
             catalog=optional("catalog") or DEFAULT_CATALOG,
             expected_rows=_row_count(optional("expected_rows")),
             max_change_rows=_row_count(optional("max_change_rows"), "--max_change_rows", "changes"),
+            expected_files=_row_count(optional("expected_files"), "--expected_files", "files"),
             delete_mode=delete_mode,
             tombstone_retention_days=DEFAULT_TOMBSTONE_RETENTION_DAYS if retention is None else retention,
             reconcile_uri=optional("reconcile_uri"),

@@ -145,7 +145,7 @@ def _load_run(
     if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
         # An empty selection (no new file) is an empty run too.
-        check_bronze_rows(args, lambda: BronzeRows(0, 0))
+        check_bronze_rows(args, lambda: BronzeRows(0, 0, 0))
         return RunManifest(args.run_id, str(table), watermark_column=args.watermark_column)
     if bronze is None:
         # A reconcile still runs when nothing changed: the source may only have lost rows.
@@ -207,7 +207,8 @@ def _land_changes(
     else:
         summary = inspect_batch(changes, keys, watermark, args.timestamp_column, args.change_sequence_column)
     # Before any DDL or commit: a lost or added bronze file must not reach silver.
-    check_bronze_rows(args, lambda: BronzeRows.of_batch(summary))
+    files = 0 if bronze is None else len(bronze.inputFiles())
+    check_bronze_rows(args, lambda: BronzeRows.of_batch(summary, files))
     source = source_schema(changes)
     reconcile_keys = None
     if args.reconcile_uri is not None and merging:

@@ -1,4 +1,4 @@
-"""The run's bronze rows against what DMS reported (``--expected_rows``, ``--max_change_rows``).
+"""The run's bronze files and rows against what was counted when its DMS task stopped.
 
 A file lost (a lifecycle rule, a hand) or added (a rerun's leftovers, a copy) between the DMS task
 and the job would go unnoticed downstream: a lost file's rows never reach silver while the
@@ -14,6 +14,10 @@ So the job compares, before any DDL or commit, only what DMS documents its count
   source filter, CdcInsertsOnly or CdcInsertsAndUpdates leave changes out of the files. So their
   sum only bounds the CDC files' rows from above (``--max_change_rows``; 0 for a full-load task,
   which writes LOAD files only): more rows than that is a stray file, fewer is no refusal.
+
+A lost CDC file leaves fewer rows, which the counters allow; so the job also compares the number of
+files it reads with the number the run's folder held once its task had stopped (``--expected_files``,
+listed by Read task statistics: icetide.run.bronze_listing).
 """
 
 from __future__ import annotations
@@ -38,15 +42,18 @@ _FULL_LOAD_FILE = re.compile(r"^LOAD[0-9A-Fa-f]+\.parquet$")
 
 @dataclass(frozen=True)
 class BronzeRows:
-    """How many rows a run's bronze files hold: in its full-load files, and in every other file."""
+    """How many rows a run's bronze files hold, in its full-load files and in every other file, and
+    how many files there are."""
 
     full_load: int
     change: int
+    files: int
 
     @classmethod
-    def of_batch(cls, summary: BatchSummary) -> BronzeRows:
-        """The rows a batch check counted (it counts the full-load rows in the same pass)."""
-        return cls(summary.full_load_rows, summary.rows_read - summary.full_load_rows)
+    def of_batch(cls, summary: BatchSummary, files: int) -> BronzeRows:
+        """The rows a batch check counted (it counts the full-load rows in the same pass) of
+        ``files`` files."""
+        return cls(summary.full_load_rows, summary.rows_read - summary.full_load_rows, files)
 
 
 def is_full_load_file(file_name: str) -> bool:
@@ -56,32 +63,35 @@ def is_full_load_file(file_name: str) -> bool:
 
 def arrow_bronze_rows(paths: Iterable[str]) -> BronzeRows:
     """The rows of the bronze files at ``paths`` (the driver merge's listing), from their footers."""
-    full_load = change = 0
+    full_load = change = files = 0
     for path in paths:
+        files += 1
         with open_input(path) as source:
             rows = pq.read_metadata(source).num_rows
         if is_full_load_file(path.rsplit("/", 1)[-1]):
             full_load += rows
         else:
             change += rows
-    return BronzeRows(full_load, change)
+    return BronzeRows(full_load, change, files)
 
 
 def check_bronze_rows(args: JobArguments, count: Callable[[], BronzeRows]) -> None:
-    """Raise :class:`BronzeRowCountMismatch` when the run's full-load files do not hold exactly
+    """Raise :class:`BronzeRowCountMismatch` when the run's folder holds another number of files
+    than once its task had stopped (``--expected_files``), its full-load files not exactly
     ``--expected_rows`` rows, or its other (CDC) files more than ``--max_change_rows``; ``count``
-    counts the bronze rows, only when DMS's counts are given.
+    counts the bronze files and rows, only when one of them is given.
 
     None means nobody counted (a run started by hand, without the argument): that part is not
     checked, with a warning, because refusing would make every manual run impossible. The state
-    machine always passes both for a run's own task, and fails the run before the job when DMS
-    cannot give them; a continuous run's long-lived task has no counts of its own run.
+    machine always passes all three for a run's own task, and fails the run before the job when
+    they cannot be had; a continuous run's long-lived task has no counts of its own run.
     """
     expected_rows, max_change_rows, bronze_uri = args.expected_rows, args.max_change_rows, args.bronze_uri
-    if expected_rows is None and max_change_rows is None:
+    if expected_rows is None and max_change_rows is None and args.expected_files is None:
         logger.warning("no --expected_rows: the rows in %s are not checked against DMS's count", bronze_uri)
         return
     rows = count()
+    _check_file_count(args.expected_files, rows.files, bronze_uri)
     check_row_count(expected_rows, rows.full_load, bronze_uri, files="the full-load (LOAD) files")
     if max_change_rows is None:
         _not_checked("--max_change_rows", rows.change, "CDC", bronze_uri)
@@ -92,6 +102,20 @@ def check_bronze_rows(args: JobArguments, count: Callable[[], BronzeRows]) -> No
             f"this run: a file DMS did not write for this run was added ({bronze_uri}); nothing was "
             "committed and the table is unchanged"
         )
+
+
+def _check_file_count(expected_files: int | None, files: int, bronze_uri: str) -> None:
+    """The run's folder must hold the files it held once its DMS task had stopped
+    (``--expected_files``, icetide.run.bronze_listing): a CDC file lost since cannot be told from
+    the rows, whose count DMS's change counters only bound from above."""
+    if expected_files is None or files == expected_files:
+        return
+    difference = "lost" if files < expected_files else "added"
+    raise BronzeRowCountMismatch(
+        f"the run's folder holds {files} bronze file(s) but held {expected_files} once its DMS task had "
+        f"stopped (--expected_files): {abs(expected_files - files)} file(s) {difference} since "
+        f"({bronze_uri}); nothing was committed and the table is unchanged"
+    )
 
 
 def _not_checked(argument: str, rows: int, kind: str, bronze_uri: str) -> None:

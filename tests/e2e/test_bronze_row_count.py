@@ -26,12 +26,20 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
+import handlers.read_task_statistics as read_task_statistics
 from e2e.helpers import SHOP_ORDERS_ITEM, silver_table
 from icetide_local.standins.dms import data_mover, lifecycle
 
 pytestmark = pytest.mark.spark
 
 STRAY_ID = 99
+CDC_ORDERS = {
+    "targetTableName": "cdc_orders",
+    "sourceSchema": "main",
+    "sourceTable": "orders",
+    "primaryKeys": "id",
+    "captureMode": "cdc",
+}
 
 
 Tamper = Callable[[Any], None]
@@ -117,41 +125,61 @@ def _state(workspace) -> dict[str, Any]:
     return dict(orders)
 
 
-def assert_refused(result: Any, message: str) -> None:
-    """The `local run` failed, shop_orders at the Glue job with BronzeRowCountMismatch: ``message``."""
+def add_a_scone(connection: sa.Connection, orders: sa.Table) -> None:
+    connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
+
+
+def two_runs(
+    icetide: Any,
+    tmp_path: Path,
+    write_tables: Any,
+    item: dict[str, Any],
+    change: Callable[[sa.Connection, sa.Table], None] = add_a_scone,
+    between: Callable[[Path], None] = lambda workspace: None,
+) -> tuple[Path, Any]:
+    """`local run` of ``item`` on the orders source (it must succeed), ``change`` at the source,
+    ``between(workspace)``, then the second `local run`: the workspace and that run's result."""
+    url, engine, orders = orders_source(tmp_path)
+    workspace = tmp_path / "ws"
+    tables_file = write_tables([item])
+    first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+    assert first.exit_code == 0, first.text
+    with engine.begin() as connection:
+        change(connection, orders)
+    engine.dispose()
+    between(workspace)
+    return workspace, icetide(
+        "local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file
+    )
+
+
+def assert_refused(result: Any, table: str, message: str) -> None:
+    """The `local run` failed, ``table`` at the Glue job with BronzeRowCountMismatch: ``message``."""
     assert result.exit_code == 1
-    failure = next(line for line in result.out.splitlines() if line.startswith("  FAILED shop_orders:"))
-    expected = f"  FAILED shop_orders: Run Glue job: BronzeRowCountMismatch: {message}"
+    failure = next(line for line in result.out.splitlines() if line.startswith(f"  FAILED {table}:"))
+    expected = f"  FAILED {table}: Run Glue job: BronzeRowCountMismatch: {message}"
     assert failure.startswith(expected), failure
 
 
 def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tables, icetide, monkeypatch):
-    url, engine, orders = orders_source(tmp_path)
     movers = tamper_from_the_second_run(monkeypatch, add_stray_file)
-    workspace = tmp_path / "ws"
-    tables_file = write_tables([SHOP_ORDERS_ITEM])
+    before: dict[str, Any] = {}
 
-    first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
-    assert first.exit_code == 0, first.text
-    snapshot_before = silver_table(workspace, "shop_orders").current_snapshot().snapshot_id
-    state_before = _state(workspace)
-    assert state_before["watermark"] == {"N": "2"}
-    with engine.begin() as connection:
-        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
-    engine.dispose()
+    def remember(workspace: Path) -> None:
+        before["snapshot"] = silver_table(workspace, "shop_orders").current_snapshot().snapshot_id
+        assert _state(workspace)["watermark"] == {"N": "2"}
 
-    second = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+    workspace, second = two_runs(icetide, tmp_path, write_tables, SHOP_ORDERS_ITEM, between=remember)
 
     assert [mover.armed for mover in movers] == [False, True]
     # gte 2 read rows 2 and 3; the stray copy of that file adds two more.
-    assert_refused(second, "the full-load (LOAD) files hold 4 row(s) but DMS reported 2 (--expected_rows")
+    assert_refused(
+        second, "shop_orders", "the full-load (LOAD) files hold 4 row(s) but DMS reported 2 (--expected_rows"
+    )
     silver = silver_table(workspace, "shop_orders")
-    assert silver.current_snapshot().snapshot_id == snapshot_before
+    assert silver.current_snapshot().snapshot_id == before["snapshot"]
     rows = silver.scan(selected_fields=("id", "item")).to_arrow().to_pylist()
-    assert sorted((row["id"], row["item"]) for row in rows) == [
-        (1, "tea"),
-        (2, "cake"),
-    ]
+    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake")]
     state_after = _state(workspace)
     assert state_after["watermark"] == {"N": "2"}
     assert state_after["lastRunStatus"] == {"S": "FAILED"}
@@ -159,21 +187,21 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
 
 
 def test_a_lost_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tables, icetide, monkeypatch):
-    url, engine, orders = orders_source(tmp_path)
     tamper_from_the_second_run(monkeypatch, lose_first_file)
-    workspace = tmp_path / "ws"
-    tables_file = write_tables([SHOP_ORDERS_ITEM])
-    first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
-    assert first.exit_code == 0, first.text
-    with engine.begin() as connection:
-        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}])
-    engine.dispose()
 
-    second = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+    workspace, second = two_runs(icetide, tmp_path, write_tables, SHOP_ORDERS_ITEM)
 
     # gte 2 read rows 2 and 3 into the one LOAD file, which is gone: a folder without files.
-    assert_refused(second, "the full-load (LOAD) files hold 0 row(s) but DMS reported 2 (--expected_rows")
+    assert_refused(
+        second, "shop_orders", "the full-load (LOAD) files hold 0 row(s) but DMS reported 2 (--expected_rows"
+    )
     assert _state(workspace)["watermark"] == {"N": "2"}
+
+
+def add_filtered_changes(connection: sa.Connection, orders: sa.Table) -> None:
+    """A scone (id 3), and an insert and an update of id 100, which the filter keeps out."""
+    connection.execute(orders.insert(), [{"id": 3, "item": "scone"}, {"id": 100, "item": "filtered out"}])
+    connection.execute(orders.update().where(orders.c.id == 100).values(item="still filtered out"))
 
 
 def test_a_healthy_cdc_run_whose_filter_keeps_counted_changes_out_of_its_files_commits(
@@ -182,28 +210,51 @@ def test_a_healthy_cdc_run_whose_filter_keeps_counted_changes_out_of_its_files_c
     """A cdc table with a source filter (id <= 50): DMS counts the changes of rows the filter drops
     among the table's Inserts/Updates (actions performed on the table), but writes none of them. The
     run's rows are fewer than its counters say, and it is healthy."""
-    url, engine, orders = orders_source(tmp_path)
-    item = {
-        "targetTableName": "cdc_orders",
-        "sourceSchema": "main",
-        "sourceTable": "orders",
-        "primaryKeys": "id",
-        "captureMode": "cdc",
-        "filtercolumn": "id",
-        "filteroperator": "lte",
-        "startvalue": 50,
-    }
-    workspace = tmp_path / "ws"
-    tables_file = write_tables([item])
-    first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
-    assert first.exit_code == 0, first.text
-    with engine.begin() as connection:
-        connection.execute(orders.insert(), [{"id": 3, "item": "scone"}, {"id": 100, "item": "filtered out"}])
-        connection.execute(orders.update().where(orders.c.id == 100).values(item="still filtered out"))
-    engine.dispose()
+    item = {**CDC_ORDERS, "filtercolumn": "id", "filteroperator": "lte", "startvalue": 50}
 
-    second = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
+    workspace, second = two_runs(icetide, tmp_path, write_tables, item, change=add_filtered_changes)
 
     assert second.exit_code == 0, second.text
     rows = silver_table(workspace, "cdc_orders").scan(selected_fields=("id", "item")).to_arrow().to_pylist()
     assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake"), (3, "scone")]
+
+
+def lose_a_cdc_file_once_the_task_stopped(monkeypatch: pytest.MonkeyPatch, lost: list[str]) -> None:
+    """ReadTaskStatistics runs as before; then the newest CDC file of the run's folder is deleted (a
+    lifecycle rule or a hand, after the task stopped and before the job reads), its key in ``lost``."""
+    real = read_task_statistics.handler
+
+    def then_lose(event: dict[str, Any], context: Any) -> Any:
+        result = real(event, context)
+        bucket, folder = event["plan"]["bronzeUri"].removeprefix("s3://").split("/", 1)
+        s3 = boto3.client("s3")
+        listed = [
+            entry["Key"] for entry in s3.list_objects_v2(Bucket=bucket, Prefix=folder).get("Contents", [])
+        ]
+        cdc_files = sorted(key for key in listed if not key.rsplit("/", 1)[-1].startswith("LOAD"))
+        if cdc_files:
+            s3.delete_object(Bucket=bucket, Key=cdc_files[-1])
+            lost.append(cdc_files[-1])
+        return result
+
+    monkeypatch.setattr(read_task_statistics, "handler", then_lose)
+
+
+def test_a_cdc_file_lost_after_the_task_stopped_fails_the_run(tmp_path, write_tables, icetide, monkeypatch):
+    """The CDC rows left are within DMS's counts (which only bound them): the number of files the
+    run's folder held once its task had stopped tells."""
+    lost: list[str] = []
+
+    def arm(workspace: Path) -> None:
+        lose_a_cdc_file_once_the_task_stopped(monkeypatch, lost)
+
+    workspace, second = two_runs(icetide, tmp_path, write_tables, CDC_ORDERS, between=arm)
+
+    assert len(lost) == 1, lost
+    assert_refused(
+        second,
+        "cdc_orders",
+        "the run's folder holds 0 bronze file(s) but held 1 once its DMS task had stopped",
+    )
+    rows = silver_table(workspace, "cdc_orders").scan(selected_fields=("id", "item")).to_arrow().to_pylist()
+    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake")]

@@ -49,6 +49,7 @@ def _run(
     bronze: Path,
     expected_rows: int | None,
     max_change_rows: int | None = None,
+    expected_files: int | None = None,
 ) -> dict[str, Any]:
     arguments = JobArguments(
         target_table=f"{SILVER_DATABASE}.{table}",
@@ -59,6 +60,7 @@ def _run(
         catalog=CATALOG,
         expected_rows=expected_rows,
         max_change_rows=max_change_rows,
+        expected_files=expected_files,
     )
     return run_job(spark, arguments)
 
@@ -263,3 +265,29 @@ def test_the_cdc_files_rows_are_bounded_by_the_changes_dms_counted(
         assert not spark.catalog.tableExists(silver_table(table))
     else:
         assert (run()["rowsRead"], spark.table(silver_table(table)).count()) == (4, 3)
+
+
+def test_a_cdc_file_lost_after_the_task_stopped_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """The rows left are within DMS's counts (they only bound the CDC rows): the number of files the
+    folder held once the task had stopped (--expected_files) tells."""
+    bronze = _two_rows(tmp_path / "first")
+    write_dms_file(bronze, "20261121-070000000.parquet", BRONZE, [("U", "2026-11-21 07:00:00", 2, "B")])
+    lost = write_dms_file(
+        bronze, "20261121-070100000.parquet", BRONZE, [("I", "2026-11-21 07:01:00", 3, "c")]
+    )
+    lost.unlink()
+
+    message = (
+        "the run's folder holds 2 bronze file(s) but held 3 once its DMS task had stopped (--expected_files)"
+    )
+    with pytest.raises(BronzeRowCountMismatch, match=re.escape(message)):
+        _run(
+            spark,
+            "lost_cdc_file",
+            "lost_cdc_file-1",
+            bronze,
+            expected_rows=2,
+            max_change_rows=2,
+            expected_files=3,
+        )
+    assert not spark.catalog.tableExists(silver_table("lost_cdc_file"))

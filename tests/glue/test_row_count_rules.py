@@ -18,6 +18,8 @@ from icetide_glue.errors import BronzeRowCountMismatch
 from icetide_glue.row_count import BronzeRows, check_bronze_rows, is_full_load_file
 
 RUNS = 2000
+# The rows' cases ask nothing of the number of files (no --expected_files): any will do.
+FILES = 1
 
 
 @dataclass(frozen=True)
@@ -30,15 +32,19 @@ class DmsRun:
     counted_changes: int
 
 
-def _refused(run: DmsRun, rows: BronzeRows) -> bool:
-    arguments = JobArguments(
+def _arguments(**counts: int) -> JobArguments:
+    """A run's arguments with DMS's ``counts`` (expected_rows, max_change_rows, expected_files)."""
+    return JobArguments(
         target_table="silver.orders",
         run_id="orders-1",
         bronze_uri="s3://raw/bronze/orders/orders-1/",
         primary_keys=("id",),
-        expected_rows=run.full_load_rows,
-        max_change_rows=run.counted_changes,
+        **counts,  # type: ignore[arg-type]
     )
+
+
+def _refused(run: DmsRun, rows: BronzeRows) -> bool:
+    arguments = _arguments(expected_rows=run.full_load_rows, max_change_rows=run.counted_changes)
     try:
         check_bronze_rows(arguments, lambda: rows)
     except BronzeRowCountMismatch:
@@ -56,26 +62,24 @@ def test_a_healthy_run_is_never_refused_and_a_stray_or_missing_file_is_wherever_
     caught = {"LOAD": 0, "CDC": 0}
     for _ in range(RUNS):
         run = _healthy_run(rng)
-        assert not _refused(run, BronzeRows(run.full_load_rows, run.change_rows)), run
+        assert not _refused(run, BronzeRows(run.full_load_rows, run.change_rows, FILES)), run
         stray = rng.randint(1, 30)
         # A stray or a missing full-load file: always refused.
-        assert _refused(run, BronzeRows(run.full_load_rows + stray, run.change_rows)), run
+        assert _refused(run, BronzeRows(run.full_load_rows + stray, run.change_rows, FILES)), run
         if run.full_load_rows:
             lost = rng.randint(1, run.full_load_rows)
-            assert _refused(run, BronzeRows(run.full_load_rows - lost, run.change_rows)), run
+            assert _refused(run, BronzeRows(run.full_load_rows - lost, run.change_rows, FILES)), run
             caught["LOAD"] += 1
         # A stray CDC file: refused exactly when it takes the rows past the changes DMS counted.
         beyond = run.change_rows + stray > run.counted_changes
-        assert _refused(run, BronzeRows(run.full_load_rows, run.change_rows + stray)) is beyond, run
+        assert _refused(run, BronzeRows(run.full_load_rows, run.change_rows + stray, FILES)) is beyond, run
         caught["CDC"] += beyond
     # The generator made both kinds of case often (the asserts above are not vacuous).
     assert min(caught.values()) > RUNS // 4, caught
 
 
 def test_without_dms_s_counts_nothing_is_counted_or_refused() -> None:
-    arguments = JobArguments(
-        target_table="silver.orders", run_id="orders-1", bronze_uri="b", primary_keys=("id",)
-    )
+    arguments = _arguments()
 
     def count() -> BronzeRows:
         raise AssertionError("counted without a count to compare with")
@@ -95,3 +99,18 @@ def test_without_dms_s_counts_nothing_is_counted_or_refused() -> None:
 )
 def test_full_load_files_are_told_by_dms_s_names(name: str, full_load: bool) -> None:
     assert is_full_load_file(name) is full_load
+
+
+@pytest.mark.parametrize(
+    ("files", "refused"), [(3, False), (2, True), (4, True)], ids=["same", "lost", "added"]
+)
+def test_the_folder_must_hold_the_files_it_held_when_the_task_stopped(files: int, refused: bool) -> None:
+    # Rows within DMS's counts either way: only the number of files tells a lost CDC file.
+    arguments = _arguments(expected_rows=5, max_change_rows=9, expected_files=3)
+    rows = BronzeRows(5, 4, files)
+    if refused:
+        message = r"holds \d bronze file\(s\) but held 3 once its DMS task"
+        with pytest.raises(BronzeRowCountMismatch, match=message):
+            check_bronze_rows(arguments, lambda: rows)
+    else:
+        check_bronze_rows(arguments, lambda: rows)

@@ -89,6 +89,31 @@ def _event(load_event: Any, task_arn: str) -> dict[str, Any]:
     return event
 
 
+# What the task left below the plan's bronze folder: two files the Glue job reads, and objects it
+# does not (hidden to Spark, or not parquet).
+BRONZE_OBJECTS = (
+    "dbo/orders/LOAD00000001.parquet",
+    "dbo/orders/20261121-070000000.parquet",
+    "dbo/orders/_SUCCESS",
+    "dbo/orders/.LOAD00000002.parquet.crc",
+    "_temporary/dbo/orders/LOAD00000003.parquet",
+    "dbo/orders/notes.csv",
+)
+
+
+@pytest.fixture(autouse=True)
+def bronze_folder(aws: None, load_event) -> None:
+    """The sample plan's bronze folder, as the task left it."""
+    bronze_uri = load_event("read_task_statistics")["plan"]["bronzeUri"]
+    bucket, folder = bronze_uri.removeprefix("s3://").split("/", 1)
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    for key in BRONZE_OBJECTS:
+        s3.put_object(Bucket=bucket, Key=folder + key, Body=b"...")
+    another_run = folder.rstrip("/") + "-other-run/dbo/orders/LOAD00000001.parquet"
+    s3.put_object(Bucket=bucket, Key=another_run, Body=b"")
+
+
 def test_the_stand_ins_table_statistics_give_the_rows_the_job_must_read(
     finished_task, load_event, lambda_context
 ):
@@ -99,6 +124,7 @@ def test_the_stand_ins_table_statistics_give_the_rows_the_job_must_read(
         "changeRows": 0,
         "expectedRows": "9",
         "maxChangeRows": "0",
+        "bronzeFiles": "2",
         "recoveryCheckpoint": None,
         "tablesLoaded": 2,
         "tablesErrored": 0,

@@ -165,6 +165,7 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
         "--timestamp_column.$",
         "--expected_rows.$",
         "--max_change_rows.$",
+        "--expected_files.$",
         "--delete_mode.$",
         "--reconcile_uri.$",
         "--reconcile_expected_rows.$",
@@ -176,6 +177,7 @@ def test_the_glue_task_passes_the_contract_arguments(states: dict[str, dict[str,
     # read_task_statistics writes them ("" when the run does not reconcile).
     assert arguments["--expected_rows.$"] == "$.statistics.expectedRows"
     assert arguments["--max_change_rows.$"] == "$.statistics.maxChangeRows"
+    assert arguments["--expected_files.$"] == "$.statistics.bronzeFiles"
     assert arguments["--reconcile_expected_rows.$"] == "$.statistics.reconcileExpectedRows"
     assert arguments["--reconcile_started_at.$"] == "$.statistics.reconcileStartedAt"
     assert arguments["--delete_mode.$"] == "$.lock.plan.deleteMode"

@@ -182,6 +182,7 @@ def test_the_glue_job_gets_the_contract_arguments_from_the_plan(stack: TableRunH
         "--timestamp_column": "dms_timestamp",
         "--expected_rows": "10",  # FULL_LOAD_ROWS, as the DMS stand-in's statistics reported it
         "--max_change_rows": "0",  # a full-load task captures no change
+        "--expected_files": "0",  # the stand-in here moves no data: the folder holds no file
         "--delete_mode": "hard",
         # Not a reconcile run: the key extraction's arguments are empty.
         "--reconcile_uri": "",

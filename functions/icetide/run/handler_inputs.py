@@ -157,6 +157,12 @@ class TaskInput(RunInput):
     task: TaskRef
 
 
+class StatisticsInput(PlanInput):
+    """read_task_statistics: the run's stopped task, and the plan whose bronze folder it wrote."""
+
+    task: TaskRef
+
+
 class StartTaskInput(PlanInput):
     """start_replication_task: the tasks, and the plan with the cdc start and stop positions."""
 

@@ -444,7 +444,8 @@ def test_the_glue_jobs_log_into_the_stacks_expiring_log_groups(job: str) -> None
         for group in ("GlueJobErrorLogGroup", "GlueJobOutputLogGroup")
     }
 
-    # Glue 5 writes to <prefix>/error and <prefix>/output; the jobs' roles may write below /aws-glue/.
+    # Glue 5 writes to <prefix>/error and <prefix>/output; the jobs' roles may write these two groups
+    # only (test_template_security.py).
     assert names == {f"{prefix}/error", f"{prefix}/output"}
     assert prefix.startswith("/aws-glue/")
 

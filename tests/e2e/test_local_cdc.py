@@ -19,6 +19,8 @@ import pytest
 import sqlalchemy as sa
 
 from e2e.helpers import PAYMENT_COLUMNS, payment, payments_table, run_cycle, silver_by_key, source_by_key
+from icetide_local.standins.dms.cdc import DEFAULT_SLOT_NAME
+from local.dms_cdc import slot_start_point
 
 pytestmark = pytest.mark.spark
 
@@ -135,8 +137,10 @@ def test_postgresql_changes_reach_silver_through_a_real_slot_soft(
     metadata = sa.MetaData(schema=schema)
     table = payments_table(metadata, "payments")
     metadata.create_all(engine)
-    # One cdc table per slot (README, Sources): the source endpoint names one slot.
-    tables_file = write_tables([_item(schema, table, "soft")])
+    # One cdc table per slot (README, Sources): the source endpoint names one slot, and the table's
+    # first task starts at the slot's start point (cdcStartPoint).
+    start_point = slot_start_point(postgres_url, DEFAULT_SLOT_NAME)
+    tables_file = write_tables([{**_item(schema, table, "soft"), "cdcStartPoint": start_point}])
 
     statuses = _three_cycles(icetide, tmp_path / "ws", postgres_url, tables_file, engine, [(table, True)])
 

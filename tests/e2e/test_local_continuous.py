@@ -25,6 +25,8 @@ import sqlalchemy as sa
 from e2e.helpers import PAYMENT_COLUMNS, payment, payments_table, run_cycle, silver_by_key, source_by_key
 from icetide.control.codec import from_typed_json
 from icetide.run import commit
+from icetide_local.standins.dms.cdc import DEFAULT_SLOT_NAME
+from local.dms_cdc import slot_start_point
 
 pytestmark = pytest.mark.spark
 
@@ -195,8 +197,9 @@ def test_postgresql_continuous_cycles_through_a_real_slot(
     table = payments_table(sa.MetaData(schema=schema))
     table.metadata.create_all(engine)
 
-    statuses = _cycles(
-        icetide, monkeypatch, tmp_path / "ws", postgres_url, write_tables([_item(schema)]), engine, table
-    )
+    # The local stack's source endpoint names a slot: its task starts at the slot's start point.
+    start_point = slot_start_point(postgres_url, DEFAULT_SLOT_NAME)
+    tables_file = write_tables([_item(schema, cdcStartPoint=start_point)])
+    statuses = _cycles(icetide, monkeypatch, tmp_path / "ws", postgres_url, tables_file, engine, table)
 
     assert [status["lastRunStatus"] for status in statuses] == ["SUCCEEDED"] * len(statuses)

@@ -215,6 +215,8 @@ class DmsCdcDriver:
         captures changes starts at ``start``, else (a first task) at the slot's start point."""
         if self.slot is None or migration_type == "full-load":
             return {}
+        if migration_type == "cdc":
+            return {"CdcStartPosition": start} if start else {}
         return {"CdcStartPosition": start or slot_start_point(self.source_url, self.slot)}
 
     def describe(self, task_arn: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from icetide_local.standins.dms.cdc import lsn_value
 from icetide_local.standins.dms.data_mover import replicator_mover
 from icetide_local.standins.dms.lifecycle import FATAL_ERROR, STOPPED_AT_SERVER_TIME, DmsLifecycle
 from icetide_local.standins.dms.replicator import run_replication
@@ -62,6 +63,12 @@ def dms(source_db, monkeypatch) -> Iterator[DmsCdcDriver]:
     with mock_aws(), DmsLifecycle(mover=replicator_mover(source_db.url)).install():
         yield DmsCdcDriver(boto3.Session(region_name="eu-west-1"), source_db.url, slot)
     drop_slot(source_db, slot)
+
+
+def position(outcome: TaskOutcome) -> int:
+    """Where a task's reading ended, as a number (an LSN on PostgreSQL, a change-log seq on SQLite)."""
+    _, _, at = outcome.described["RecoveryCheckpoint"].rpartition("#")
+    return lsn_value(at) if "/" in at else int(at)
 
 
 def deleted(source_db, key: int, item: str, qty: int) -> tuple[Any, ...]:
@@ -150,9 +157,11 @@ def test_windows_of_changes_follow_each_other_from_checkpoint_to_checkpoint(sour
         assert described["RecoveryCheckpoint"].startswith("checkpoint:V1#icetide#")
         assert described["ReplicationTaskStartDate"] is not None
     assert first.described["CdcStartPosition"] == load.described["RecoveryCheckpoint"]
-    assert again.described["RecoveryCheckpoint"] == first.described["RecoveryCheckpoint"]
+    # Read later, `again` may end further on (PostgreSQL: commits of other tables since), never sooner.
+    assert position(again) >= position(first)
     assert second.described["RecoveryCheckpoint"] != first.described["RecoveryCheckpoint"]
-    assert "CdcStartPosition" not in load.described
+    if source_db.dialect == "sqlite":  # no slot: a full-load-and-cdc task starts where its load does
+        assert "CdcStartPosition" not in load.described
 
     def counts(outcome: TaskOutcome) -> tuple[int, int, int, int, str]:
         entry = outcome.table_statistics("orders")
@@ -192,6 +201,9 @@ def test_a_cdc_task_without_a_stop_position_keeps_running(source_db, orders, dms
 def test_a_cdc_task_that_cannot_start_where_it_is_told_fails(source_db, orders, dms, start, message):
     if start is not None and "sqlite#x" in start and source_db.dialect == "postgresql":
         start = "checkpoint:V1#icetide#postgres#nonsense"
+    if start is not None and source_db.dialect == "postgresql":
+        # The endpoint names a slot: DMS refuses to run a task created with an invalid start position.
+        message = "created with a valid CdcStartPosition"
     dms.run("full-load-and-cdc", cdc_mapping(source_db.schema, "orders"), stop=stop_at_next_second())
     failed = dms.run("cdc", cdc_mapping(source_db.schema, "orders"), start=start, stop=stop_at_next_second())
     assert (failed.described["Status"], failed.described["StopReason"]) == ("failed", FATAL_ERROR)

@@ -83,7 +83,11 @@ def test_the_slot_is_created_with_test_decoding_and_advanced_to_the_oldest_table
     table(postgresql_source, "orders")
     table(postgresql_source, "lines")
     orders_load = dms.run("full-load-and-cdc", cdc_mapping(schema, "orders"), stop=stop_at_next_second())
-    lines_load = dms.run("full-load-and-cdc", cdc_mapping(schema, "lines"), stop=stop_at_next_second())
+    # lines' capture starts where orders' full load ended (its start position, as on a slot endpoint).
+    lines_load = dms.run(
+        "full-load-and-cdc", cdc_mapping(schema, "lines"), start=orders_load.described["RecoveryCheckpoint"],
+        stop=stop_at_next_second(),
+    )  # fmt: skip
     with postgresql_source.engine.connect() as connection:
         plugin = connection.execute(
             sa.text("SELECT plugin FROM pg_replication_slots WHERE slot_name = :slot"), {"slot": slot}

@@ -82,6 +82,7 @@ _BUSY_STATUSES = frozenset({"starting", "running", "stopping"})
 _STARTABLE_STATUSES = frozenset({"ready", "stopped", "failed"})
 _CDC_MIGRATION_TYPES = frozenset({"full-load-and-cdc", "cdc"})
 RESUME_PROCESSING = "resume-processing"
+RELOAD_TARGET = "reload-target"
 
 
 class StopPositionReading(StrEnum):
@@ -386,8 +387,10 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         )
         if start_type == RESUME_PROCESSING and cdc_start_position is None:
             cdc_start_position = self.recovery_checkpoint
-        # A task created with a start position starts there unless the start names another.
-        cdc_start_position = cdc_start_position or self.created_cdc_start_position
+        # A task created with a start position starts there unless the start names another; a
+        # reload-target loads afresh and captures from the reload (what it loads holds the rest).
+        if start_type != RELOAD_TARGET:
+            cdc_start_position = cdc_start_position or self.created_cdc_start_position
         self.status = "starting"
         self.start_date = utcnow()
         self.cdc_start_position = cdc_start_position

@@ -78,8 +78,8 @@ def test_function_handler_resolves_to_a_callable_in_the_one_code_uri(function_na
     assert callable(handler), f"{function_name}: {module_name}.{attribute} is not a callable"
 
 
-def test_the_glue_code_is_published_by_a_custom_resource_function() -> None:
-    assert CUSTOM_RESOURCE_FUNCTIONS == ["GlueCodePublisherFunction"]
+def test_the_custom_resource_functions_are_the_glue_code_publisher_and_the_run_bounds_check() -> None:
+    assert CUSTOM_RESOURCE_FUNCTIONS == ["GlueCodePublisherFunction", "RunBoundsFunction"]
 
 
 @pytest.mark.parametrize("function_name", CUSTOM_RESOURCE_FUNCTIONS)

@@ -354,7 +354,8 @@ def run_workload(
             spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
             hashed_from = number
         # Every other run with DMS's row count: its key ranges come from the batch check.
-        counted = {"expected_rows": len(batch)} if number % 2 else {}
+        loaded = len(workload.load) if number == 0 and workload.load_schema is not None else 0
+        counted = {"expected_rows": loaded, "max_change_rows": len(batch) - loaded} if number % 2 else {}
         # Each run picks its merge path: the driver's where it may (a hard-delete merge into an
         # existing table with every metadata column, no reconcile), or Spark's.
         on_driver = rng.random() < 0.6

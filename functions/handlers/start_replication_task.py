@@ -35,19 +35,21 @@ def _start_once(
     migration_type: str = "full-load",
     planned_start: str | None = None,
     cdc_stop_position: str | None = None,
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, bool]:
+    """The task, and whether this call started it (False: it was started before)."""
     task = dms.describe_task_by_arn(task_arn)
     if replication_status.must_start(task, task_arn):
-        return dms.start_task(
+        started = dms.start_task(
             task_arn,
             cdc_start_position=start_start_position(migration_type, planned_start, task),
             cdc_stop_position=cdc_stop_position,
         )
+        return started, True
     logger.info(
         "replication task was started before",
         extra={"task": task_arn, "dmsStatus": (task or {}).get("Status")},
     )
-    return task
+    return task, False
 
 
 @observed()
@@ -60,7 +62,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Set now, not when the plan was fixed: a stop position already past might stop the task at once.
     windowed = plan.capture_mode == CaptureMode.CDC and not plan.continuous
     stop = stop_position(utc_now(), settings.cdc_stop_after_seconds) if windowed else None
-    task = _start_once(
+    task, started_now = _start_once(
         task_arn,
         migration_type=plan.migration_type,
         planned_start=plan.cdc_start_position,
@@ -71,6 +73,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         "replicationTaskArn": task_arn,
         "status": (task or {}).get("Status"),
-        # The task's own, when it was started before (a retried invocation).
-        "cdcStopPosition": (task or {}).get("CdcStopPosition") or stop,
+        # When it was started before (a retried invocation): the one DMS describes, if any.
+        "cdcStopPosition": stop if started_now else (task or {}).get("CdcStopPosition"),
     }

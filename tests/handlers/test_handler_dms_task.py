@@ -428,9 +428,12 @@ def test_a_ready_task_is_started_once(created_task, load_event, lambda_context, 
     retried = handlers.start_replication_task.handler(event, lambda_context)
 
     expected = {"replicationTaskArn": created_task["replicationTaskArn"], "status": "running"}
-    assert started == expected
-    assert retried == expected
+    assert {key: started[key] for key in expected} == expected
+    assert {key: retried[key] for key in expected} == expected
     assert starts == [created_task["replicationTaskArn"]]
+    # The stop position set when it started; the retry reports what DMS describes (moto: none).
+    assert started["cdcStopPosition"].startswith("server_time:")
+    assert retried["cdcStopPosition"] is None
 
 
 def test_starting_a_missing_task_is_named(aws, load_event, lambda_context):

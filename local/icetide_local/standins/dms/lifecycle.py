@@ -35,7 +35,10 @@ load; the table statistics add up), ``reload-target`` and ``start-replication`` 
 and refuses what DMS refuses: creating a task whose table mapping DMS (or the stand-in) would not
 run (:func:`icetide_local.standins.dms.replicator.parse_table_mapping`), starting a task that is not
 ready, deleting a task that is running or stopping, deleting an instance that still has tasks,
-creating an endpoint whose identifier is taken (:mod:`icetide_local.standins.dms.endpoints`).
+creating an endpoint whose identifier is taken (:mod:`icetide_local.standins.dms.endpoints`), and
+running a task that captures changes through a source endpoint's replication slot when it was not
+created with a valid ``CdcStartPosition`` (the task fails, as the DMS API reference says of
+``PostgreSQLSettings.SlotName``).
 
 Data movement is pluggable: a :data:`DataMover` is called when a task starts running, with the task's
 table mapping, settings, CDC positions and endpoints (:class:`ReplicationTaskRun`), and returns the

@@ -43,7 +43,11 @@ class TaskProgress(StrEnum):
 
 
 def reused_instance(instance: Mapping[str, Any] | None, arn: str) -> dict[str, Any]:
-    """The ensure_replication_instance output for an instance the run reuses (and never deletes)."""
+    """The ensure_replication_instance output for an instance the run reuses (and never deletes).
+
+    ReplicationEngineTooOld when the instance runs an engine older than icetide's tasks need: no
+    task is created on it.
+    """
     if instance is None:
         raise ReplicationInstanceMissing(
             f"replication instance {arn} (replicationInstanceArn or REPLICATION_INSTANCE_ARN) does not exist"

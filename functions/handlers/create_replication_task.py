@@ -20,6 +20,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms
+from icetide.dms.arn_names import ArnKind, arn_name
 from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.identifiers import RunDmsResources
 from icetide.dms.start_position import creation_start_position, endpoint_slot
@@ -44,6 +45,7 @@ def _endpoint_and_task(
     plan: RunPlan = run.plan
     source_endpoint_arn = settings.require("source_endpoint_arn")
     endpoint_identifier, task_identifier = identifiers
+    prefix = settings.require("dms_arn_name_prefix")
     cdc = migration_type != FULL_LOAD
     # Checked before anything is created: DMS would not run a task on a slot without a start position.
     start_position = (
@@ -67,6 +69,7 @@ def _endpoint_and_task(
             cdc_min_file_size=plan.cdc_min_file_size if cdc else None,
         ),
         tags=tags,
+        resource_identifier=arn_name(prefix, ArnKind.ENDPOINT, endpoint_identifier),
     )
     task = dms.create_task(
         task_identifier,
@@ -77,6 +80,7 @@ def _endpoint_and_task(
         table_mappings=table_mapping,
         task_settings=plan.task_settings,
         tags=tags,
+        resource_identifier=arn_name(prefix, ArnKind.TASK, task_identifier),
         cdc_start_position=start_position,
     )
     return str(task["ReplicationTaskArn"]), str(endpoint["EndpointArn"])

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from icetide.adapters import dms, s3
 from icetide.adapters.control_table import ControlTable
 from icetide.clock import stored_time, utc_now
+from icetide.dms.arn_names import ArnKind, arn_name
 from icetide.dms.bronze_target import s3_target_settings
 from icetide.dms.continuous import TaskAction, TaskResume, run_action
 from icetide.dms.identifiers import continuous_resources, continuous_tags
@@ -37,6 +38,7 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
     plan = run.plan
     resources = continuous_resources(settings.require("stack_name"), run.target_table_name)
     tags = continuous_tags(resources)
+    prefix = settings.require("dms_arn_name_prefix")
     source_endpoint_arn = settings.require("source_endpoint_arn")
     # Checked before anything is created: DMS would not run a task on a slot without a start position.
     start_position = creation_start_position(
@@ -56,6 +58,7 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
             cdc_min_file_size=plan.cdc_min_file_size,
         ),
         tags=tags,
+        resource_identifier=arn_name(prefix, ArnKind.ENDPOINT, resources.endpoint_identifier),
     )
     return dms.create_task(
         resources.task_identifier,
@@ -66,6 +69,7 @@ def _create(settings: Settings, run: CreateTaskInput) -> dict[str, Any]:
         table_mappings=plan.table_mapping,
         task_settings=plan.task_settings,
         tags=tags,
+        resource_identifier=arn_name(prefix, ArnKind.TASK, resources.task_identifier),
         cdc_start_position=start_position,
     )
 

@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icetide.adapters import dms, logs
 from icetide.dms import replication_status
+from icetide.dms.arn_names import ArnKind, arn_name
 from icetide.dms.engine_version import check_engine_version
 from icetide.dms.identifiers import RunDmsResources
 from icetide.observability import observed
@@ -47,6 +48,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         subnet_group_id=settings.replication_subnet_group_id,
         security_group_ids=settings.replication_security_group_ids,
         tags=resources.tags,
+        resource_identifier=arn_name(settings.require("dms_arn_name_prefix"), ArnKind.INSTANCE, identifier),
     )
     if settings.dms_log_retention_days is not None:
         # Before DMS creates the group itself, without retention: one group per run, for ever.

@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from icetide.dms.arn_names import ARN_NAME_PREFIX_PATTERN
 from icetide.dms.stop_position import DEFAULT_STOP_AFTER_SECONDS
 from icetide.errors import IcetideError
 
@@ -32,6 +33,9 @@ class Settings(BaseSettings):
     # The CloudFormation stack name (AWS::StackName): scopes DMS identifiers and the stack tag that
     # template.yaml's IAM conditions pin. CloudFormation's own rule for stack names.
     stack_name: str | None = Field(default=None, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9-]*$")
+    # The start of the ResourceIdentifier of every DMS resource a run creates (icetide.dms.arn_names):
+    # template.yaml allows tagging only ARNs that carry it.
+    dms_arn_name_prefix: str | None = Field(default=None, pattern=ARN_NAME_PREFIX_PATTERN)
     state_machine_arn: str | None = None
     schedule_slot_minutes: int = Field(default=60, ge=1, le=1440)
     # The table-maintenance state machine StartMaintenance starts, and its slot: one maintenance run
@@ -76,6 +80,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "stack_name",
+        "dms_arn_name_prefix",
         "state_machine_arn",
         "maintenance_state_machine_arn",
         "raw_bucket",

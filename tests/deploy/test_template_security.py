@@ -169,6 +169,115 @@ def test_tagging_adds_only_icetide_tags_and_never_to_another_stacks_resource() -
         )
 
 
+# One deployed stack, as CloudFormation's pseudo parameters name it (a StackId is
+# arn:<partition>:cloudformation:<region>:<account>:stack/<stack name>/<UUID>).
+STACK_ID_UUID = "51af3dc0-da77-11e4-872e-1234567db123"
+PSEUDO_PARAMETERS = {
+    "AWS::Partition": "aws",
+    "AWS::Region": "eu-west-1",
+    "AWS::AccountId": "123456789012",
+    "AWS::StackName": "icetide",
+    "AWS::StackId": f"arn:aws:cloudformation:eu-west-1:123456789012:stack/icetide/{STACK_ID_UUID}",
+}
+# What this stack names its DMS resources' ARNs with: `icetide` + the UUID's first 8 hex digits.
+THIS_STACKS_ARN_NAME_PREFIX = "icetide51af3dc0"
+DMS_ARN = "arn:aws:dms:eu-west-1:123456789012"
+# Functions that create DMS resources, and the ARN resource types they may tag on create.
+TAGGED_ON_CREATE = {
+    "EnsureReplicationInstanceFunction": ("rep",),
+    "CreateReplicationTaskFunction": ("endpoint", "task"),
+    "EnsureContinuousTaskFunction": ("endpoint", "task"),
+}
+
+
+def _evaluated(value: Any, variables: dict[str, str] | None = None) -> Any:
+    """What CloudFormation makes of ``value`` in the stack of PSEUDO_PARAMETERS (the intrinsic
+    functions the DMS ARN names use: Ref of a pseudo parameter, Sub, Select, Split, Join)."""
+    known = {**PSEUDO_PARAMETERS, **(variables or {})}
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return [_evaluated(item, variables) for item in value]
+    ((function, argument),) = value.items()
+    if function == "Ref":
+        return known[argument]
+    if function == "Fn::Select":
+        return _evaluated(argument[1], variables)[int(argument[0])]
+    if function == "Fn::Split":
+        return _evaluated(argument[1], variables).split(argument[0])
+    if function == "Fn::Join":
+        return argument[0].join(_evaluated(argument[1], variables))
+    if function == "Fn::Sub":
+        text, given = (argument, {}) if isinstance(argument, str) else argument
+        names = known | {name: _evaluated(item, variables) for name, item in given.items()}
+        return re.sub(r"\$\{([A-Za-z0-9_:.]+)\}", lambda match: names[match.group(1)], text)
+    raise TypeError(f"cannot evaluate {function}")
+
+
+def _iam_matches(pattern: str, arn: str) -> bool:
+    """IAM's ARN matching: `*` any run of characters, `?` one character, the rest literally."""
+    regex = "".join({"*": ".*", "?": "."}.get(character, re.escape(character)) for character in pattern)
+    return re.fullmatch(regex, arn) is not None
+
+
+def _tagging_patterns(owner: str) -> list[str]:
+    return [
+        _evaluated(resource)
+        for statement in _dms_resource_statements()
+        if statement.owner == owner and "dms:AddTagsToResource" in statement.actions
+        for resource in statement.resources
+    ]
+
+
+def test_functions_that_create_dms_resources_get_the_stacks_arn_name_prefix() -> None:
+    functions = resources_of_type(SERVERLESS_FUNCTION)
+    given = {
+        name: _evaluated(variables["DMS_ARN_NAME_PREFIX"])
+        for name, function in functions.items()
+        if "DMS_ARN_NAME_PREFIX"
+        in (variables := function["Properties"].get("Environment", {}).get("Variables", {}))
+    }
+
+    assert given == dict.fromkeys(TAGGED_ON_CREATE, THIS_STACKS_ARN_NAME_PREFIX)
+
+
+@pytest.mark.parametrize("owner", sorted(TAGGED_ON_CREATE))
+def test_tagging_is_allowed_only_on_arns_this_stack_chose(owner: str) -> None:
+    patterns = _tagging_patterns(owner)
+    assert patterns  # guards the loops below against passing without looking at anything
+
+    for kind in TAGGED_ON_CREATE[owner]:
+        # What the stack's own create calls name (ResourceIdentifier = prefix-<digest>).
+        assert any(
+            _iam_matches(p, f"{DMS_ARN}:{kind}:{THIS_STACKS_ARN_NAME_PREFIX}-1b8f9d0ae414a71")
+            for p in patterns
+        )
+    for kind in ("rep", "endpoint", "task"):
+        for foreign in (
+            "DOH67ZTOXGLIXMIHKITV",  # DMS's own name for a resource created without a ResourceIdentifier
+            "orders-replication",  # a colleague's own ResourceIdentifier
+            "icetide0badf00d-1b8f9d0ae414a71",  # another icetide stack's
+            "icetide51af3dc0",  # the prefix alone, without icetide's separator
+        ):
+            arn = f"{DMS_ARN}:{kind}:{foreign}"
+            assert not any(_iam_matches(p, arn) for p in patterns), (owner, arn)
+    # Nothing of another account or Region.
+    assert not any(
+        _iam_matches(
+            p, f"arn:aws:dms:us-east-1:210987654321:{kind}:{THIS_STACKS_ARN_NAME_PREFIX}-1b8f9d0ae414a71"
+        )
+        for p in patterns
+        for kind in ("rep", "endpoint", "task")
+    )
+
+
+def test_the_arn_matcher_matches_as_iam_does() -> None:
+    assert _iam_matches("arn:aws:dms:eu-west-1:123456789012:rep:*", f"{DMS_ARN}:rep:DOH67ZTOXGLIXMIHKITV")
+    assert _iam_matches("a?c", "abc") and not _iam_matches("a?c", "ac")
+    assert not _iam_matches("arn:aws:dms:eu-west-1:123456789012:rep:x*", f"{DMS_ARN}:rep:DOH67")
+    assert not _iam_matches("a.c", "abc")  # a dot is a dot
+
+
 def _long_lived_mark(statement: Any, key: str) -> Any:
     return statement.statement["Condition"].get("StringEquals", {}).get(f"{key}/{LONG_LIVED_TAG}")
 

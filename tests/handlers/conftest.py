@@ -20,6 +20,7 @@ from moto import mock_aws
 
 from icetide.adapters.clients import reset_clients
 from icetide.control.codec import from_typed_json, to_typed_json
+from icetide_local.standins.dms.arns import resource_identifier_arns
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 from icetide_local.standins.dms.instances import instance_engine_versions
 
@@ -32,6 +33,8 @@ STATE_MACHINE_NAME = "icetide-table-run"
 STATE_MACHINE_ARN = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
 DMS_TARGET_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/icetide-dms-s3-target"
 STACK_NAME = "icetide"
+# The template's DMS_ARN_NAME_PREFIX for a stack whose id ends in /51af3dc0-da77-11e4-872e-1234567db123.
+DMS_ARN_NAME_PREFIX = "icetide51af3dc0"
 
 # The control item behind the sample events: a blog-style gte filter on updated_at, with keys,
 # a 5-minute lookback and the watermark of the previous hourly run.
@@ -82,6 +85,7 @@ def handler_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in {
         "CONTROL_TABLE_NAME": CONTROL_TABLE,
         "STACK_NAME": STACK_NAME,
+        "DMS_ARN_NAME_PREFIX": DMS_ARN_NAME_PREFIX,
         "STATE_MACHINE_ARN": STATE_MACHINE_ARN,
         "SCHEDULE_SLOT_MINUTES": "60",
         "LOCK_STALE_AFTER_SECONDS": "21600",
@@ -104,9 +108,10 @@ def aws(handler_env: None) -> Iterator[None]:
     """moto for every AWS call of the test, with the handlers' clients built inside it.
 
     Endpoint identifiers are unique, as in DMS (moto would replace an endpoint of a taken name), and
-    replication instances report an engine version, as in DMS.
+    replication instances report an engine version, and ARNs end with the ResourceIdentifier given
+    on create, as in DMS.
     """
-    with mock_aws(), unique_endpoint_identifiers(), instance_engine_versions():
+    with mock_aws(), unique_endpoint_identifiers(), instance_engine_versions(), resource_identifier_arns():
         reset_clients()
         yield
     reset_clients()

@@ -12,9 +12,9 @@ import handlers.delete_dms_resources
 import handlers.ensure_replication_instance
 from icetide.errors import DmsResourceBusy
 
-RUN_RESOURCE_ID = "icetide-dbo-orders-20261121t0700z-0ffeac5a4883539d"  # test_handler_dms_task.py says how
-INSTANCE_ARN = f"arn:aws:dms:eu-west-1:123456789012:rep:{RUN_RESOURCE_ID}"
-TASK_ARN = f"arn:aws:dms:eu-west-1:123456789012:task:{RUN_RESOURCE_ID}"
+# The ARNs the run's handlers create (test_handler_dms_task.py says how they are made).
+INSTANCE_ARN = "arn:aws:dms:eu-west-1:123456789012:rep:icetide51af3dc0-8357ae34b04216e"
+TASK_ARN = "arn:aws:dms:eu-west-1:123456789012:task:icetide51af3dc0-1b8f9d0ae414a71"
 
 
 def _instance_arns() -> list[str]:
@@ -174,15 +174,15 @@ def test_cleanup_of_one_stack_leaves_another_stacks_run_of_the_same_table_alone(
 
 
 def test_a_resource_under_the_runs_name_that_is_not_the_runs_is_left_alone(aws, load_event, lambda_context):
-    boto3.client("dms").create_replication_instance(
-        ReplicationInstanceIdentifier=RUN_RESOURCE_ID,
+    colleagues = boto3.client("dms").create_replication_instance(
+        ReplicationInstanceIdentifier="icetide-dbo-orders-20261121t0700z-0ffeac5a4883539d",  # the run's
         ReplicationInstanceClass="dms.r5.large",
         Tags=[{"Key": "icetide:stack", "Value": "icetide-prod"}, {"Key": "icetide:run-id", "Value": "x"}],
-    )
+    )["ReplicationInstance"]["ReplicationInstanceArn"]
 
     result = handlers.delete_dms_resources.handler(
         _cleanup_event(load_event, task=None, instance=None), lambda_context
     )
 
     assert result == {"deleted": [], "alreadyGone": [], "kept": []}
-    assert _instance_arns() == [INSTANCE_ARN]
+    assert _instance_arns() == [colleagues]

@@ -32,6 +32,11 @@ from icetide.settings import SettingsInvalid
 # The run id, lowercase, "_" -> "-", prefixed, then 16 hex of sha256('["icetide", "dbo_orders",
 # "dbo_orders-20261121T0700Z"]'): stack "icetide" (handler_env), table, run id.
 RUN_RESOURCE_ID = "icetide-dbo-orders-20261121t0700z-0ffeac5a4883539d"
+# DMS ends the ARN of what a run creates with its ResourceIdentifier: DMS_ARN_NAME_PREFIX (handler_env),
+# "-", then 15 hex of sha256('["<ARN resource type>", "<RUN_RESOURCE_ID>"]'). Never DMS's own name.
+INSTANCE_ARN = "arn:aws:dms:eu-west-1:123456789012:rep:icetide51af3dc0-8357ae34b04216e"
+ENDPOINT_ARN = "arn:aws:dms:eu-west-1:123456789012:endpoint:icetide51af3dc0-24a6f8886d3673e"
+TASK_ARN = "arn:aws:dms:eu-west-1:123456789012:task:icetide51af3dc0-1b8f9d0ae414a71"
 
 
 def _backend() -> DatabaseMigrationServiceBackend:
@@ -88,7 +93,7 @@ def test_a_private_instance_is_created_for_the_run(aws, load_event, lambda_conte
     first = handlers.ensure_replication_instance.handler(event, lambda_context)
     again = handlers.ensure_replication_instance.handler(event, lambda_context)
 
-    arn = f"arn:aws:dms:eu-west-1:123456789012:rep:{RUN_RESOURCE_ID}"
+    arn = INSTANCE_ARN
     assert first == {"replicationInstanceArn": arn, "created": True, "status": "creating"}
     assert again == {"replicationInstanceArn": arn, "created": True, "status": "available"}
     (instance,) = _instances()
@@ -239,8 +244,8 @@ def test_a_per_run_s3_target_and_a_full_load_task_are_created(created_task, sour
     (task,) = boto3.client("dms").describe_replication_tasks()["ReplicationTasks"]
     plan = load_event("create_replication_task")["plan"]
     assert created_task == {
-        "replicationTaskArn": f"arn:aws:dms:eu-west-1:123456789012:task:{RUN_RESOURCE_ID}",
-        "targetEndpointArn": endpoint["EndpointArn"],
+        "replicationTaskArn": TASK_ARN,
+        "targetEndpointArn": ENDPOINT_ARN,
         "keyTaskArn": None,
         "keyEndpointArn": None,
     }
@@ -248,14 +253,14 @@ def test_a_per_run_s3_target_and_a_full_load_task_are_created(created_task, sour
     assert task["MigrationType"] == "full-load"
     assert task["SourceEndpointArn"] == source_endpoint
     assert task["TargetEndpointArn"] == endpoint["EndpointArn"]
-    assert task["ReplicationInstanceArn"] == f"arn:aws:dms:eu-west-1:123456789012:rep:{RUN_RESOURCE_ID}"
+    assert task["ReplicationInstanceArn"] == INSTANCE_ARN
     assert json.loads(task["TableMappings"]) == json.loads(plan["tableMapping"])
     assert json.loads(task["ReplicationTaskSettings"]) == json.loads(plan["taskSettings"])
 
 
 def test_creating_again_finds_the_runs_resources(created_task, load_event, lambda_context):
     event = load_event("create_replication_task")
-    event["instance"]["replicationInstanceArn"] = f"arn:aws:dms:eu-west-1:123456789012:rep:{RUN_RESOURCE_ID}"
+    event["instance"]["replicationInstanceArn"] = INSTANCE_ARN
 
     again = handlers.create_replication_task.handler(event, lambda_context)
 

@@ -100,8 +100,12 @@ def create_instance(
     subnet_group_id: str | None,
     security_group_ids: tuple[str, ...],
     tags: Mapping[str, str],
+    resource_identifier: str,
 ) -> dict[str, Any]:
-    """Create a private replication instance, or return the one already created under ``identifier``."""
+    """Create a private replication instance, or return the one already created under ``identifier``.
+
+    Its ARN ends in ``resource_identifier`` (icetide.dms.arn_names): the tagging IAM allows on create.
+    """
     existing = describe_instance_by_id(identifier)
     if existing is not None:
         return _adopted("ReplicationInstance", existing, identifier, tags)
@@ -115,6 +119,7 @@ def create_instance(
         "PubliclyAccessible": False,
         "MultiAZ": False,
         "Tags": _tags(tags),
+        "ResourceIdentifier": resource_identifier,
     }
     if subnet_group_id:
         request["ReplicationSubnetGroupIdentifier"] = subnet_group_id
@@ -149,15 +154,17 @@ def describe_endpoint_by_arn(arn: str) -> dict[str, Any] | None:
 
 
 def create_s3_target_endpoint(
-    identifier: str, *, s3_settings: Mapping[str, Any], tags: Mapping[str, str]
+    identifier: str, *, s3_settings: Mapping[str, Any], tags: Mapping[str, str], resource_identifier: str
 ) -> dict[str, Any]:
-    """Create an S3 target endpoint, or return the one already created under ``identifier``."""
+    """Create an S3 target endpoint, or return the one already created under ``identifier``; its ARN
+    ends in ``resource_identifier`` (icetide.dms.arn_names)."""
     request = {
         "EndpointIdentifier": identifier,
         "EndpointType": "target",
         "EngineName": "s3",
         "S3Settings": dict(s3_settings),
         "Tags": _tags(tags),
+        "ResourceIdentifier": resource_identifier,
     }
     return _create_or_get("create_endpoint", "Endpoint", identifier, describe_endpoint_by_id, request, tags)
 
@@ -190,11 +197,12 @@ def create_task(
     table_mappings: str,
     task_settings: str,
     tags: Mapping[str, str],
+    resource_identifier: str,
     cdc_start_position: str | None = None,
 ) -> dict[str, Any]:
-    """Create a task, or return the one already created under ``identifier``; a task that captures
-    changes through a replication slot is created with its ``cdc_start_position``
-    (icetide.dms.start_position)."""
+    """Create a task, or return the one already created under ``identifier``; its ARN ends in
+    ``resource_identifier`` (icetide.dms.arn_names). A task that captures changes through a
+    replication slot is created with its ``cdc_start_position`` (icetide.dms.start_position)."""
     request: dict[str, Any] = {
         "ReplicationTaskIdentifier": identifier,
         "SourceEndpointArn": source_endpoint_arn,
@@ -204,6 +212,7 @@ def create_task(
         "TableMappings": table_mappings,
         "ReplicationTaskSettings": task_settings,
         "Tags": _tags(tags),
+        "ResourceIdentifier": resource_identifier,
     }
     if cdc_start_position is not None:
         request["CdcStartPosition"] = cdc_start_position

@@ -83,6 +83,9 @@ class StackNames:
     region: str = "eu-west-1"
     # AWS::StackName in the template: scopes the runs' DMS identifiers and their stack tag.
     stack: str = "icetide-local"
+    # The template's DMS_ARN_NAME_PREFIX (`icetide` + 8 hex digits of AWS::StackId): the end of the
+    # runs' DMS ARNs starts with it.
+    dms_arn_name_prefix: str = "icetide10ca1000"
     control_table: str = "icetide-control"
     raw_bucket: str = "icetide-raw-local"
     glue_database: str = "icetide_silver"
@@ -278,6 +281,7 @@ class TableRunHarness:
             "AWS_DEFAULT_REGION": names.region,
             "CONTROL_TABLE_NAME": names.control_table,
             "STACK_NAME": names.stack,
+            "DMS_ARN_NAME_PREFIX": names.dms_arn_name_prefix,
             "STATE_MACHINE_ARN": self.state_machine_arn,
             "MAINTENANCE_STATE_MACHINE_ARN": self.maintenance_state_machine_arn,
             "RAW_BUCKET": names.raw_bucket,

@@ -35,10 +35,11 @@ load; the table statistics add up), ``reload-target`` and ``start-replication`` 
 and refuses what DMS refuses: creating a task whose table mapping DMS (or the stand-in) would not
 run (:func:`icetide_local.standins.dms.replicator.parse_table_mapping`), starting a task that is not
 ready, deleting a task that is running or stopping, deleting an instance that still has tasks,
-creating an endpoint whose identifier is taken (:mod:`icetide_local.standins.dms.endpoints`), and
-running a task that captures changes through a source endpoint's replication slot when it was not
-created with a valid ``CdcStartPosition`` (the task fails, as the DMS API reference says of
-``PostgreSQLSettings.SlotName``).
+creating an endpoint whose identifier is taken (:mod:`icetide_local.standins.dms.endpoints`), a
+ResourceIdentifier that breaks DMS's rules or is taken (the ARN of what it creates ends with it, as
+in DMS: :mod:`icetide_local.standins.dms.arns`), and running a task that captures changes through a
+source endpoint's replication slot when it was not created with a valid ``CdcStartPosition`` (the
+task fails, as the DMS API reference says of ``PostgreSQLSettings.SlotName``).
 
 Data movement is pluggable: a :data:`DataMover` is called when a task starts running, with the task's
 table mapping, settings, CDC positions and endpoints (:class:`ReplicationTaskRun`), and returns the
@@ -68,6 +69,7 @@ from moto.dms.exceptions import InvalidResourceStateFault, ResourceNotFoundFault
 from moto.dms.responses import DatabaseMigrationServiceResponse
 from moto.moto_api import state_manager
 
+from icetide_local.standins.dms.arns import resource_identifier_arns
 from icetide_local.standins.dms.cdc import CheckpointUnreadable, parse_checkpoint, parse_stop_position
 from icetide_local.standins.dms.endpoints import unique_endpoint_identifiers
 from icetide_local.standins.dms.instances import instance_engine_versions
@@ -286,6 +288,8 @@ class DmsLifecycle:
             patches.enter_context(_instance_transition(self.instance_describes_until_available))
             patches.enter_context(unique_endpoint_identifiers())
             patches.enter_context(instance_engine_versions())
+            # Last: it wraps the create actions patched above.
+            patches.enter_context(resource_identifier_arns())
             yield self
 
     def catch_up_running_tasks(self) -> list[str]:
@@ -364,6 +368,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         self.last_failure_message: str | None = None
         self.table_statistics: list[TableStatistics] = []
         self.created_cdc_start_position: str | None = None  # CreateReplicationTask's CdcStartPosition
+        self.resource_identifier: str | None = None  # CreateReplicationTask's, set by standins.dms.arns
         self.cdc_start_position: str | None = None
         self.cdc_stop_position: str | None = None
         self.recovery_checkpoint: str | None = None
@@ -457,6 +462,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         return {
             "region": self.region,
             "identifier": self.id,
+            "resourceIdentifier": self.resource_identifier,
             "migrationType": self.migration_type,
             "tableMappings": self.table_mappings,
             "taskSettings": self.replication_task_settings,
@@ -699,6 +705,8 @@ def _restore(saved: Mapping[str, Any]) -> str:
     task_settings = {"ReplicationTaskSettings": saved["taskSettings"]} if saved["taskSettings"] else {}
     if saved.get("createdCdcStartPosition"):
         task_settings["CdcStartPosition"] = saved["createdCdcStartPosition"]
+    if saved.get("resourceIdentifier"):
+        task_settings["ResourceIdentifier"] = saved["resourceIdentifier"]
     task_arn = str(
         dms.create_replication_task(
             ReplicationTaskIdentifier=saved["identifier"],

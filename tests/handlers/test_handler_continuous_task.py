@@ -7,6 +7,7 @@ and stops tasks at once, and lists S3 keys in S3's order, which is not DMS's.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,8 @@ from icetide_contracts.bronze_files import BronzeFiles
 
 # "icetide-" + the readable "<table>-continuous" + 16 hex of sha256 over (stack, table, "<table>-continuous").
 TASK_ID_PREFIX = "icetide-dbo-orders-continuous-"
+# The end of the ARN of what a run creates: DMS_ARN_NAME_PREFIX (conftest.py), "-", 15 hex digits.
+OWN_ARN = re.compile(r"arn:aws:dms:eu-west-1:123456789012:(task|endpoint):icetide51af3dc0-[0-9a-f]{15}")
 
 
 def _backend() -> DatabaseMigrationServiceBackend:
@@ -85,6 +88,9 @@ def test_the_first_run_creates_the_task_then_starts_it_and_later_runs_leave_it(e
     ]
     assert endpoint["S3Settings"]["BucketFolder"] == "bronze/_continuous/dbo_orders"
     assert endpoint["S3Settings"]["CdcMaxBatchInterval"] == 60
+    # Their ARNs end with the ResourceIdentifier this stack chose: the only ones it may tag.
+    assert OWN_ARN.fullmatch(task["ReplicationTaskArn"]) and OWN_ARN.fullmatch(endpoint["EndpointArn"])
+    assert task["TargetEndpointArn"] == endpoint["EndpointArn"]
 
 
 def test_a_stopped_task_is_resumed_and_the_resume_recorded(ensure_event, lambda_context, control_items):

@@ -406,6 +406,24 @@ def test_the_stack_name_setting_is_required(aws, load_event, lambda_context, mon
         handlers.ensure_replication_instance.handler(event, lambda_context)
 
 
+@pytest.mark.parametrize(
+    ("handler", "event_name"),
+    [
+        (handlers.ensure_replication_instance.handler, "ensure_replication_instance"),
+        (handlers.create_replication_task.handler, "create_replication_task"),
+    ],
+)
+def test_nothing_is_created_without_the_stacks_arn_name_prefix(
+    aws, source_endpoint, load_event, lambda_context, monkeypatch, handler, event_name
+):
+    monkeypatch.delenv("DMS_ARN_NAME_PREFIX")
+
+    with pytest.raises(SettingsInvalid, match="DMS_ARN_NAME_PREFIX"):
+        handler(load_event(event_name), lambda_context)
+
+    assert _instances() == [] and _target_endpoints() == []
+
+
 # --- start_replication_task ---------------------------------------------------------------------
 
 

@@ -67,6 +67,14 @@ def test_prefixes_lose_stray_slashes(handler_env, monkeypatch):
     assert load_settings().bronze_prefix == "landing/bronze"
 
 
+@pytest.mark.parametrize("prefix", ["icetide", "icetide51af3dc", "icetide51AF3DC0", "other51af3dc0"])
+def test_an_arn_name_prefix_not_as_the_template_spells_it_is_named(handler_env, monkeypatch, prefix):
+    monkeypatch.setenv("DMS_ARN_NAME_PREFIX", prefix)
+
+    with pytest.raises(SettingsInvalid, match="DMS_ARN_NAME_PREFIX"):
+        load_settings()
+
+
 @pytest.mark.parametrize("stack_name", ["my_stack", "1icetide", "icetide prod", "x" * 129])
 def test_a_stack_name_cloudformation_would_refuse_is_named(handler_env, monkeypatch, stack_name):
     monkeypatch.setenv("STACK_NAME", stack_name)

@@ -165,8 +165,11 @@ class DmsCdcDriver:
         start: str | None = None,
         stop: str | None = None,
         extra_s3_settings: dict[str, Any] | None = None,
+        task_resource_identifier: str | None = None,
     ) -> TaskOutcome:
         self.tasks += 1
+        # The end of the task's ARN, as icetide names it (else DMS, here moto, makes one up).
+        named = {"ResourceIdentifier": task_resource_identifier} if task_resource_identifier else {}
         folder = f"bronze/run-{self.tasks}"
         target_arn = self.dms.create_endpoint(
             EndpointIdentifier=f"target-{self.tasks}",
@@ -192,6 +195,7 @@ class DmsCdcDriver:
             MigrationType=migration_type,
             TableMappings=json.dumps(mapping),
             **self._created_start(migration_type, start),
+            **named,
         )["ReplicationTask"]["ReplicationTaskArn"]
         self.describe(task_arn)  # creating -> ready
         positions = {"CdcStartPosition": start, "CdcStopPosition": stop}

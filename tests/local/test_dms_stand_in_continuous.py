@@ -33,6 +33,8 @@ from local.dms_cdc import DmsCdcDriver, cdc_mapping, drop_slot, execute, stop_at
 
 CDC_FILE = re.compile(r"\d{8}-\d{9}\.parquet")
 ROW = ("Op", "id", "item", "qty")
+# moto's default account; the Region of the test's session.
+TASK_ARN_START = "arn:aws:dms:eu-west-1:123456789012:task:"
 
 
 class FlakyMover:
@@ -276,7 +278,11 @@ def test_a_task_saved_by_one_process_goes_on_from_its_checkpoint_in_the_next(sou
     try:
         with mock_aws(), DmsLifecycle(mover=replicator_mover(source_db.url)).install() as first:
             driver = DmsCdcDriver(session, source_db.url, slot)
-            started = driver.run("full-load-and-cdc", cdc_mapping(source_db.schema, "orders")).described
+            started = driver.run(
+                "full-load-and-cdc",
+                cdc_mapping(source_db.schema, "orders"),
+                task_resource_identifier="icetide51af3dc0-1b8f9d0ae414a71",
+            ).described
             execute(source_db, "INSERT INTO {schema}.orders VALUES (1, 1)")
             first.catch_up_running_tasks()
             [(before, _)] = driver._files("bronze/run-1")["orders"]
@@ -295,7 +301,8 @@ def test_a_task_saved_by_one_process_goes_on_from_its_checkpoint_in_the_next(sou
     finally:
         drop_slot(source_db, slot)
 
-    assert restored == started["ReplicationTaskArn"]
+    # The ARN ends with the ResourceIdentifier it was created with, before and after the restore.
+    assert restored == started["ReplicationTaskArn"] == f"{TASK_ARN_START}icetide51af3dc0-1b8f9d0ae414a71"
     assert described["Status"] == "running"
     assert described["TargetEndpointArn"] == started["TargetEndpointArn"]
     assert described["RecoveryCheckpoint"] == saved[0]["recoveryCheckpoint"]

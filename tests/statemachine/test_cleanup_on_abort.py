@@ -32,10 +32,11 @@ POLL_LOOP = {
     "Keep poll wait at its longest",
 }
 FIRST_RUN = "dbo_orders-20261121T0700Z"
-# What the first run creates in stack icetide-local (icetide.dms.identifiers names them).
-FIRST_RUN_RESOURCE = "icetide-dbo-orders-20261121t0700z-74887dd61a988708"
-FIRST_RUN_TASK = f"arn:aws:dms:eu-west-1:123456789012:task:{FIRST_RUN_RESOURCE}"
-FIRST_RUN_INSTANCE = f"arn:aws:dms:eu-west-1:123456789012:rep:{FIRST_RUN_RESOURCE}"
+# What the first run creates in stack icetide-local (icetide.dms.identifiers names them
+# icetide-dbo-orders-20261121t0700z-74887dd61a988708); their ARNs end with the ResourceIdentifier
+# DMS_ARN_NAME_PREFIX-<15 hex of sha256('["<ARN type>", "<identifier>"]')> (icetide.dms.arn_names).
+FIRST_RUN_TASK = "arn:aws:dms:eu-west-1:123456789012:task:icetide10ca1000-81321dd9b76d51d"
+FIRST_RUN_INSTANCE = "arn:aws:dms:eu-west-1:123456789012:rep:icetide10ca1000-e43992a70c3a9c1"
 NOTHING = DmsInventory(tasks=[], instances=[], target_endpoints=[])
 INJECTED = "failure injected by the test"
 

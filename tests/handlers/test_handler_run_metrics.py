@@ -123,6 +123,61 @@ def test_a_windowed_cdc_commit_counts_the_lag_from_its_watermark_only(
     assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [2524.0]
 
 
+def _cdc_commit(raw_bucket: str, load_event: Any, **manifest: Any) -> dict[str, Any]:
+    """The sample run as a windowed cdc run whose manifest is MANIFEST with ``manifest`` applied."""
+    body = json.dumps({**MANIFEST, "newWatermark": "2026-11-21 06:30:00", **manifest}).encode()
+    boto3.client("s3").put_object(Bucket=raw_bucket, Key=MANIFEST_KEY, Body=body)
+    event = load_event("commit_watermark")
+    event["plan"]["captureMode"] = "cdc"
+    return event
+
+
+def test_a_cdc_commit_stores_its_newest_change_and_counts_the_lag_from_it(
+    committing, control_items, raw_bucket, load_event, lambda_context, capsys
+):
+    event = _cdc_commit(raw_bucket, load_event, newestChangeTime="2026-11-21 06:50:00.750000")
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    # Whole seconds, cut down: the stored time stays a lower bound of how far the task read.
+    assert control_items.get("dbo_orders")["lastChangeTime"] == "2026-11-21T06:50:00Z"
+    # 06:50:00 (later than the watermark's 06:30:00) -> 07:12:04.
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [1324.0]
+
+
+def test_a_cdc_commit_without_a_change_keeps_the_stored_newest_change(
+    control_items, raw_bucket, load_event, lambda_context, capsys, monkeypatch
+):
+    control_items.orders(
+        lockHolder=RUN_ID,
+        lockTime=LOCKED_AT,
+        lastRunId=RUN_ID,
+        lastRunStatus="RUNNING",
+        lastChangeTime="2026-11-21T06:40:00Z",
+    )
+    monkeypatch.setattr(handlers.commit_watermark, "utc_now", lambda: COMMITTED_AT)
+    event = _cdc_commit(raw_bucket, load_event)
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    assert control_items.get("dbo_orders")["lastChangeTime"] == "2026-11-21T06:40:00Z"
+    # 06:40:00 -> 07:12:04.
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [1924.0]
+
+
+def test_a_cdc_commit_of_a_change_from_the_future_reports_the_table_stale(
+    committing, control_items, raw_bucket, load_event, lambda_context, capsys
+):
+    # A forged CDC row: dms_timestamp 9999-12-31. It no longer counts as caught up.
+    event = _cdc_commit(raw_bucket, load_event, newestChangeTime="9999-12-31 23:59:59")
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    assert control_items.get("dbo_orders")["lastChangeTime"] == "9999-12-31T23:59:59Z"
+    ahead = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - COMMITTED_AT).total_seconds()
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [ahead]
+
+
 def test_a_retried_commit_publishes_no_table_metrics_again(committing, load_event, lambda_context, capsys):
     handlers.commit_watermark.handler(load_event("commit_watermark"), lambda_context)
     capsys.readouterr()

@@ -275,6 +275,29 @@ def test_the_schedule_publishes_each_tables_lag_and_the_largest_for_the_stack(
     }
 
 
+def test_the_schedule_sees_a_cdc_table_without_a_watermark_and_one_whose_change_is_in_the_future(
+    control_items, state_machine, load_event, lambda_context, capsys, monkeypatch
+):
+    monkeypatch.setattr(handlers.start_workflow, "utc_now", lambda: SCHEDULED_AT)
+    cdc = {"captureMode": "cdc", "primaryKeys": "id", "lastRunStatus": "SUCCEEDED"}
+    # No filter column, so no watermark: its newest merged change (07:00:30) is two hours old.
+    control_items.put(_item("dbo_events", **cdc, lastChangeTime="2026-11-21T07:00:30Z"))
+    # A forged change from 9999 was merged: stale by how far ahead it is, not caught up.
+    control_items.put(_item("dbo_forged", **cdc, lastChangeTime="9999-12-31T23:59:59Z"))
+    event = load_event("start_workflow")
+    event["time"] = "2026-11-21T09:00:00Z"
+
+    handlers.start_workflow.handler(event, lambda_context)
+
+    documents = _metric_documents(capsys)
+    ahead = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - SCHEDULED_AT).total_seconds()
+    assert _table_metrics(documents) == {
+        "dbo_events": {"LagSeconds": [7200.0]},
+        "dbo_forged": {"LagSeconds": [ahead]},
+    }
+    assert _stack_metrics(documents)["MaxLagSeconds"] == [ahead]
+
+
 def test_invalid_control_items_are_counted_for_the_stack(
     control_items, state_machine, load_event, lambda_context, capsys
 ):

@@ -92,13 +92,9 @@ def _committed_run_metrics(
     ]
     if locked_at is not None:
         values.append(("RunSeconds", MetricUnit.Seconds, max(0.0, (now - locked_at).total_seconds())))
-    lag = freshness.lag_seconds(
-        now,
-        committed_watermark,
-        source_read_at,
-        newest_change if cdc else None,
-        table=plan.target_table_name,
-    )
+    caught_up = freshness.caught_up_time(committed_watermark, source_read_at, newest_change if cdc else None)
+    freshness.warn_if_ahead_of_clock(plan.target_table_name, caught_up, now)
+    lag = freshness.lag_from(now, caught_up)
     if lag is not None:
         values.append(("LagSeconds", MetricUnit.Seconds, lag))
     return values

@@ -15,6 +15,7 @@ import handlers.commit_watermark
 import handlers.record_failure
 import handlers.start_workflow
 from icetide.errors import TableLocked, TableUnderMaintenance
+from icetide.run import freshness
 
 RUN_ID = "dbo_orders-20261121T0700Z"  # the run of the sample events
 MANIFEST_KEY = f"manifests/dbo_orders/{RUN_ID}.json"
@@ -284,12 +285,17 @@ def test_the_schedule_sees_a_cdc_table_without_a_watermark_and_one_whose_change_
     control_items.put(_item("dbo_events", **cdc, lastChangeTime="2026-11-21T07:00:30Z"))
     # A forged change from 9999 was merged: stale by how far ahead it is, not caught up.
     control_items.put(_item("dbo_forged", **cdc, lastChangeTime="9999-12-31T23:59:59Z"))
+    warned: list[dict[str, Any]] = []
+    monkeypatch.setattr(freshness.logger, "warning", lambda message, extra: warned.append(extra))
     event = load_event("start_workflow")
     event["time"] = "2026-11-21T09:00:00Z"
 
     handlers.start_workflow.handler(event, lambda_context)
 
     documents = _metric_documents(capsys)
+    assert [(extra["table"], extra["caughtUpTime"]) for extra in warned] == [
+        ("dbo_forged", "9999-12-31T23:59:59Z")
+    ]
     ahead = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - SCHEDULED_AT).total_seconds()
     assert _table_metrics(documents) == {
         "dbo_events": {"LagSeconds": [7200.0]},

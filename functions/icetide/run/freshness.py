@@ -53,36 +53,62 @@ def watermark_time(watermark: wm.Watermark | None) -> datetime | None:
     return wm.parse_timestamp(watermark)
 
 
+def caught_up_time(
+    watermark: wm.Watermark | None, source_read_at: datetime | None, newest_change: datetime | None = None
+) -> datetime | None:
+    """The latest of the watermark's time, ``source_read_at`` and ``newest_change``; None: none known."""
+    known = [
+        moment for moment in (watermark_time(watermark), source_read_at, newest_change) if moment is not None
+    ]
+    return max(known) if known else None
+
+
+def is_ahead_of_clock(caught_up: datetime | None, now: datetime) -> bool:
+    """True when ``caught_up`` is more than FUTURE_ALLOWANCE after ``now``: it is not believed."""
+    return caught_up is not None and caught_up - now > FUTURE_ALLOWANCE
+
+
+def lag_from(now: datetime, caught_up: datetime | None) -> float | None:
+    """Seconds from ``caught_up`` to ``now`` (None: unknown). Zero while ``caught_up`` is at most
+    FUTURE_ALLOWANCE ahead of ``now``; beyond that, how far ahead it is: the table is stale."""
+    if caught_up is None:
+        return None
+    if is_ahead_of_clock(caught_up, now):
+        return (caught_up - now).total_seconds()
+    return max(0.0, (now - caught_up).total_seconds())
+
+
 def lag_seconds(
     now: datetime,
     watermark: wm.Watermark | None,
     source_read_at: datetime | None,
     newest_change: datetime | None = None,
-    *,
-    table: str,
 ) -> float | None:
-    """Seconds from the caught-up time (the latest of the watermark's time, ``source_read_at`` and
-    ``newest_change``) to ``now``; None when none is known. Zero while the caught-up time is at most
-    FUTURE_ALLOWANCE ahead of ``now``; beyond that, how far ahead it is (``table`` is reported stale)."""
-    known = [
-        moment for moment in (watermark_time(watermark), source_read_at, newest_change) if moment is not None
-    ]
-    if not known:
-        return None
-    caught_up = max(known)
-    ahead = caught_up - now
-    if ahead > FUTURE_ALLOWANCE:
+    """:func:`lag_from` the :func:`caught_up_time` of the watermark, the read and the newest change."""
+    return lag_from(now, caught_up_time(watermark, source_read_at, newest_change))
+
+
+def warn_if_ahead_of_clock(table: str, caught_up: datetime | None, now: datetime) -> None:
+    """A warning naming ``table`` and its caught-up time, when that is ahead of the clock.
+
+    The Lambdas that publish LagSeconds call it; the computations here log nothing, so the CLI's
+    output (``icetide status --json``) carries no log line.
+    """
+    if caught_up is not None and is_ahead_of_clock(caught_up, now):
         logger.warning(
             f"table {table} is reported stale: its caught-up time {stored_time(caught_up)} is ahead of "
             "the clock (a forged change or a source clock that is wrong)",
             extra={"table": table, "caughtUpTime": stored_time(caught_up), "now": stored_time(now)},
         )
-        return ahead.total_seconds()
-    return max(0.0, -ahead.total_seconds())
 
 
 def item_lag_seconds(item: ControlItem, now: datetime) -> float | None:
-    """The lag of a table as its control item tells it between runs.
+    """The lag of a table as its control item tells it between runs (:func:`item_caught_up_time`)."""
+    return lag_from(now, item_caught_up_time(item))
+
+
+def item_caught_up_time(item: ControlItem) -> datetime | None:
+    """The caught-up time of a table as its control item tells it between runs.
 
     ``lastSuccessTime`` is when the last successful run committed (a little after it read the
     source); a commit writes it and nothing else removes it, so a delta table whose runs keep
@@ -99,4 +125,4 @@ def item_lag_seconds(item: ControlItem, now: datetime) -> float | None:
             source_read_at = parse_time(item.last_run_time)
     elif item.last_change_time:
         newest_change = parse_time(item.last_change_time)
-    return lag_seconds(now, item.watermark, source_read_at, newest_change, table=item.target_table_name)
+    return caught_up_time(item.watermark, source_read_at, newest_change)

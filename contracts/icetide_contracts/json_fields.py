@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
 Check = Callable[[Any], Any]
@@ -182,6 +183,21 @@ def text_list(value: object) -> list[str]:
         if not isinstance(item, str):
             raise Invalid("Input should be a valid string", at=str(position))
     return list(value)
+
+
+# The text form of a timestamp (icetide_contracts.watermark_text.format_timestamp): UTC, no zone.
+_UTC_TIMESTAMP = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$")
+
+
+def utc_timestamp(value: object) -> str:
+    """A UTC instant in the watermark text form, `YYYY-MM-DD HH:MM:SS[.ffffff]`, that is a real time."""
+    if not isinstance(value, str) or not _UTC_TIMESTAMP.match(value):
+        raise Invalid(f"must be a UTC time as YYYY-MM-DD HH:MM:SS[.ffffff], got {value!r}")
+    try:
+        datetime.fromisoformat(value)
+    except ValueError as error:
+        raise Invalid(f"{value!r} is not a valid time: {error}") from None
+    return value
 
 
 def watermark_value(value: object) -> int | float | str | None:

@@ -21,6 +21,7 @@ from icetide_contracts.json_fields import (
     read_object,
     text,
     text_list,
+    utc_timestamp,
     watermark_value,
     whole_number,
     write_object,
@@ -52,6 +53,14 @@ class RunManifest:
     snapshot_id: int | None = field(default=None, metadata=json_key("snapshotId", optional(whole_number())))
     already_committed: bool = field(default=False, metadata=json_key("alreadyCommitted", flag))
     schema_changes: list[str] = field(default_factory=list, metadata=json_key("schemaChanges", text_list))
+    # The newest change time (DMS's TimestampColumnName value: the source's commit time) among the
+    # run's CDC changes, as watermark_text spells a timestamp; None: the run merged no CDC change.
+    # Full-load rows are left out: theirs is when DMS transferred the row, on the replication
+    # instance's clock, not a commit time. Freshness takes it as a lower bound of how far the task
+    # read the source's log (icetide.run.freshness).
+    newest_change_time: str | None = field(
+        default=None, metadata=json_key("newestChangeTime", optional(utc_timestamp))
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The manifest as the contract spells it."""
@@ -80,6 +89,7 @@ class RunManifest:
             snapshot_id=snapshot_id,
             already_committed=True,
             schema_changes=list(run_stats.get("schemaChanges", ())),
+            newest_change_time=run_stats.get("newestChangeTime"),
         )
 
     @classmethod
@@ -107,4 +117,5 @@ _RUN_STATS_KEYS = (
     "watermarkColumn",
     "newWatermark",
     "schemaChanges",
+    "newestChangeTime",
 )

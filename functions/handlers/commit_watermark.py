@@ -7,7 +7,9 @@ while the stored checkpoint is still the one it started from), a reconcile run i
 ``lastReconcileTime``: a run that fails anywhere leaves both, so the next run reads its window again.
 A continuous run commits the last file of its bronze file selection (``plan.bronzeFilesUri``) as
 ``cdcFileCheckpoint``, under the same condition; a selection without files needs no manifest (no
-Glue job ran) and commits the run as one that changed nothing.
+Glue job ran) and commits the run as one that changed nothing. The newest change time the run
+merged (the manifest's ``newestChangeTime``) becomes ``lastChangeTime`` in the same write; a run that
+merged no CDC change keeps the stored one.
 The run's last step, after the Glue job committed to silver and the DMS resources are deleted: one
 conditional write stores watermark, statistics and status and releases the table's lock, only while
 this run holds the lock and the watermark is the one it started from (``plan.previousWatermark``).
@@ -59,18 +61,28 @@ def _selection(plan: RunPlan) -> BronzeFiles:
         ) from missing
 
 
+def _change_time(manifest: RunManifest) -> str | None:
+    """The manifest's newest change time as the control item stores times (``lastChangeTime``);
+    None when the run merged no CDC change. Cut to whole seconds: it stays a lower bound."""
+    if manifest.newest_change_time is None:
+        return None
+    return stored_time(wm.parse_timestamp(manifest.newest_change_time))
+
+
 def _committed_run_metrics(
     plan: RunPlan,
     manifest: RunManifest,
     committed_watermark: wm.Watermark | None,
+    newest_change: datetime | None,
     locked_at: datetime | None,
     now: datetime,
 ) -> list[tuple[str, MetricUnit, float]]:
     """What one committed run publishes per table (lag: icetide.run.freshness)."""
-    # A full-load task reads the source after the lock was taken. A cdc run claims nothing: a
-    # continuous run may have left files for the next one, and a windowed run's stop position is the
-    # instance's clock, not how far its task read (icetide.run.freshness); the watermark tells.
-    source_read_at = None if plan.capture_mode == CaptureMode.CDC else locked_at
+    # A full-load task reads the source after the lock was taken. A cdc run claims no more than its
+    # newest merged change: a continuous run may have left files for the next one, and a windowed
+    # run's stop position is the instance's clock, not how far its task read (icetide.run.freshness).
+    cdc = plan.capture_mode == CaptureMode.CDC
+    source_read_at = None if cdc else locked_at
     values: list[tuple[str, MetricUnit, float]] = [
         ("RunsSucceeded", MetricUnit.Count, 1),
         ("RowsRead", MetricUnit.Count, manifest.rows_read),
@@ -80,7 +92,9 @@ def _committed_run_metrics(
     ]
     if locked_at is not None:
         values.append(("RunSeconds", MetricUnit.Seconds, max(0.0, (now - locked_at).total_seconds())))
-    lag = freshness.lag_seconds(now, committed_watermark, source_read_at)
+    caught_up = freshness.caught_up_time(committed_watermark, source_read_at, newest_change if cdc else None)
+    freshness.warn_if_ahead_of_clock(plan.target_table_name, caught_up, now)
+    lag = freshness.lag_from(now, caught_up)
     if lag is not None:
         values.append(("LagSeconds", MetricUnit.Seconds, lag))
     return values
@@ -126,6 +140,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         now=stored_time(now),
         checkpoint=checkpoint,
         reconciled_at=plan.reconcile_slot,
+        change_time=_change_time(manifest),
     )
     committed_now = commit.commit_result(
         run.target_table_name,
@@ -136,11 +151,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     if committed_now:
         metrics.add_metric(name="RowsRead", unit=MetricUnit.Count, value=manifest.rows_read)
-        lock_time = (write.item or {}).get("lockTime")
+        before = write.item or {}
+        lock_time = before.get("lockTime")
+        # A run that merged no CDC change kept the stored lastChangeTime.
+        change_time = _change_time(manifest) or before.get("lastChangeTime")
         publish_table_metrics(
             run.target_table_name,
             _committed_run_metrics(
-                plan, manifest, step.watermark, parse_time(lock_time) if lock_time else None, now
+                plan,
+                manifest,
+                step.watermark,
+                parse_time(change_time) if change_time else None,
+                parse_time(lock_time) if lock_time else None,
+                now,
             ),
         )
     else:

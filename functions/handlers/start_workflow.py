@@ -46,7 +46,10 @@ def _publish_lags(items: list[ControlItem]) -> None:
     """Each table's lag, and the largest for the stack: an alarm cannot iterate tables, so this
     hourly look at every item is where a table that stopped loading shows."""
     now = utc_now()
-    lags = {item.target_table_name: freshness.item_lag_seconds(item, now) for item in items}
+    caught_up = {item.target_table_name: freshness.item_caught_up_time(item) for item in items}
+    for table, moment in caught_up.items():
+        freshness.warn_if_ahead_of_clock(table, moment, now)
+    lags = {table: freshness.lag_from(now, moment) for table, moment in caught_up.items()}
     known = {table: lag for table, lag in lags.items() if lag is not None}
     for table, lag in known.items():
         publish_table_metrics(table, [("LagSeconds", MetricUnit.Seconds, lag)])

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.types import DataType, StringType, StructType, TimestampNTZType, TimestampType
 
-from icetide_contracts.watermark_text import WatermarkJson
+from icetide_contracts.watermark_text import WatermarkJson, format_epoch_micros
 from icetide_glue.arrow_files import open_input
 from icetide_glue.arrow_types import NotEligible, micros, spark_type_of
 from icetide_glue.batch import BatchSummary
@@ -193,6 +193,8 @@ def read_batch(
         rows_read=len(batch),
         new_watermark=_new_watermark(batch, bronze_schema, watermark_column),
         key_ranges=ranges,
+        full_load_rows=pc.sum(pc.equal(batch.column(CHANGE_PHASE), FULL_LOAD_PHASE)).as_py() or 0,
+        newest_change_time=_newest_change_time(normalized),
     )
     return ArrowBatch(latest.drop_columns([FILE_RANK, ROW_INDEX]), summary)
 
@@ -284,6 +286,14 @@ def _one_change_per_key(changes: pa.Table, keys: Sequence[str]) -> bool:
         return False
     ordered = np.sort(changes.column(keys[0]).to_numpy())
     return bool((ordered[1:] != ordered[:-1]).all())
+
+
+def _newest_change_time(changes: pa.Table) -> str | None:
+    """:func:`icetide_glue.batch.cdc_change_time`'s largest value: the newest change time among the
+    CDC-phase rows, as text (None: none; a full-load row's time is DMS's transfer time)."""
+    from_cdc = pc.equal(changes.column(CHANGE_PHASE), pa.scalar(CDC_PHASE, pa.int32()))
+    newest = pc.max(changes.column(CHANGE_TS).filter(from_cdc)).as_py()
+    return format_epoch_micros(int(newest)) if newest is not None else None
 
 
 def _new_watermark(batch: pa.Table, schema: StructType, watermark_column: str | None) -> WatermarkJson:

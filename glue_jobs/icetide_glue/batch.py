@@ -17,13 +17,15 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, MapType
+from pyspark.sql.types import DataType, MapType, TimestampType
 
-from icetide_contracts.watermark_text import WatermarkJson
+from icetide_contracts.watermark_text import WatermarkJson, format_epoch_micros
 from icetide_glue.arguments import DEFAULT_CHANGE_SEQUENCE_COLUMN
 from icetide_glue.bronze import file_rank, translate_unreadable_file
 from icetide_glue.changes import column, keep_latest_image, latest_change_per_key, whole_key_window
 from icetide_glue.columns import (
+    CDC_PHASE,
+    CHANGE_PHASE,
     CHANGE_SEQ,
     CHANGE_TS,
     DELETE,
@@ -47,6 +49,7 @@ _SEQUENCE_DIGITS = r"^[0-9]*$"
 # watermark value.
 _TALLY_PREFIX = f"{RESERVED_PREFIX}tally_"
 _ROWS, _FAILING, _WATERMARK, _FULL_LOAD = "rows", "failing", "watermark", "full_load"
+_NEWEST_CHANGE = "newest_change"
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,15 @@ class BatchSummary:
     """What a run read: its row count and the largest watermark-column value (None if no column);
     with key ranges asked for, the closed ranges of the first key that hold every key (None: not
     asked, or not whole numbers, or too many; icetide_glue.key_ranges). ``full_load_rows``: how
-    many of the rows came from full-load files (icetide_glue.row_count compares them with DMS's)."""
+    many of the rows came from full-load files (icetide_glue.row_count compares them with DMS's).
+    ``newest_change_time``: the manifest's ``newestChangeTime``, the latest change time among the
+    CDC-phase rows (None: none), spelt as a timestamp watermark."""
 
     rows_read: int
     new_watermark: WatermarkJson
     key_ranges: list[tuple[int, int]] | None = None
     full_load_rows: int = 0
+    newest_change_time: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,12 @@ def full_load_row() -> Column:
     """True for a bronze row read from a full-load file: its file rank starts as every LOAD file's
     rank starts (icetide_glue.bronze.file_rank)."""
     return F.col(FILE_RANK).startswith(F.substring(file_rank(F.lit("LOAD00000001.parquet")), 1, 1))
+
+
+def cdc_change_time() -> Column:
+    """A row's change time when it came from a CDC file (the source's commit time), else null: a
+    full-load row's time is when DMS transferred it, on the replication instance's clock."""
+    return F.when(F.col(CHANGE_PHASE) == F.lit(CDC_PHASE), F.col(CHANGE_TS))
 
 
 def _either(conditions: Iterable[Column]) -> Column:
@@ -111,6 +123,7 @@ def inspect_batch(
         F.count_if(full_load_row()).alias(_FULL_LOAD),
         *[F.count_if(failed).alias(name) for name, failed in _row_checks(keys).items()],
         _every_value(changes).alias("every_value"),
+        watermark_aggregate(cdc_change_time(), TimestampType()).alias(_NEWEST_CHANGE),
     ]
     if watermark_column is not None and watermark_type is not None:  # (both, for mypy)
         aggregates.append(watermark_aggregate(column(watermark_column), watermark_type).alias(_WATERMARK))
@@ -147,6 +160,7 @@ def deduplicate_batch(
         _ROWS: F.count(F.lit(1)).over(window),
         _FAILING: F.count_if(failing).over(window),
         _FULL_LOAD: F.count_if(full_load_row()).over(window),
+        _NEWEST_CHANGE: F.max(cdc_change_time()).over(window),
     }
     if watermark_column is not None:
         tallies[_WATERMARK] = F.max(column(watermark_column)).over(window)
@@ -159,6 +173,9 @@ def deduplicate_batch(
         F.coalesce(F.sum(_TALLY_PREFIX + name), F.lit(0)).alias(name)
         for name in (_ROWS, _FAILING, _FULL_LOAD)
     ]
+    aggregates.append(
+        watermark_aggregate(F.col(_TALLY_PREFIX + _NEWEST_CHANGE), TimestampType()).alias(_NEWEST_CHANGE)
+    )
     if watermark_type is not None:
         largest = watermark_aggregate(F.col(_TALLY_PREFIX + _WATERMARK), watermark_type)
         aggregates.append(largest.alias(_WATERMARK))
@@ -182,6 +199,7 @@ def deduplicate_batch(
         new_watermark=_new_watermark(totals, watermark_type),
         key_ranges=ranges_of_sorted_keys(totals[SORTED_KEYS]) if gaps is not None else None,
         full_load_rows=int(totals[_FULL_LOAD]),
+        newest_change_time=_newest_change_time(totals),
     )
     return DeduplicatedBatch(latest, summary)
 
@@ -228,7 +246,14 @@ def _summary(
         rows_read=int(totals[_ROWS]),
         new_watermark=_new_watermark(totals, watermark_type),
         full_load_rows=int(totals[_FULL_LOAD]),
+        newest_change_time=_newest_change_time(totals),
     )
+
+
+def _newest_change_time(totals: Row) -> str | None:
+    """The newest CDC change time the totals hold (microseconds since the epoch) as text; None: none."""
+    micros = totals[_NEWEST_CHANGE]
+    return format_epoch_micros(int(micros)) if micros is not None else None
 
 
 def _new_watermark(totals: Row, watermark_type: DataType | None) -> WatermarkJson:

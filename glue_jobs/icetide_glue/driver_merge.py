@@ -314,6 +314,7 @@ def _label(
         rows_updated=labels.count(ChangeAction.UPDATE),
         rows_deleted=labels.count(ChangeAction.DELETE),
         rows_unchanged=labels.count(ChangeAction.UNCHANGED),
+        newest_change_time=summary.newest_change_time,
     )
     return _Run(
         labels,

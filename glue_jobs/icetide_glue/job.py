@@ -230,6 +230,7 @@ def _land_changes(
         watermark_column=args.watermark_column,
         new_watermark=summary.new_watermark,
         schema_changes=list(schema_changes),
+        newest_change_time=summary.newest_change_time,
     )
     silver = silver_schema(spark, table)
     if latest is not None:

@@ -17,7 +17,7 @@ from icetide_glue.arrow_batch import _latest_per_key, _one_change_per_key
 from icetide_glue.arrow_labels import MEMORY_SIDE, SILVER_SIDE, _joined
 from icetide_glue.arrow_silver import _among
 from icetide_glue.arrow_types import NotEligible
-from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, FILE_RANK, ROW_INDEX
+from icetide_glue.columns import CHANGE_PHASE, CHANGE_SEQ, CHANGE_TS, FILE_RANK, ROW_INDEX
 
 
 def _rows(keys: list[int], key_type: pa.DataType, **columns: list[Any]) -> pa.Table:
@@ -95,29 +95,33 @@ def test_a_row_group_with_a_null_key_or_decimal_keys_is_hashed_as_before() -> No
     assert _among(found, wanted, ordered).tolist() == [True, False, True]
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(30))
 def test_a_batch_keeps_each_key_s_latest_change(seed: int) -> None:
-    """Unique keys come back as they are; a repeated key takes the sort, latest change kept."""
+    """Unique keys come back as they are; a repeated key takes the sort, latest change kept: by
+    phase first (docs/glue-job.md "Ordering": every CDC change, phase 1, after every full-load row,
+    phase 0, whatever their times), then by time, then by position."""
     rng = random.Random(seed)
     rows = rng.randint(1, 30)
     ids = [rng.randint(1, 40) for _ in range(rows)] if seed % 2 else rng.sample(range(1, 100), rows)
     times = [rng.randint(0, 3) for _ in range(rows)]
+    phases = [rng.randint(0, 1) for _ in range(rows)]
     changes = pa.table(
         {
             "id": pa.array(ids, pa.int64()),
             CHANGE_TS: pa.array(times, pa.int64()),
             CHANGE_SEQ: pa.nulls(rows, pa.string()),
+            CHANGE_PHASE: pa.array(phases, pa.int32()),
             FILE_RANK: pa.array(["1a"] * rows),
             ROW_INDEX: pa.array(range(rows), pa.int64()),
         }
     )
-    latest: dict[int, tuple[int, int]] = {}
-    for index, (key, time) in enumerate(zip(ids, times, strict=True)):
-        if key not in latest or (time, index) > latest[key]:
-            latest[key] = (time, index)
+    latest: dict[int, tuple[int, int, int]] = {}
+    for index, (key, time, phase) in enumerate(zip(ids, times, phases, strict=True)):
+        if key not in latest or (phase, time, index) > latest[key]:
+            latest[key] = (phase, time, index)
     assert _one_change_per_key(changes, ["id"]) == (len(set(ids)) == len(ids))
     kept = _latest_per_key(changes, ["id"])
     assert sorted(
         zip(kept.column("id").to_pylist(), kept.column(ROW_INDEX).to_pylist(), strict=True)
-    ) == sorted((key, index) for key, (_, index) in latest.items())
+    ) == sorted((key, index) for key, (_, _, index) in latest.items())
     assert not _one_change_per_key(changes.append_column("k2", pa.array([0] * rows)), ["id", "k2"])

@@ -342,6 +342,23 @@ def test_both_paths_agree_on_tombstones_and_late_changes(spark: SparkSession, tm
     both.run("m-4", _keyed(tmp_path / "4", "c.parquet", newer), True)
 
 
+def test_both_paths_report_the_newest_cdc_change_time_and_leave_full_load_rows_out(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``newestChangeTime`` is the latest commit time among the batch's CDC rows: a full-load row's
+    time is when DMS transferred it (the replication instance's clock), here later than every change."""
+    both = BothPaths(spark, "both_newest_change")
+    loaded = both.run(
+        "n-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 90, k, k) for k in range(1, 5)]), False
+    )
+    assert loaded["newestChangeTime"] is None
+    folder = _keyed(tmp_path / "2", "LOAD00000001.parquet", [("I", 90, 5, 5)])
+    _keyed(folder, "20261121-070000000.parquet", [("U", 20, 1, 10), ("D", 30, 2, 2), ("U", 10, 3, 30)])
+    _keyed(folder, "20261121-070100000.parquet", [("U", 25, 4, 40)])
+    changed = both.run("n-2", folder, True)
+    assert changed["newestChangeTime"] == "2026-11-21 07:00:30"
+
+
 DECIMAL_KEYED = pa.schema(
     [
         ("Op", pa.string()),

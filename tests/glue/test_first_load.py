@@ -146,6 +146,7 @@ def test_manifest_of_the_first_load(
         "newWatermark": "2026-01-02 03:04:05.000006",
         "alreadyCommitted": False,
         "schemaChanges": ["created table silver.first_load with 10 source column(s)"],
+        "newestChangeTime": None,
     }
     assert isinstance(first_load["snapshotId"], int)
     written = next(tmp_path_factory.getbasetemp().glob("**/first_load_manifest.json"))

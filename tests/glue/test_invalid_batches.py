@@ -126,6 +126,7 @@ def test_a_run_without_files_commits_nothing(spark: SparkSession, load_run: Load
         "snapshotId": None,
         "alreadyCommitted": False,
         "schemaChanges": [],
+        "newestChangeTime": None,
     }
     assert not spark.catalog.tableExists(silver_table("no_files"))
 

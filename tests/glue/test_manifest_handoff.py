@@ -88,6 +88,8 @@ def test_a_merge_runs_manifest_reaches_the_commit_as_the_job_wrote_it(
         snapshot_id=snapshot_ids(spark, "handoff")[-1],
         already_committed=False,
         schema_changes=[],
+        # Every change of the CDC file was committed at 07:00:00 (the LOAD rows before are left out).
+        newest_change_time="2026-11-21 07:00:00",
     )
     step = commit.next_watermark("2026-11-21 06:59:03", manifest.new_watermark)
     assert (step.watermark, step.advanced) == ("2026-11-21 06:59:58.000123", True)

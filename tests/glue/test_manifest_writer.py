@@ -26,6 +26,7 @@ MANIFEST = RunManifest(
     new_watermark="2026-11-21 06:59:58",
     snapshot_id=123456789,
     schema_changes=["added column note string"],
+    newest_change_time="2026-11-21 06:59:57.250000",
 )
 CONTRACT_JSON = {
     "runId": "dbo_orders-20261121T0700Z",
@@ -40,6 +41,7 @@ CONTRACT_JSON = {
     "snapshotId": 123456789,
     "alreadyCommitted": False,
     "schemaChanges": ["added column note string"],
+    "newestChangeTime": "2026-11-21 06:59:57.250000",
 }
 
 

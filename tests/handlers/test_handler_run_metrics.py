@@ -15,6 +15,7 @@ import handlers.commit_watermark
 import handlers.record_failure
 import handlers.start_workflow
 from icetide.errors import TableLocked, TableUnderMaintenance
+from icetide.run import freshness
 
 RUN_ID = "dbo_orders-20261121T0700Z"  # the run of the sample events
 MANIFEST_KEY = f"manifests/dbo_orders/{RUN_ID}.json"
@@ -123,6 +124,61 @@ def test_a_windowed_cdc_commit_counts_the_lag_from_its_watermark_only(
     assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [2524.0]
 
 
+def _cdc_commit(raw_bucket: str, load_event: Any, **manifest: Any) -> dict[str, Any]:
+    """The sample run as a windowed cdc run whose manifest is MANIFEST with ``manifest`` applied."""
+    body = json.dumps({**MANIFEST, "newWatermark": "2026-11-21 06:30:00", **manifest}).encode()
+    boto3.client("s3").put_object(Bucket=raw_bucket, Key=MANIFEST_KEY, Body=body)
+    event = load_event("commit_watermark")
+    event["plan"]["captureMode"] = "cdc"
+    return event
+
+
+def test_a_cdc_commit_stores_its_newest_change_and_counts_the_lag_from_it(
+    committing, control_items, raw_bucket, load_event, lambda_context, capsys
+):
+    event = _cdc_commit(raw_bucket, load_event, newestChangeTime="2026-11-21 06:50:00.750000")
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    # Whole seconds, cut down: the stored time stays a lower bound of how far the task read.
+    assert control_items.get("dbo_orders")["lastChangeTime"] == "2026-11-21T06:50:00Z"
+    # 06:50:00 (later than the watermark's 06:30:00) -> 07:12:04.
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [1324.0]
+
+
+def test_a_cdc_commit_without_a_change_keeps_the_stored_newest_change(
+    control_items, raw_bucket, load_event, lambda_context, capsys, monkeypatch
+):
+    control_items.orders(
+        lockHolder=RUN_ID,
+        lockTime=LOCKED_AT,
+        lastRunId=RUN_ID,
+        lastRunStatus="RUNNING",
+        lastChangeTime="2026-11-21T06:40:00Z",
+    )
+    monkeypatch.setattr(handlers.commit_watermark, "utc_now", lambda: COMMITTED_AT)
+    event = _cdc_commit(raw_bucket, load_event)
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    assert control_items.get("dbo_orders")["lastChangeTime"] == "2026-11-21T06:40:00Z"
+    # 06:40:00 -> 07:12:04.
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [1924.0]
+
+
+def test_a_cdc_commit_of_a_change_from_the_future_reports_the_table_stale(
+    committing, control_items, raw_bucket, load_event, lambda_context, capsys
+):
+    # A forged CDC row: dms_timestamp 9999-12-31. It no longer counts as caught up.
+    event = _cdc_commit(raw_bucket, load_event, newestChangeTime="9999-12-31 23:59:59")
+
+    handlers.commit_watermark.handler(event, lambda_context)
+
+    assert control_items.get("dbo_orders")["lastChangeTime"] == "9999-12-31T23:59:59Z"
+    ahead = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - COMMITTED_AT).total_seconds()
+    assert _table_metrics(_metric_documents(capsys))["dbo_orders"]["LagSeconds"] == [ahead]
+
+
 def test_a_retried_commit_publishes_no_table_metrics_again(committing, load_event, lambda_context, capsys):
     handlers.commit_watermark.handler(load_event("commit_watermark"), lambda_context)
     capsys.readouterr()
@@ -218,6 +274,34 @@ def test_the_schedule_publishes_each_tables_lag_and_the_largest_for_the_stack(
         "InvalidControlItems": [0.0],
         "MaxLagSeconds": [10830.0],
     }
+
+
+def test_the_schedule_sees_a_cdc_table_without_a_watermark_and_one_whose_change_is_in_the_future(
+    control_items, state_machine, load_event, lambda_context, capsys, monkeypatch
+):
+    monkeypatch.setattr(handlers.start_workflow, "utc_now", lambda: SCHEDULED_AT)
+    cdc = {"captureMode": "cdc", "primaryKeys": "id", "lastRunStatus": "SUCCEEDED"}
+    # No filter column, so no watermark: its newest merged change (07:00:30) is two hours old.
+    control_items.put(_item("dbo_events", **cdc, lastChangeTime="2026-11-21T07:00:30Z"))
+    # A forged change from 9999 was merged: stale by how far ahead it is, not caught up.
+    control_items.put(_item("dbo_forged", **cdc, lastChangeTime="9999-12-31T23:59:59Z"))
+    warned: list[dict[str, Any]] = []
+    monkeypatch.setattr(freshness.logger, "warning", lambda message, extra: warned.append(extra))
+    event = load_event("start_workflow")
+    event["time"] = "2026-11-21T09:00:00Z"
+
+    handlers.start_workflow.handler(event, lambda_context)
+
+    documents = _metric_documents(capsys)
+    assert [(extra["table"], extra["caughtUpTime"]) for extra in warned] == [
+        ("dbo_forged", "9999-12-31T23:59:59Z")
+    ]
+    ahead = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - SCHEDULED_AT).total_seconds()
+    assert _table_metrics(documents) == {
+        "dbo_events": {"LagSeconds": [7200.0]},
+        "dbo_forged": {"LagSeconds": [ahead]},
+    }
+    assert _stack_metrics(documents)["MaxLagSeconds"] == [ahead]
 
 
 def test_invalid_control_items_are_counted_for_the_stack(

@@ -89,6 +89,7 @@ def test_manifest_writer_writes_the_run_manifest_to_the_manifest_uri(glue: Any) 
         "snapshotId": None,
         "alreadyCommitted": False,
         "schemaChanges": [],
+        "newestChangeTime": None,
     }
 
 

@@ -1,15 +1,17 @@
-"""A table's lag behind now (icetide.run.freshness): the later of a timestamp watermark and the moment
-the last successful run read the source, as the dashboard and the freshness alarm see it."""
+"""A table's lag behind now (icetide.run.freshness): the latest of a timestamp watermark, the moment
+the last successful run read the source (delta) and the newest merged change (cdc), as the dashboard
+and the freshness alarm see it; a caught-up time from the future is stale, not fresh."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from icetide.control.model import ControlItem
+from icetide.errors import InvalidControlItem
 from icetide.run import freshness
 
 NOW = datetime(2026, 11, 21, 9, 0, 0, tzinfo=UTC)
@@ -102,3 +104,127 @@ def test_a_windowed_cdc_table_counts_its_watermark_only() -> None:
 
     assert freshness.item_lag_seconds(_item(**fresh_success, watermark="2026-11-21 07:00:00"), NOW) == 7200.0
     assert freshness.item_lag_seconds(_item(**fresh_success, watermark=Decimal("5000")), NOW) is None
+
+
+# --- a caught-up time from the future; a cdc table's newest merged change ------------------------
+
+CDC = {"captureMode": "cdc", "primaryKeys": "order_id"}
+CONTINUOUS = {**CDC, "cdcTask": "continuous"}
+
+
+class Warnings:
+    """The warning lines freshness logs, as (message, extra)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.lines: list[tuple[str, dict[str, Any]]] = []
+        monkeypatch.setattr(freshness.logger, "warning", self._record)
+
+    def _record(self, message: str, *, extra: dict[str, Any]) -> None:
+        self.lines.append((message, extra))
+
+
+@pytest.fixture
+def warnings(monkeypatch: pytest.MonkeyPatch) -> Warnings:
+    return Warnings(monkeypatch)
+
+
+def test_the_allowance_is_minutes_of_clock_skew() -> None:
+    assert timedelta(minutes=1) <= freshness.FUTURE_ALLOWANCE <= timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("watermark", "newest_change", "expected"),
+    [
+        pytest.param("2026-11-21 10:00:00", None, 3600.0, id="watermark-an-hour-ahead"),
+        pytest.param(None, datetime(2026, 11, 21, 11, 0, tzinfo=UTC), 7200.0, id="change-two-hours-ahead"),
+        pytest.param(
+            "2026-11-21 08:00:00",
+            datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+            (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - NOW).total_seconds(),
+            id="forged-far-future-change",
+        ),
+    ],
+)
+def test_a_caught_up_time_past_the_allowance_is_stale_by_how_far_ahead_it_is(
+    warnings: Warnings, watermark: Any, newest_change: datetime | None, expected: float
+) -> None:
+    assert freshness.lag_seconds(NOW, watermark, None, newest_change) == expected
+    # Computing the lag logs nothing (the CLI prints it); the Lambdas warn, naming table and time.
+    assert warnings.lines == []
+    caught_up = freshness.caught_up_time(watermark, None, newest_change)
+    freshness.warn_if_ahead_of_clock("orders", caught_up, NOW)
+    [(message, extra)] = warnings.lines
+    assert "orders" in message
+    assert extra["table"] == "orders"
+    assert extra["caughtUpTime"] == (newest_change or datetime(2026, 11, 21, 10, tzinfo=UTC)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+
+
+def test_within_the_allowance_the_table_is_caught_up_without_a_warning(warnings: Warnings) -> None:
+    just_inside = NOW + freshness.FUTURE_ALLOWANCE
+    just_outside = just_inside + timedelta(seconds=1)
+
+    assert freshness.lag_seconds(NOW, None, None, just_inside) == 0.0
+    freshness.warn_if_ahead_of_clock("orders", just_inside, NOW)
+    freshness.warn_if_ahead_of_clock("orders", None, NOW)
+    assert warnings.lines == []
+    assert (
+        freshness.lag_seconds(NOW, None, None, just_outside)
+        == (freshness.FUTURE_ALLOWANCE + timedelta(seconds=1)).total_seconds()
+    )
+
+
+def test_a_cdc_table_without_a_timestamp_watermark_falls_behind_from_its_newest_change() -> None:
+    # A continuous table usually has no filter column: before its newest change counted, it had no
+    # lag at all, and the freshness alarm could never see it fall behind.
+    for item in (
+        _item(**CONTINUOUS, lastRunStatus="SUCCEEDED", lastChangeTime="2026-11-21T06:30:00Z"),
+        _item(**CDC, watermark=Decimal("5000"), lastChangeTime="2026-11-21T06:30:00Z"),
+    ):
+        assert freshness.item_lag_seconds(item, NOW) == 9000.0
+
+
+@pytest.mark.parametrize(
+    ("watermark", "change", "expected"),
+    [
+        pytest.param("2026-11-21 07:00:00", "2026-11-21T08:00:00Z", 3600.0, id="the-change-is-later"),
+        pytest.param("2026-11-21 08:30:00", "2026-11-21T08:00:00Z", 1800.0, id="the-watermark-is-later"),
+    ],
+)
+def test_a_cdc_table_counts_the_later_of_its_watermark_and_its_newest_change(
+    watermark: str, change: str, expected: float
+) -> None:
+    item = _item(**CDC, watermark=watermark, lastChangeTime=change, lastSuccessTime="2026-11-21T08:55:00Z")
+
+    assert freshness.item_lag_seconds(item, NOW) == expected
+
+
+def test_a_cdc_table_whose_newest_change_is_in_the_future_is_stale() -> None:
+    # A forged CDC row (dms_timestamp 9999-...) merged by a run: the table is not fresh forever.
+    item = _item(**CONTINUOUS, watermark="2026-11-21 08:59:00", lastChangeTime="9999-12-31T23:59:59Z")
+
+    assert (
+        freshness.item_lag_seconds(item, NOW)
+        == (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - NOW).total_seconds()
+    )
+
+
+def test_a_delta_table_whose_timestamp_watermark_is_in_the_future_is_stale() -> None:
+    item = _item(watermark="2026-11-22 09:00:00", lastSuccessTime="2026-11-21T08:55:00Z")
+
+    assert freshness.item_lag_seconds(item, NOW) == 86400.0
+
+
+def test_a_delta_table_ignores_a_newest_change_and_keeps_its_rules() -> None:
+    # A delta task is a full load: its rows carry DMS's transfer time, never a commit time.
+    quiet = {"watermark": "2026-11-21 06:00:00", "lastSuccessTime": "2026-11-21T08:00:00Z"}
+
+    assert freshness.item_lag_seconds(_item(**quiet), NOW) == 3600.0
+    assert freshness.item_lag_seconds(_item(**quiet, lastChangeTime="2026-11-21T08:59:00Z"), NOW) == 3600.0
+    assert freshness.item_lag_seconds(_item(**quiet, lastChangeTime="9999-12-31T23:59:59Z"), NOW) == 3600.0
+
+
+def test_a_last_change_time_that_is_no_time_makes_the_item_invalid() -> None:
+    with pytest.raises(InvalidControlItem, match="lastChangeTime"):
+        _item(**CDC, lastChangeTime="yesterday")

@@ -7,6 +7,7 @@ import pytest
 
 from icetide.errors import ManifestInvalid
 from icetide.run.manifest import read_manifest
+from icetide_contracts.run_manifest import RunManifest
 
 CONTRACT_EXAMPLE = """{"runId": "dbo_orders-20261121T0700Z", "targetTable": "icetide_silver.dbo_orders",
  "rowsRead": 10, "rowsInserted": 4, "rowsUpdated": 5, "rowsDeleted": 1, "rowsUnchanged": 0,
@@ -77,3 +78,39 @@ def test_text_that_is_not_json_is_refused() -> None:
 def test_json_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(ManifestInvalid, match="run manifest must be a JSON object, got a JSON list"):
         read_manifest("[]")
+
+
+def test_the_newest_change_time_is_optional_for_manifests_written_without_it() -> None:
+    assert read_manifest(CONTRACT_EXAMPLE).newest_change_time is None
+
+
+@pytest.mark.parametrize(
+    "newest", ["2026-11-21 06:59:58", "2026-11-21 06:59:58.123456", "9999-12-31 23:59:59"]
+)
+def test_the_newest_change_time_round_trips_through_the_file_and_a_rerun(newest: str) -> None:
+    written = RunManifest(
+        run_id="dbo_orders-20261121T0700Z",
+        target_table="icetide_silver.dbo_orders",
+        rows_read=3,
+        snapshot_id=7,
+        newest_change_time=newest,
+    )
+
+    assert json.loads(json.dumps(written.to_json()))["newestChangeTime"] == newest
+    assert read_manifest(json.dumps(written.to_json())) == written
+    # A rerun of the committed run rebuilds its manifest from the snapshot summary's statistics.
+    rerun = RunManifest.already_committed_run(
+        written.run_id, written.target_table, 7, json.loads(json.dumps(written.run_stats()))
+    )
+    assert rerun.newest_change_time == newest
+
+
+@pytest.mark.parametrize(
+    "newest",
+    ["2026-11-21T06:59:58Z", "2026-02-30 07:00:00", "2026-11-21 06:59:58.1234567", "", 1700000000],
+)
+def test_a_newest_change_time_that_is_not_a_utc_time_is_refused(newest: Any) -> None:
+    data = {**json.loads(CONTRACT_EXAMPLE), "newestChangeTime": newest}
+
+    with pytest.raises(ManifestInvalid, match="newestChangeTime: "):
+        read_manifest(json.dumps(data))

@@ -148,6 +148,7 @@ class ControlTable:
         now: str,
         checkpoint: CheckpointStep | None = None,
         reconciled_at: str | None = None,
+        change_time: str | None = None,
     ) -> ConditionalWrite:
         """Store the run's watermark and statistics and release its lock, in one conditional write.
 
@@ -158,7 +159,8 @@ class ControlTable:
         watermark". ``None`` as ``watermark`` leaves the attribute as it is. Values must be
         DynamoDB-storable (numbers as Decimal or int). A cdc run's ``checkpoint`` step stores its new
         checkpoint in the same write, only while the stored one is still the one the run started
-        from; ``reconciled_at`` (a reconcile run's slot) becomes ``lastReconcileTime``.
+        from; ``reconciled_at`` (a reconcile run's slot) becomes ``lastReconcileTime``, ``change_time``
+        (the newest change the run merged) ``lastChangeTime``; None leaves the stored one.
         """
         values: dict[str, Any] = {
             ":stats": dict(stats),
@@ -194,6 +196,9 @@ class ControlTable:
         if reconciled_at is not None:
             assignments += ", lastReconcileTime = :reconciled"
             values[":reconciled"] = reconciled_at
+        if change_time is not None:
+            assignments += ", lastChangeTime = :changeTime"
+            values[":changeTime"] = change_time
         return self._update(
             target_table_name,
             update=f"SET {assignments} REMOVE lastRunError, lastFailedState, lockHolder, lockTime",

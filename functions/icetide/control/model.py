@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from icetide.clock import parse_time
 from icetide.control.operators import OPERATOR_NAMES, VALUE_SHAPES, FilterOperator, ValueShape, parse_operator
 from icetide.control.problems import (
     attribute_of,
@@ -82,6 +83,15 @@ def _is_unset(value: object) -> bool:
 
 def _optional_text(value: object) -> str | None:
     return None if _is_unset(value) else scalar_text(value).strip()
+
+
+def _optional_instant(value: object) -> str | None:
+    """An ISO-8601 instant such as ``2026-11-21T07:00:00Z`` (or unset): a time that does not parse
+    makes the item invalid here, not the freshness of every table a scan looks at."""
+    text = _optional_text(value)
+    if text is not None:
+        parse_time(text)
+    return text
 
 
 def _target_table_name(value: object) -> str:
@@ -382,6 +392,7 @@ RUN_STATE_ATTRIBUTES = (
     "lastRunStatus",
     "lastRunTime",
     "lastSuccessTime",
+    "lastChangeTime",
     "lastRunError",
     "lastFailedState",
     "lastRunStats",
@@ -523,6 +534,11 @@ class ControlItem(BaseModel):
     last_run_time: OptionalText = Field(None, alias="lastRunTime")
     # When the last successful run committed (kept through later failures: the lag counts from it).
     last_success_time: OptionalText = Field(None, alias="lastSuccessTime")
+    # The newest source commit time among the CDC changes the last run that merged any committed
+    # (its manifest's newestChangeTime): a cdc table's freshness counts from it (icetide.run.freshness).
+    last_change_time: Annotated[str | None, BeforeValidator(_optional_instant)] = Field(
+        None, alias="lastChangeTime"
+    )
     last_run_error: OptionalText = Field(None, alias="lastRunError")
     last_failed_state: OptionalText = Field(None, alias="lastFailedState")
     last_run_stats: RunStats | None = Field(None, alias="lastRunStats")

@@ -36,8 +36,9 @@ def test_both_widths_are_measured_and_label_alike(
     assert document["command"][0] == "benchmarks/values_hash.py" and document["spark"] == spark.version
     results = document["results"]
     assert [result["width"] for result in results] == ["narrow", "wide"]
-    # id, 3 or 16 value columns, then icetide's 4 metadata columns.
-    assert [result["columns"] for result in results] == [8, 21]
+    # id, 3 or 16 value columns, then icetide's 5 metadata columns (change time, sequence, run id,
+    # values hash, change phase).
+    assert [result["columns"] for result in results] == [9, 22]
     for result in results:
         assert result["same_labels"] is True and result["differing_labels"] == 0
         # Even keys changed their name, odd keys were re-read unchanged.

@@ -35,7 +35,8 @@ GOOD = pa.schema(
 )
 FIRST_LOAD = [("I", "2026-11-21 06:00:00", 1, "a"), ("I", "2026-11-21 06:00:00", 2, "b")]
 
-# What silver holds after the first load, written out (pyiceberg's type names).
+# What silver holds after the first load, written out (pyiceberg's type names; phase 0 is the
+# full load, docs/glue-job.md "Ordering").
 SILVER_SCHEMA = [
     ("id", "long"),
     ("v", "string"),
@@ -43,6 +44,7 @@ SILVER_SCHEMA = [
     ("_icetide_change_seq", "string"),
     ("_icetide_run_id", "string"),
     ("_icetide_values_hash", "long"),
+    ("_icetide_change_phase", "int"),
 ]
 SILVER_ROWS = [
     {
@@ -52,6 +54,7 @@ SILVER_ROWS = [
         "_icetide_change_seq": None,
         "_icetide_run_id": "corpus-first-load",
         "_icetide_values_hash": values_hash({"v": "a"}),
+        "_icetide_change_phase": 0,  # a LOAD file's row: the full-load phase
     },
     {
         "id": 2,
@@ -60,6 +63,7 @@ SILVER_ROWS = [
         "_icetide_change_seq": None,
         "_icetide_run_id": "corpus-first-load",
         "_icetide_values_hash": values_hash({"v": "b"}),
+        "_icetide_change_phase": 0,  # a LOAD file's row: the full-load phase
     },
 ]
 

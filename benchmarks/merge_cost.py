@@ -737,8 +737,12 @@ def check_mix(written: DataFrame, mix: Mix, batch: Batch) -> None:
 # --- the approaches ---------------------------------------------------------------------------------
 
 
-def job_arguments(tables: Tables, run_id: str, bronze: Path, rows: int) -> JobArguments:
-    """The job's arguments as the state machine passes them, DMS's row count included."""
+def job_arguments(
+    tables: Tables, run_id: str, bronze: Path, *, full_load_rows: int = 0, changes: int = 0
+) -> JobArguments:
+    """The job's arguments as the state machine passes them, DMS's counts included: the rows of the
+    LOAD files (``--expected_rows``, DMS's FullLoadRows) and the changes of the CDC files
+    (``--max_change_rows``, DMS's Inserts + Updates + Deletes), as this benchmark wrote them."""
     return JobArguments.from_options(
         {
             "target_table": tables.silver_target,
@@ -749,15 +753,18 @@ def job_arguments(tables: Tables, run_id: str, bronze: Path, rows: int) -> JobAr
             "watermark_column": "updated_at",
             "timestamp_column": TIMESTAMP_COLUMN,
             "catalog": tables.catalog,
-            "expected_rows": str(rows),
+            "expected_rows": str(full_load_rows),
+            "max_change_rows": str(changes),
         }
     )
 
 
-def run_icetide(spark: SparkSession, tables: Tables, run_id: str, bronze: Path, rows: int) -> None:
-    manifest = run_job(spark, job_arguments(tables, run_id, bronze, rows))
+def run_icetide(spark: SparkSession, arguments: JobArguments) -> None:
+    manifest = run_job(spark, arguments)
     if manifest.get("snapshotId") is None:
-        raise RuntimeError(f"icetide committed nothing for {run_id} into {tables.silver_target}: {manifest}")
+        raise RuntimeError(
+            f"icetide committed nothing for {arguments.run_id} into {arguments.target_table}: {manifest}"
+        )
 
 
 def run_append(spark: SparkSession, tables: Tables, batch: Batch) -> None:
@@ -913,7 +920,9 @@ def run_reload(spark: SparkSession, tables: Tables, batch: Batch) -> None:
 
 def approach_action(name: str, spark: SparkSession, tables: Tables, batch: Batch) -> Callable[[], None]:
     actions: dict[str, Callable[[], None]] = {
-        "icetide": lambda: run_icetide(spark, tables, batch.run_id, batch.folder, batch.mix.total),
+        "icetide": lambda: run_icetide(
+            spark, job_arguments(tables, batch.run_id, batch.folder, changes=batch.mix.total)
+        ),
         "append": lambda: run_append(spark, tables, batch),
         "naive": lambda: run_naive(spark, tables, batch),
         "reload": lambda: run_reload(spark, tables, batch),
@@ -1016,7 +1025,7 @@ def build(
     figures = measure(
         spark,
         lambda: written_tables(spark, tables, "icetide"),
-        lambda: run_icetide(spark, tables, "full-load", full_load, tables.size),
+        lambda: run_icetide(spark, job_arguments(tables, "full-load", full_load, full_load_rows=tables.size)),
     )
     check = compare(
         "icetide vs full load",

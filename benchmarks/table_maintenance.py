@@ -237,8 +237,19 @@ def write_cdc(batch: pa.Table, folder: Path, changed_at: datetime) -> Path:
 # --- the job, measuring, reading back ---------------------------------------------------------------
 
 
-def run_icetide(spark: SparkSession, catalog: str, table: str, run_id: str, bronze: Path, rows: int) -> None:
-    """One run of icetide's job, with the arguments the state machine passes (DMS's row count too)."""
+def run_icetide(
+    spark: SparkSession,
+    catalog: str,
+    table: str,
+    run_id: str,
+    bronze: Path,
+    *,
+    full_load_rows: int = 0,
+    changes: int = 0,
+) -> None:
+    """One run of icetide's job, with the arguments the state machine passes, DMS's counts too: the
+    rows of the LOAD files (``--expected_rows``) and the changes of the CDC files
+    (``--max_change_rows``), as this benchmark wrote them."""
     arguments = JobArguments.from_options(
         {
             "target_table": f"{DATABASE}.{table}",
@@ -249,7 +260,8 @@ def run_icetide(spark: SparkSession, catalog: str, table: str, run_id: str, bron
             "watermark_column": "updated_at",
             "timestamp_column": TIMESTAMP_COLUMN,
             "catalog": catalog,
-            "expected_rows": str(rows),
+            "expected_rows": str(full_load_rows),
+            "max_change_rows": str(changes),
         }
     )
     manifest = run_job(spark, arguments)
@@ -591,14 +603,14 @@ def run_benchmark(
     progress(f"building {args.rows:,} rows with run_job")
     full_load = write_full_load(source.current_rows(), bronze / "full-load", load_time(args.rows))
     started = time.perf_counter()
-    run_icetide(spark, args.catalog, merged.name, "full-load", full_load, args.rows)
+    run_icetide(spark, args.catalog, merged.name, "full-load", full_load, full_load_rows=args.rows)
     results.build_seconds = time.perf_counter() - started
 
     for merge in range(1, args.merges + 1):
         batch = source.next_batch(merge, mix)
         folder = write_cdc(batch, bronze / f"merge-{merge}", change_time(args.rows, merge))
         started = time.perf_counter()
-        run_icetide(spark, args.catalog, merged.name, f"merge-{merge}", folder, batch.num_rows)
+        run_icetide(spark, args.catalog, merged.name, f"merge-{merge}", folder, changes=batch.num_rows)
         results.merge_seconds.append(time.perf_counter() - started)
         progress(f"merge {merge}/{args.merges}: {results.merge_seconds[-1]:.1f} s")
 
@@ -606,7 +618,7 @@ def run_benchmark(
     progress(f"writing the fresh table ({final_rows.num_rows:,} rows) with run_job")
     fresh_load = write_full_load(final_rows, bronze / "fresh-load", change_time(args.rows, args.merges + 1))
     started = time.perf_counter()
-    run_icetide(spark, args.catalog, fresh.name, "fresh-load", fresh_load, final_rows.num_rows)
+    run_icetide(spark, args.catalog, fresh.name, "fresh-load", fresh_load, full_load_rows=final_rows.num_rows)
     results.fresh_seconds = time.perf_counter() - started
     results.target_file_size_bytes = target_file_size(spark, fresh)
     fresh_files = measure_table(spark, fresh)

@@ -41,6 +41,11 @@ class NotADmsFileName(ValueError):
     """A key whose file name is neither a DMS full-load nor a DMS CDC file name."""
 
 
+def is_full_load_file(file_name: str) -> bool:
+    """True for a DMS full-load file's name (``LOAD0000000A.parquet``), without its folder."""
+    return _LOAD_NAME.match(file_name) is not None
+
+
 def dms_file_order(key: str) -> tuple[int, int, str]:
     """Where ``key`` sorts among one task's files: full-load files by number, then CDC files by name.
 

@@ -23,21 +23,18 @@ listed by Read task statistics: icetide.run.bronze_listing).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from icetide_contracts.bronze_files import is_full_load_file as is_full_load_file
 from icetide_glue.arguments import JobArguments
 from icetide_glue.arrow_files import open_input
 from icetide_glue.batch import BatchSummary
 from icetide_glue.errors import BronzeRowCountMismatch
 
 logger = logging.getLogger(__name__)
-
-# DMS names full-load files LOAD00000001.parquet ..., counting in hexadecimal; CDC files by time.
-_FULL_LOAD_FILE = re.compile(r"^LOAD[0-9A-Fa-f]+\.parquet$")
 
 
 @dataclass(frozen=True)
@@ -54,11 +51,6 @@ class BronzeRows:
         """The rows a batch check counted (it counts the full-load rows in the same pass) of
         ``files`` files."""
         return cls(summary.full_load_rows, summary.rows_read - summary.full_load_rows, files)
-
-
-def is_full_load_file(file_name: str) -> bool:
-    """True for a DMS full-load file's name (``LOAD0000000A.parquet``), without its folder."""
-    return _FULL_LOAD_FILE.match(file_name) is not None
 
 
 def arrow_bronze_rows(paths: Iterable[str]) -> BronzeRows:

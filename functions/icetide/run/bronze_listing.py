@@ -14,10 +14,15 @@ from collections.abc import Iterable
 PARQUET_SUFFIX = ".parquet"
 
 
+def hidden_by_spark(name: str) -> bool:
+    """True for a file or folder name Spark and Hadoop skip when they list (markers, checksums)."""
+    return name.startswith(("_", "."))
+
+
 def is_bronze_file(relative_key: str) -> bool:
     """True when the Glue job reads the object at ``relative_key`` (below the run's folder)."""
     parts = relative_key.split("/")
-    return parts[-1].endswith(PARQUET_SUFFIX) and not any(part.startswith(("_", ".")) for part in parts)
+    return parts[-1].endswith(PARQUET_SUFFIX) and not any(hidden_by_spark(part) for part in parts)
 
 
 def bronze_file_count(relative_keys: Iterable[str]) -> int:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from icetide.errors import IcetideError
+from icetide.run.bronze_listing import hidden_by_spark
 from icetide_contracts.bronze_files import CDC_PHASE, NotADmsFileName, dms_file_order
 
 # Examples an error message names, at most.
@@ -71,8 +72,8 @@ def at_risk(taken: list[ListedFile], now: datetime, retention_days: int) -> time
 
 
 def _is_hidden(key: str) -> bool:
-    # Spark and Hadoop skip names starting with "_" or "." (markers, checksums); so does a run.
-    return key.rsplit("/", 1)[-1].startswith(("_", "."))
+    # A file Spark would not list is not one a run takes either.
+    return hidden_by_spark(key.rsplit("/", 1)[-1])
 
 
 def cdc_name_time(key: str) -> datetime:

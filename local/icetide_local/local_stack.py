@@ -38,11 +38,13 @@ from icetide_local.standins.glue_spark import SparkGlueJob, SparkMaintenanceJob
 from icetide_local.stepfunctions import RunReport, TableRunHarness
 
 # Waits and bounds of the state machine (DefinitionSubstitutions). The DMS stand-in moves a task one
-# status per describe, so polling without waiting finishes a run in a few polls.
+# status per describe, so polling without waiting finishes a full load in a few polls; a windowed
+# cdc task runs until the instance clock passes its stop (CDC_STOP_AFTER_SECONDS after its start),
+# so the polls without waiting must outlast those seconds however fast a machine polls.
 FAST_WAITS = {
     "PollSeconds": "0",
     "MaxPollWaitSeconds": "1",
-    "MaxPolls": "50",
+    "MaxPolls": "600",
     "InstanceCheckSeconds": "0",
     "MaxInstanceChecks": "5",
 }

@@ -382,7 +382,7 @@ class LinkedFolder(ValueError):
 
 def refuse_linked_folders(option: str, folder: str) -> None:
     """Raise :class:`LinkedFolder` when ``folder`` holds a symbolic link to a folder: the local
-    file system (icetide_local.jars, the README's named differences) lists such a link as a
+    file system (icetide_local.jars, docs/local.md's named differences) lists such a link as a
     folder holding itself, so the job's listing of ``folder`` would never end. ``folder`` itself
     may be a link (the run is given its target)."""
     root = Path(folder)

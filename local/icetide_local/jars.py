@@ -72,7 +72,7 @@ ICEBERG_ARTIFACTS: tuple[MavenArtifact, ...] = (
 # (icetide_local.spark), on the driver's class path: with only ``spark.jars``, which Spark loads
 # after it has used the local file system, the session did not start ("class not found").
 # It lists a link to a folder as a folder holding itself, so a listing through one never ends
-# (the README's named differences; `icetide job run` refuses such folders).
+# (docs/local.md's named differences; `icetide job run` refuses such folders).
 LOCAL_FILE_SYSTEM_ARTIFACT = MavenArtifact("com.globalmentor", "hadoop-bare-naked-local-fs", "0.1.0")
 LOCAL_FILE_SYSTEM_CLASS = "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 # Every jar a local session needs, in the order they are fetched and listed.

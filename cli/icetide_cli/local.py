@@ -2,7 +2,8 @@
 
 `demo` runs three cycles and maintenance on a sample SQLite shop and checks silver against the
 source; `run` runs one hourly cycle of your tables against your database, keeping state in a
-workspace directory; `status` shows that state; `maintain` runs each table's maintenance through the maintenance state machine.
+workspace directory; `status` shows that state; `maintain` runs each table's maintenance through
+the maintenance state machine.
 docs/local.md says what is local and what is the real code.
 """
 

@@ -9,7 +9,7 @@ MERGE. Four layouts of the same table get the same base rows and the same change
   unpartitioned copy-on-write   (Iceberg's defaults)
   unpartitioned merge-on-read
   bucketed copy-on-write        (bucket(16, id))
-  bucketed merge-on-read        (bucket(16, id); what icetide_glue.silver created until issue 12)
+  bucketed merge-on-read        (bucket(16, id))
 
 Two base tables per size: keys written in key order (file statistics alone can skip files), and
 keys scattered over every file (random keys such as UUIDs, or updates all over an old table).

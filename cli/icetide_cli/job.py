@@ -6,8 +6,8 @@ with a file-system catalog on ``--warehouse`` (:mod:`icetide_local.spark`) inste
 session and the Glue Data Catalog.
 
 ``--bronze`` may be repeated: the folders are successive runs of the one table, run in the given
-order in ONE Spark session, so a replay of several DMS batches pays the JVM and session start-up
-(15-20 s) once instead of once a folder.
+order in ONE Spark session, so a replay of several DMS batches pays the JVM and session start-up,
+which costs more than a small run itself, once instead of once a folder.
 
 ``--bronze-files`` replays one run of a continuous cdc table: only the files its bronze file
 selection lists are merged, read from ``--bronze``, a local copy of the selection's S3 folder.

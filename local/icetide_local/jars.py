@@ -65,8 +65,8 @@ ICEBERG_ARTIFACTS: tuple[MavenArtifact, ...] = (
 )
 # Hadoop's local file system sets each file's and folder's permissions it creates by running
 # ``chmod`` in a new process when Hadoop's native library is missing, as it is from PySpark's
-# download (S3, where Glue writes, has no permissions to set). Each fork of a JVM of this
-# size took 15-20 ms: a partitioned write of 1,000 files took 15.8-18.6 s, and 3.7-3.9 s with this
+# download (S3, where Glue writes, has no permissions to set). Forking a JVM of this size for
+# each file makes a local write of many small files several times slower than it is with this
 # file system, which sets them through Java's own file API (GlobalMentor's
 # ``BareLocalFileSystem``, for Hadoop 3.3.4, the Hadoop PySpark 3.5 ships). Local sessions only
 # (icetide_local.spark), on the driver's class path: with only ``spark.jars``, which Spark loads

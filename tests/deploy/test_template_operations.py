@@ -482,7 +482,7 @@ def test_each_state_machine_runs_with_its_own_written_out_role(machine: str) -> 
 
     assert role == [f"{machine}Role", "Arn"]
     assert "Policies" not in _properties(machine)
-    # Tracing is on: the X-Ray policy SAM attached to the role it used to make.
+    # Tracing is on: the X-Ray policy SAM would attach to a role it made.
     assert _properties(f"{machine}Role")["ManagedPolicyArns"] == [
         {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AWSXrayWriteOnlyAccess"}
     ]

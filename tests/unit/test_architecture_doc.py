@@ -16,13 +16,13 @@ the repository.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from unit.repository_files import REPO_ROOT, repository_files
+
 TOP_LEVEL = "Top-level directories"
 PACKAGES = "Python packages"
 # Directories whose packages are not part of the layout: build output and the tests' own helpers.
@@ -78,18 +78,6 @@ def layout_problems(root: Path, files: Iterable[str], page: str) -> list[str]:
         for package in sorted(packages - named[PACKAGES])
     ]
     return problems
-
-
-def repository_files(root: Path) -> list[str]:
-    """The files git tracks, and new files it does not ignore, that exist in the working tree."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    return [name for name in listed if (root / name).is_file()]
 
 
 PAGE = """# Architecture

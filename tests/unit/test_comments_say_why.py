@@ -32,14 +32,14 @@ from __future__ import annotations
 import ast
 import io
 import re
-import subprocess
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from unit.repository_files import REPO_ROOT, repository_files
+
 THIS_FILE = Path(__file__).resolve().relative_to(REPO_ROOT).as_posix()
 
 _LATER_ORDINALS = (
@@ -162,18 +162,10 @@ def file_findings(path: str, text: str) -> list[str]:
 
 
 def scanned_files() -> list[str]:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
     return sorted(
         name
-        for name in listed
-        if (REPO_ROOT / name).is_file()
-        and name != THIS_FILE
+        for name in repository_files()
+        if name != THIS_FILE
         and (name.endswith((".py", ".yaml", ".yml", ".toml")) or Path(name).name == "Makefile")
     )
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from icetide_contracts.change_count import ChangeCount
 from icetide_contracts.json_fields import (
     flag,
     json_key,
+    nested,
     one_of,
     optional,
     read_object,
@@ -151,6 +153,11 @@ class RunPlan:
     )
     bronze_files_uri: str = field(
         default="", metadata=json_key("bronzeFilesUri", text(pattern=S3_OBJECT_URI_OR_NONE))
+    )
+    # The change count committed with `fileCheckpoint` (icetide_contracts.change_count; None: none
+    # committed yet): what bounds the CDC rows this run may merge by what the task counted.
+    change_count: ChangeCount | None = field(
+        default=None, metadata=json_key("changeCount", optional(nested(ChangeCount, "change count")))
     )
 
     # A verify run (icetide.run.verify): its task extracts the key columns only (`tableMapping`,

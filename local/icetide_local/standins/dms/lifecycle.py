@@ -30,7 +30,10 @@ a new checkpoint. ``start_replication_task``'s ``CdcStartPosition`` and ``CdcSto
 drops, are kept on the task, shown by ``describe_replication_tasks`` with the ``RecoveryCheckpoint`` the
 mover reported, and passed to the mover. ``StartReplicationTaskType`` is honoured: ``resume-processing``
 of a stopped or failed CDC task goes on from its ``RecoveryCheckpoint`` (a ``cdc`` run: no second full
-load; the table statistics add up), ``reload-target`` and ``start-replication`` load afresh.
+load), ``reload-target`` and ``start-replication`` load afresh. What a resume does to the table
+statistics is not documented: :class:`StatisticsOnResume` says (by default they start again from
+zero, the reading under which a bound taken from one start's counters would refuse healthy files).
+Each start sets ``ReplicationTaskStats.StartDate`` ("started either with a fresh start or a resume").
 
 and refuses what DMS refuses: creating a task whose table mapping DMS (or the stand-in) would not
 run (:func:`icetide_local.standins.dms.replicator.parse_table_mapping`), starting a task that is not
@@ -102,6 +105,19 @@ class StopPositionReading(StrEnum):
 
     STRICT = "strict"
     KIND = "kind"
+
+
+class StatisticsOnResume(StrEnum):
+    """What ``resume-processing`` does to a task's table statistics (``Inserts``, ``Updates``,
+    ``Deletes``, ``FullLoadRows``): the API reference says only that they count the "actions
+    performed on a table", not whether from the task's creation or from its latest start.
+
+    RESET (the default): they start again from zero at each resume, so the changes counted before it
+    are no longer in any counter. KEPT: they go on adding up over the task's starts.
+    """
+
+    RESET = "reset"
+    KEPT = "kept"
 
 
 class InvalidParameterValueException(JsonRESTError):
@@ -228,6 +244,7 @@ class DmsLifecycle:
     mover: DataMover = no_data_movement
     full_load_finishes: bool = True
     stop_position_reading: StopPositionReading = StopPositionReading.STRICT
+    statistics_on_resume: StatisticsOnResume = StatisticsOnResume.RESET
     instance_describes_until_available: int = 1
     started_runs: list[ReplicationTaskRun] = field(default_factory=list)
     """Every run the mover was called for: starts, resumes and catch-ups, in order."""
@@ -343,6 +360,17 @@ class DmsLifecycle:
                 raise InvalidResourceStateFault(f"Replication task {task.id} is {task.status}, not running")
             task.fail(message)
 
+    def count_changes(self, task_arn: str, counted: TableStatistics) -> None:
+        """Add ``counted``'s change counts to a running task's statistics (a test's hook): what the
+        task counted for the changes of the CDC files a test writes into its folder as DMS would."""
+        task = next((task for task in self._live_tasks() if task.arn == task_arn), None)
+        if task is None:
+            raise ResourceNotFoundFault("Replication task could not be found.")
+        with task.lock:
+            if task.status != "running":
+                raise InvalidResourceStateFault(f"Replication task {task.id} is {task.status}, not running")
+            task.table_statistics = _added(task.table_statistics, [counted])
+
     def _live_tasks(self) -> list[LifecycleTask]:
         """The tasks that exist now, oldest first (not deleted, not of an earlier ``mock_aws``)."""
         with self._tasks_lock:
@@ -411,6 +439,8 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             # over but the names of its CDC files, which go on increasing.
             self.table_statistics = []
             self.recovery_checkpoint = None
+        elif self.lifecycle.statistics_on_resume is StatisticsOnResume.RESET:
+            self.table_statistics = []
         return self
 
     def stop(self) -> LifecycleTask:

@@ -76,3 +76,24 @@ class ChangeCount:
                 for key, value in stored.items()
             }
         return cls.from_json(stored)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClosedStart:
+    """A start of the task that ended (stopped or failed) and what its counters held then: read by
+    the run that resumed the task, before resuming it, and kept on the control item's
+    ``lastTaskResume`` so that a later run can carry it even if the resuming run failed."""
+
+    task_start: str = field(metadata=json_key("taskStart", text(min_length=1)))
+    counted: int = field(metadata=json_key("counted", whole_number(minimum=0)))
+
+    def to_json(self) -> dict[str, Any]:
+        """The closed start as the contract spells it."""
+        return write_object(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> ClosedStart:
+        """The closed start from its JSON object (numbers as DynamoDB gives them, too)."""
+        if isinstance(data, dict):
+            data = {key: int(value) if isinstance(value, Decimal) else value for key, value in data.items()}
+        return read_object(cls, data, "closed start")

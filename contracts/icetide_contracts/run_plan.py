@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from icetide_contracts.change_count import ChangeCount
+from icetide_contracts.change_count import ChangeCount, ClosedStart
 from icetide_contracts.json_fields import (
     flag,
     json_key,
@@ -158,6 +158,10 @@ class RunPlan:
     # committed yet): what bounds the CDC rows this run may merge by what the task counted.
     change_count: ChangeCount | None = field(
         default=None, metadata=json_key("changeCount", optional(nested(ChangeCount, "change count")))
+    )
+    # The start of the task that the latest recorded resume ended (`lastTaskResume.closedStart`).
+    closed_start: ClosedStart | None = field(
+        default=None, metadata=json_key("closedStart", optional(nested(ClosedStart, "closed start")))
     )
 
     # A verify run (icetide.run.verify): its task extracts the key columns only (`tableMapping`,

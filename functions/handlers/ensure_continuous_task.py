@@ -32,9 +32,10 @@ from icetide.dms.identifiers import continuous_resources, continuous_tags
 from icetide.dms.start_position import creation_start_position, endpoint_slot, start_start_position
 from icetide.errors import ContinuousFolderInUse, DmsResourceNotOurs, DmsResourceNotReady
 from icetide.observability import MetricUnit, logger, metrics, observed
-from icetide.run.change_count import ClosedStart, table_changes, task_start
+from icetide.run.change_count import table_changes, task_start
 from icetide.run.handler_inputs import CreateTaskInput, InvalidHandlerInput, parse_input
 from icetide.settings import Settings, load_settings
+from icetide_contracts.change_count import ClosedStart
 from icetide_contracts.run_plan import RunPlan
 
 

@@ -34,7 +34,7 @@ from icetide.run.handler_inputs import InvalidHandlerInput, SelectionInput, pars
 from icetide.run.parquet_footer import TAIL, NotAParquetFile, footer_rows, metadata_length
 from icetide.settings import load_settings
 from icetide_contracts.bronze_files import CDC_PHASE, BronzeFiles, dms_file_order
-from icetide_contracts.change_count import ChangeCount
+from icetide_contracts.change_count import ChangeCount, ClosedStart
 from icetide_contracts.run_plan import RunPlan
 
 # Bytes read from a file's end at first: the whole footer of a DMS CDC file, most of the time.
@@ -56,9 +56,7 @@ def _file_rows(uri: str, size: int) -> int:
         ) from None
 
 
-def _counted(
-    plan: RunPlan, task_arn: str, *, fresh_task: bool, closed: change_count.ClosedStart | None
-) -> ChangeCount:
+def _counted(plan: RunPlan, task_arn: str, closed: ClosedStart | None) -> ChangeCount:
     """The table's change count with the task's counters read now (after the listing), between two
     describes of the task that say under which start they count."""
     before = dms.describe_task_by_arn(task_arn)
@@ -69,7 +67,6 @@ def _counted(
     return change_count.count_before_run(
         plan.change_count,
         change_count.reading(before, changes, after),
-        fresh_task=fresh_task,
         closed=closed,
     )
 
@@ -101,9 +98,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if dms_file_order(file.key)[0] == CDC_PHASE
     ]
     rows = sum(count for _, count in file_rows)
-    counted = _counted(
-        plan, run.task.replication_task_arn, fresh_task=run.task.fresh, closed=run.task.closed_start
-    )
+    # This run's resume, else the latest one recorded (its run may have failed before committing).
+    counted = _counted(plan, run.task.replication_task_arn, run.task.closed_start or plan.closed_start)
     change_count.refuse_uncounted(plan.target_table_name, counted, rows, file_rows)
     allowed = change_count.allowance(counted)
     if allowed is None:

@@ -18,13 +18,13 @@ icetide_contracts.change_count; this module moves the count along one run, witho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from icetide.errors import IcetideError
-from icetide_contracts.change_count import ChangeCount
+from icetide_contracts.change_count import ChangeCount, ClosedStart
 
 # What a reading's start is called when DMS describes the task without a StartDate.
 UNREPORTED_START = "not reported"
@@ -45,40 +45,27 @@ class BronzeChangesNotCounted(IcetideError):
 class CounterReading:
     """The task's counters for the table as one run read them: Inserts + Updates + Deletes, and the
     ``StartDate`` of the start they count under. ``straddled``: the task was described under two
-    different starts around the read, or without a start, so which start counted is not known."""
+    different starts around the read, or without a start, so which start counted is not known.
+    ``fresh``: that start is the task's fresh start (``StartDate`` equals ``FreshStartDate``, "started
+    either with a fresh start or a target reload"): no resume came before it."""
 
     task_start: str
     counted: int
     straddled: bool = False
+    fresh: bool = False
 
 
-@dataclass(frozen=True)
-class ClosedStart:
-    """A start of the task that ended (stopped or failed) and what its counters held then, read by
-    the run that resumed the task, before resuming it."""
-
-    task_start: str
-    counted: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"taskStart": self.task_start, "counted": self.counted}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClosedStart:
-        return cls(task_start=str(data["taskStart"]), counted=int(data["counted"]))
-
-
-def task_start(described: Mapping[str, Any] | None) -> str:
-    """The ``ReplicationTaskStats.StartDate`` of a described task as text (UTC, ISO 8601), or
-    :data:`UNREPORTED_START`. DMS documents it as the date "the replication task was started either
-    with a fresh start or a resume", so a resume changes it."""
-    started = ((described or {}).get("ReplicationTaskStats") or {}).get("StartDate")
+def task_start(described: Mapping[str, Any] | None, date: str = "StartDate") -> str:
+    """The ``ReplicationTaskStats.StartDate`` (or another of its dates) of a described task as text
+    (UTC, ISO 8601), or :data:`UNREPORTED_START`. DMS documents it as the date "the replication task
+    was started either with a fresh start or a resume", so a resume changes it."""
+    started = ((described or {}).get("ReplicationTaskStats") or {}).get(date)
     if isinstance(started, datetime):
         return (started if started.tzinfo else started.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
     return str(started) if started else UNREPORTED_START
 
 
-def table_changes(statistics: list[Mapping[str, Any]], schema: str, table: str) -> int:
+def table_changes(statistics: Sequence[Mapping[str, Any]], schema: str, table: str) -> int:
     """Inserts + Updates + Deletes of ``schema.table`` (0 when DMS lists no line for it: it counted
     nothing for the table yet)."""
     return sum(
@@ -95,23 +82,21 @@ def reading(
     """The reading of ``changes`` taken between two describes of the task."""
     start_before, start_after = task_start(before), task_start(after)
     straddled = start_before != start_after or start_after == UNREPORTED_START
-    return CounterReading(task_start=start_after, counted=changes, straddled=straddled)
+    fresh = not straddled and start_after == task_start(after, "FreshStartDate")
+    return CounterReading(task_start=start_after, counted=changes, straddled=straddled, fresh=fresh)
 
 
 def count_before_run(
-    stored: ChangeCount | None,
-    read: CounterReading,
-    *,
-    fresh_task: bool,
-    closed: ClosedStart | None,
+    stored: ChangeCount | None, read: CounterReading, *, closed: ClosedStart | None = None
 ) -> ChangeCount:
-    """The count with this run's reading (see the module docstring). ``fresh_task``: this run created
-    or first started the task, so no start came before and the folder held no file."""
-    if fresh_task:
-        return ChangeCount(task_start=read.task_start, counted=read.counted, carried=0, merged=0)
+    """The count with this run's reading (see the module docstring); ``closed``: the latest start
+    icetide saw end (this run's resume, else the latest one recorded), carried when it is the
+    stored start: an earlier one would leave the starts between unknown."""
     if stored is None:
-        # A table counted for the first time with a task already running: its earlier starts are unknown.
-        return ChangeCount(task_start=read.task_start, counted=read.counted, carried=None, merged=0)
+        # Counted for the first time: since its fresh start every change the task counted is in the
+        # counters (a new task's folder holds nothing older); after a resume, what came before is unknown.
+        carried = 0 if read.fresh else None
+        return ChangeCount(task_start=read.task_start, counted=read.counted, carried=carried, merged=0)
     if not read.straddled and read.task_start == stored.task_start and read.counted >= stored.counted:
         return replace(stored, counted=read.counted)
     carried = None

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 
 from icetide.control.problems import contract_error, problem_lines
 from icetide.errors import IcetideError, InvalidTableMapping
-from icetide.run.change_count import ClosedStart
+from icetide_contracts.change_count import ClosedStart
 from icetide_contracts.json_fields import ContractViolation
 from icetide_contracts.run_plan import RunPlan
 
@@ -161,15 +161,8 @@ class TaskInput(RunInput):
 class ContinuousTaskRef(TaskRef):
     """The output of ensure_continuous_task, as the selection reads it."""
 
-    # What the run did to the task: "create" or "start" is its first start (icetide.dms.continuous).
-    action: str = Field("none", alias="action")
     # The start that ended when this run resumed the task, with what its counters held then.
     closed: dict[str, Any] | None = Field(None, alias="closedStart")
-
-    @property
-    def fresh(self) -> bool:
-        """This run created the task or started it for the first time: no start came before."""
-        return self.action in ("create", "start")
 
     @property
     def closed_start(self) -> ClosedStart | None:

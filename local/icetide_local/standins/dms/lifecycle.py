@@ -401,6 +401,9 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         self.cdc_stop_position: str | None = None
         self.recovery_checkpoint: str | None = None
         self.last_cdc_file: str | None = None  # every later CDC file of the task sorts after it
+        # ReplicationTaskStats.FreshStartDate: "started either with a fresh start or a target reload",
+        # so a resume leaves it (moto reports every start as fresh).
+        self.fresh_start_date: dt.datetime | None = None
         self._mover_error: str | None = None
         self._resuming = False
         # Describes (in the executions' threads) and catch-ups (in the caller's) both move its data.
@@ -439,6 +442,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             # over but the names of its CDC files, which go on increasing.
             self.table_statistics = []
             self.recovery_checkpoint = None
+            self.fresh_start_date = self.start_date
         elif self.lifecycle.statistics_on_resume is StatisticsOnResume.RESET:
             self.table_statistics = []
         return self
@@ -509,6 +513,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             },
             "status": self.status,
             "startDate": self.start_date.isoformat() if self.start_date else None,
+            "freshStartDate": self.fresh_start_date.isoformat() if self.fresh_start_date else None,
             "stopReason": self.stop_reason,
             "lastFailureMessage": self.last_failure_message,
             "pendingFailure": self._mover_error,
@@ -522,6 +527,8 @@ class LifecycleTask(dms_models.FakeReplicationTask):
     def restore_state(self, saved: Mapping[str, Any]) -> None:
         self.status = saved["status"]
         self.start_date = dt.datetime.fromisoformat(saved["startDate"]) if saved["startDate"] else None
+        fresh = saved.get("freshStartDate")  # absent from a task saved before it was kept: not known
+        self.fresh_start_date = dt.datetime.fromisoformat(fresh) if fresh else None
         self.stop_reason = saved["stopReason"]
         self.last_failure_message = saved["lastFailureMessage"]
         self._mover_error = saved["pendingFailure"]
@@ -689,6 +696,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             and bool(self.table_statistics)
         )
         stats.update(
+            FreshStartDate=self.fresh_start_date.isoformat() if self.fresh_start_date else None,
             TablesLoaded=len(loaded),
             TablesErrored=len(self.table_statistics) - len(loaded),
             FullLoadProgressPercent=100 if load_done else 0,

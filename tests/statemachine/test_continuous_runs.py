@@ -16,7 +16,13 @@ import pytest
 
 from bronze_parquet import dms_parquet
 from icetide_contracts.bronze_files import BronzeFiles
-from icetide_local.standins.dms.lifecycle import DmsLifecycle, ReplicationTaskRun, TableStatistics
+from icetide_local.standins.dms.lifecycle import (
+    DmsLifecycle,
+    MoverResult,
+    ReplicationTaskRun,
+    StatisticsOnResume,
+    TableStatistics,
+)
 from icetide_local.standins.glue import failing_job, manifest_writer
 from icetide_local.stepfunctions import TableRunHarness
 from icetide_local.stepfunctions.faults import Fault
@@ -62,9 +68,12 @@ class TaskStarts:
     def __init__(self) -> None:
         self.runs: list[ReplicationTaskRun] = []
 
-    def __call__(self, run: ReplicationTaskRun) -> list[TableStatistics]:
+    def __call__(self, run: ReplicationTaskRun) -> MoverResult:
         self.runs.append(run)
-        return [TableStatistics(schema="dbo", table="orders")]
+        # A checkpoint to resume from, as DMS keeps one: a resume goes on, it does not load again.
+        return MoverResult(
+            tables=(TableStatistics(schema="dbo", table="orders"),), recovery_checkpoint="stand-in"
+        )
 
 
 def _continuous_stack(
@@ -75,7 +84,8 @@ def _continuous_stack(
     job, starts = RecordingJob(), TaskStarts()
     glue_runner = item.pop("glue_runner", job)
     checkpoint = item.pop("cdcFileCheckpoint", None)
-    stack = make_stack(glue_runner=glue_runner, dms=DmsLifecycle(mover=starts))
+    reading = item.pop("statistics_on_resume", StatisticsOnResume.RESET)
+    stack = make_stack(glue_runner=glue_runner, dms=DmsLifecycle(mover=starts, statistics_on_resume=reading))
     attributes = {**CONTINUOUS_ITEM, "replicationInstanceArn": create_shared_instance(stack), **item}
     stack.put_control_item(
         {name: value for name, value in orders_item(**attributes).items() if value is not None}

@@ -154,15 +154,6 @@ class RunPlan:
     bronze_files_uri: str = field(
         default="", metadata=json_key("bronzeFilesUri", text(pattern=S3_OBJECT_URI_OR_NONE))
     )
-    # The change count committed with `fileCheckpoint` (icetide_contracts.change_count; None: none
-    # committed yet): what bounds the CDC rows this run may merge by what the task counted.
-    change_count: ChangeCount | None = field(
-        default=None, metadata=json_key("changeCount", optional(nested(ChangeCount, "change count")))
-    )
-    # The start of the task that the latest recorded resume ended (`lastTaskResume.closedStart`).
-    closed_start: ClosedStart | None = field(
-        default=None, metadata=json_key("closedStart", optional(nested(ClosedStart, "closed start")))
-    )
 
     # A verify run (icetide.run.verify): its task extracts the key columns only (`tableMapping`,
     # into `bronzeUri`), the Glue job compares them with silver and writes the verify report
@@ -171,6 +162,16 @@ class RunPlan:
     verify: bool = field(default=False, metadata=json_key("verify", flag))
     verify_report_uri: str = field(
         default="", metadata=json_key("verifyReportUri", text(pattern=S3_OBJECT_URI_OR_NONE))
+    )
+
+    # The change count committed with `fileCheckpoint` (icetide_contracts.change_count; None: none
+    # committed yet): what bounds the CDC rows this run may merge by what the task counted.
+    change_count: ChangeCount | None = field(
+        default=None, metadata=json_key("changeCount", optional(nested(ChangeCount, "change count")))
+    )
+    # The start of the task that the latest recorded resume ended (`lastTaskResume.closedStart`).
+    closed_start: ClosedStart | None = field(
+        default=None, metadata=json_key("closedStart", optional(nested(ClosedStart, "closed start")))
     )
 
     @property

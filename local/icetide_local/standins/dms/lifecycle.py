@@ -352,24 +352,25 @@ class DmsLifecycle:
 
     def fail_task(self, task_arn: str, message: str = "the task failed (test)") -> None:
         """Fail a running task as DMS fails one on a fatal error (a test's hook); resume it to go on."""
-        task = next((task for task in self._live_tasks() if task.arn == task_arn), None)
-        if task is None:
-            raise ResourceNotFoundFault("Replication task could not be found.")
-        with task.lock:
-            if task.status != "running":
-                raise InvalidResourceStateFault(f"Replication task {task.id} is {task.status}, not running")
+        with self._running_task(task_arn) as task:
             task.fail(message)
 
     def count_changes(self, task_arn: str, counted: TableStatistics) -> None:
         """Add ``counted``'s change counts to a running task's statistics (a test's hook): what the
         task counted for the changes of the CDC files a test writes into its folder as DMS would."""
+        with self._running_task(task_arn) as task:
+            task.table_statistics = _added(task.table_statistics, [counted])
+
+    @contextlib.contextmanager
+    def _running_task(self, task_arn: str) -> Iterator[LifecycleTask]:
+        """The running task of that ARN, locked; DMS's faults for a missing or idle one."""
         task = next((task for task in self._live_tasks() if task.arn == task_arn), None)
         if task is None:
             raise ResourceNotFoundFault("Replication task could not be found.")
         with task.lock:
             if task.status != "running":
                 raise InvalidResourceStateFault(f"Replication task {task.id} is {task.status}, not running")
-            task.table_statistics = _added(task.table_statistics, [counted])
+            yield task
 
     def _live_tasks(self) -> list[LifecycleTask]:
         """The tasks that exist now, oldest first (not deleted, not of an earlier ``mock_aws``)."""

@@ -140,5 +140,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "lastFile": selection.last_file,
         "bronzeFilesUri": plan.bronze_files_uri,
         "changeRows": rows,
-        "maxChangeRows": "" if allowed is None else str(allowed),
+        # A run of no CDC row is never refused; its job may read none (not a negative number).
+        "maxChangeRows": "" if allowed is None else str(max(allowed, 0)),
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from itertools import pairwise
 from typing import Any
@@ -22,6 +23,7 @@ CHECKS = {
     "dms-cdc-files": "dms-file-names",
     "dms-op-column": "dms-include-op",
     "dms-counters": "dms-counters",
+    "dms-counters-on-resume": "dms-counters-on-resume",
     "dms-stop-position": "dms-stop-position",
     "dms-slot": "dms-slot",
     "ordering-full-load": "dms-full-load-then-cdc",
@@ -117,6 +119,44 @@ def counters(statistics: Iterable[Mapping[str, Any]], files: Sequence[BronzeFile
         "equal per Op" if all(counted[n] == in_files[n] for n in changes) else f"statistics {dict(counted)}"
     )
     return _outcome("dms-counters", problems, f"rows in files {dict(in_files)}; {per_op}")
+
+
+@dataclass(frozen=True)
+class TaskObservation:
+    """A task as described (``DescribeReplicationTasks``) with its table's Inserts + Updates +
+    Deletes (``DescribeTableStatistics``), read one after the other."""
+
+    task: Mapping[str, Any]
+    changes: int
+
+
+def _stats_date(task: Mapping[str, Any], name: str) -> Any:
+    return (task.get("ReplicationTaskStats") or {}).get(name)
+
+
+def counters_on_resume(stopped: TaskObservation | None, resumed: TaskObservation | None) -> Outcome:
+    """What a ``resume-processing`` start did: ``StartDate`` must change and ``FreshStartDate`` stay
+    (documented); the detail says which undocumented reading of the counters holds, reset (fewer
+    changes after the resume than when stopped) or kept. Either passes: icetide's change count is
+    right under both. ``stopped`` is the task before the resume, ``resumed`` after it counted again."""
+    fact = CHECKS["dms-counters-on-resume"]
+    if stopped is None or resumed is None:
+        return not_applicable("dms-counters-on-resume", fact, "the scenario resumed no task")
+    problems = []
+    before, after = stopped.task, resumed.task
+    if _stats_date(before, "StartDate") == _stats_date(after, "StartDate"):
+        problems.append(f"StartDate {_stats_date(after, 'StartDate')!r} did not change with the resume")
+    if _stats_date(before, "FreshStartDate") != _stats_date(after, "FreshStartDate"):
+        problems.append(
+            f"FreshStartDate changed with the resume ({_stats_date(before, 'FreshStartDate')!r} -> "
+            f"{_stats_date(after, 'FreshStartDate')!r})"
+        )
+    reading = "reset" if resumed.changes < stopped.changes else "kept (or more changes since)"
+    return _outcome(
+        "dms-counters-on-resume",
+        problems,
+        f"changes counted {stopped.changes} when stopped, {resumed.changes} after the resume: {reading}",
+    )
 
 
 def stop_position(

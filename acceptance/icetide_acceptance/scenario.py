@@ -223,6 +223,8 @@ def judge(
         checks.op_column(first.files + second.files),
         checks.counters(first.record.statistics, first.files),
         checks.counters(second.record.statistics, second.files),
+        # The scenario's tasks are windowed: none is resumed (a continuous phase would observe one).
+        checks.counters_on_resume(None, None),
         checks.stop_position(second.record.task, second.files, BEFORE_SECOND_RUN_UPDATES),
         checks.slot(first.record.task, slot_name(stack)),
         checks.full_load_ordering(source.rows(), stack.silver_rows(table), changed_during_load),

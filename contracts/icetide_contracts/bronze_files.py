@@ -18,9 +18,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from icetide_contracts.change_count import ChangeCount
 from icetide_contracts.json_fields import (
     Invalid,
     json_key,
+    nested,
+    optional,
     read_object,
     read_text,
     text,
@@ -90,6 +93,13 @@ class BronzeFiles:
     bronze_uri: str = field(metadata=json_key("bronzeUri", text(pattern=S3_FOLDER_URI)))
     files: list[str] = field(metadata=json_key("files", _relative_keys))
     total_bytes: int = field(metadata=json_key("totalBytes", whole_number(minimum=0)))
+    # The CDC rows the files hold (their parquet footers' row counts; full-load files left out).
+    change_rows: int = field(default=0, metadata=json_key("changeRows", whole_number(minimum=0)))
+    # The table's change count once these files are merged (icetide_contracts.change_count), which
+    # the commit stores with `last_file`; None: the run did not count (a selection written by hand).
+    change_count: ChangeCount | None = field(
+        default=None, metadata=json_key("changeCount", optional(nested(ChangeCount, "change count")))
+    )
 
     @property
     def last_file(self) -> str | None:

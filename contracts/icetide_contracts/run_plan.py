@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from icetide_contracts.change_count import ChangeCount, ClosedStart
 from icetide_contracts.json_fields import (
     flag,
     json_key,
+    nested,
     one_of,
     optional,
     read_object,
@@ -160,6 +162,16 @@ class RunPlan:
     verify: bool = field(default=False, metadata=json_key("verify", flag))
     verify_report_uri: str = field(
         default="", metadata=json_key("verifyReportUri", text(pattern=S3_OBJECT_URI_OR_NONE))
+    )
+
+    # The change count committed with `fileCheckpoint` (icetide_contracts.change_count; None: none
+    # committed yet): what bounds the CDC rows this run may merge by what the task counted.
+    change_count: ChangeCount | None = field(
+        default=None, metadata=json_key("changeCount", optional(nested(ChangeCount, "change count")))
+    )
+    # The start of the task that the latest recorded resume ended (`lastTaskResume.closedStart`).
+    closed_start: ClosedStart | None = field(
+        default=None, metadata=json_key("closedStart", optional(nested(ClosedStart, "closed start")))
     )
 
     @property

@@ -6,7 +6,8 @@ read_task_statistics, optional). Output: ``{"previousWatermark", "watermark", "a
 while the stored checkpoint is still the one it started from), a reconcile run its slot as
 ``lastReconcileTime``: a run that fails anywhere leaves both, so the next run reads its window again.
 A continuous run commits the last file of its bronze file selection (``plan.bronzeFilesUri``) as
-``cdcFileCheckpoint``, under the same condition; a selection without files needs no manifest (no
+``cdcFileCheckpoint``, under the same condition, and the selection's change count as
+``cdcChangeCount`` (icetide_contracts.change_count); a selection without files needs no manifest (no
 Glue job ran) and commits the run as one that changed nothing. The newest change time the run
 merged (the manifest's ``newestChangeTime``) becomes ``lastChangeTime`` in the same write; a run that
 merged no CDC change keeps the stored one.
@@ -141,6 +142,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         checkpoint=checkpoint,
         reconciled_at=plan.reconcile_slot,
         change_time=_change_time(manifest),
+        change_count=selection.change_count.to_json()
+        if selection is not None and selection.change_count is not None
+        else None,
     )
     committed_now = commit.commit_result(
         run.target_table_name,

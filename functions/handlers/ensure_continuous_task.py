@@ -2,11 +2,14 @@
 
 Input: ``{"targetTableName", "runId", "plan", "instance"}``. Output: ``{"replicationTaskArn",
 "targetEndpointArn", "keyTaskArn": null, "keyEndpointArn": null, "longLived": true, "action",
-"resumed", "resumedFrom"}``. The table's first run creates the S3 target endpoint (writing to the
-table's fixed folder, ``plan.bronzeUri``) and a ``full-load-and-cdc`` task named after the table, not
-the run, and starts it; later runs find it. A stopped or failed task is resumed from its own
-checkpoint (``resume-processing``: no second full load); the resume is recorded on the control item
-(``lastTaskResume``) and reported (``resumed``) for the state machine to notify. No run deletes the
+"resumed", "resumedFrom", "closedStart"}``. The table's first run creates the S3 target endpoint
+(writing to the table's fixed folder, ``plan.bronzeUri``) and a ``full-load-and-cdc`` task named
+after the table, not the run, and starts it; later runs find it. A stopped or failed task is resumed
+from its own checkpoint (``resume-processing``: no second full load); the resume is recorded on the
+control item (``lastTaskResume``) and reported (``resumed``) for the state machine to notify. Before
+resuming, the stopped task's counters for the table are read and reported as the start that ended
+(``closedStart``: its ``StartDate`` and Inserts + Updates + Deletes): whether a resume restarts them
+is not documented, and select_bronze_files carries them over (icetide.run.change_count). No run deletes the
 task (``longLived``). On a source endpoint that names a replication slot the task is created and
 started with ``CdcStartPosition`` = the item's ``cdcStartPoint`` (icetide.dms.start_position).
 Raises SlotStartPositionMissing, DmsResourceNotReady (retried) while DMS creates, modifies or stops it,
@@ -29,8 +32,10 @@ from icetide.dms.identifiers import continuous_resources, continuous_tags
 from icetide.dms.start_position import creation_start_position, endpoint_slot, start_start_position
 from icetide.errors import ContinuousFolderInUse, DmsResourceNotOurs, DmsResourceNotReady
 from icetide.observability import MetricUnit, logger, metrics, observed
+from icetide.run.change_count import table_changes, task_start
 from icetide.run.handler_inputs import CreateTaskInput, InvalidHandlerInput, parse_input
 from icetide.settings import Settings, load_settings
+from icetide_contracts.change_count import ClosedStart
 from icetide_contracts.run_plan import RunPlan
 
 
@@ -128,15 +133,28 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
 
     resume: TaskResume | None = None
+    closed: ClosedStart | None = None
     if action is TaskAction.START:
         dms.start_task(task_arn, cdc_start_position=start_start_position(run.plan.migration_type, None, task))
     elif action is TaskAction.RESUME:
         resume = TaskResume.of(task)
+        # Stopped or failed, the task counts nothing more: what its start counted ends here.
+        closed = ClosedStart(
+            task_start=task_start(task),
+            counted=table_changes(
+                dms.table_statistics(task_arn), run.plan.source_schema, run.plan.source_table
+            ),
+        )
         # Recorded first: a retry after the resume finds the task starting and would not know.
         ControlTable(settings.control_table_name).record_task_resume(
             run.target_table_name,
             run.run_id,
-            {"time": stored_time(utc_now()), "runId": run.run_id, "was": resume.describe()},
+            {
+                "time": stored_time(utc_now()),
+                "runId": run.run_id,
+                "was": resume.describe(),
+                "closedStart": closed.to_json(),
+            },
         )
         dms.start_task(task_arn, resume=True)
         logger.warning("continuous task resumed", extra={"task": task_arn, "was": resume.describe()})
@@ -150,4 +168,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "action": action.value,
         "resumed": resume is not None,
         "resumedFrom": resume.describe() if resume is not None else None,
+        "closedStart": closed.to_json() if closed is not None else None,
     }

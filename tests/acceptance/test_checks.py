@@ -166,3 +166,34 @@ def test_a_role_without_pass_role_fails_the_iam_check() -> None:
     outcome = checks.iam_functions(AllowListSimulator(iam), {arn: questions})
     assert (outcome.status, outcome.detail) == (Status.FAILED, "instance lacks ['iam:PassRole']")
     assert checks.iam_functions(AllowListSimulator(iam), {arn: questions[:1]}).status is Status.PASSED
+
+
+def _observed(start: str, fresh: str, changes: int) -> checks.TaskObservation:
+    return checks.TaskObservation(
+        {"ReplicationTaskStats": {"StartDate": start, "FreshStartDate": fresh}}, changes
+    )
+
+
+def test_a_resume_passes_under_either_reading_of_the_counters_and_says_which() -> None:
+    stopped = _observed("2026-12-06T10:00:00", "2026-12-06T10:00:00", 7)
+
+    reset = checks.counters_on_resume(stopped, _observed("2026-12-06T11:00:00", "2026-12-06T10:00:00", 2))
+    kept = checks.counters_on_resume(stopped, _observed("2026-12-06T11:00:00", "2026-12-06T10:00:00", 9))
+
+    assert (reset.status, reset.fact_id) == (Status.PASSED, "dms-counters-on-resume")
+    assert reset.detail.endswith("reset") and "kept" in kept.detail and kept.status is Status.PASSED
+
+
+def test_a_resume_that_keeps_the_start_date_or_moves_the_fresh_one_fails() -> None:
+    stopped = _observed("2026-12-06T10:00:00", "2026-12-06T10:00:00", 7)
+
+    same_start = checks.counters_on_resume(
+        stopped, _observed("2026-12-06T10:00:00", "2026-12-06T10:00:00", 0)
+    )
+    fresh_moved = checks.counters_on_resume(
+        stopped, _observed("2026-12-06T11:00:00", "2026-12-06T11:00:00", 0)
+    )
+
+    assert same_start.status is Status.FAILED and "StartDate" in same_start.detail
+    assert fresh_moved.status is Status.FAILED and "FreshStartDate changed" in fresh_moved.detail
+    assert checks.counters_on_resume(None, None).status is Status.NOT_APPLICABLE

@@ -45,6 +45,8 @@ DMS_FUNCTIONS = {
     "EnsureContinuousTaskFunction",
     "StartReplicationTaskFunction",
     "ReadTaskStatisticsFunction",
+    # It reads a long-lived task's counters to count a continuous run's rows against them.
+    "SelectBronzeFilesFunction",
     "DeleteDmsResourcesFunction",
     # It stops and deletes the long-lived tasks of tables turned off.
     "StartWorkflowFunction",
@@ -143,7 +145,7 @@ def test_dms_writes_also_need_a_run_tag() -> None:
         if any(re.match(r"dms:(Create|Delete|Start|Stop|AddTags)", action) for action in statement.actions)
     ]
 
-    assert len(writes) >= len(DMS_FUNCTIONS) - 1  # the statistics reader writes nothing
+    assert len(writes) >= len(DMS_FUNCTIONS) - 2  # the two statistics readers write nothing
     for statement in writes:
         key = "aws:RequestTag" if _on_request(statement.actions) else "aws:ResourceTag"
 
@@ -292,7 +294,8 @@ def test_only_continuous_task_functions_start_or_retire_long_lived_tasks_they_ma
     ]
     assert _long_lived_mark(ensure_tagging, "aws:RequestTag") == CONTINUOUS_TAGS[LONG_LIVED_TAG]
     for owner, actions in (
-        ("EnsureContinuousTaskFunction", {"dms:StartReplicationTask"}),
+        # It reads the counters of the task it resumes, only of a task marked long-lived too.
+        ("EnsureContinuousTaskFunction", {"dms:StartReplicationTask", "dms:DescribeTableStatistics"}),
         (
             "StartWorkflowFunction",
             {"dms:StopReplicationTask", "dms:DeleteReplicationTask", "dms:DeleteEndpoint"},
@@ -445,9 +448,17 @@ def test_bronze_file_selection_lists_only_continuous_folders_and_writes_only_man
     assert _s3_grants(owner, "s3:ListBucket") == ["arn:aws:s3:::RawBucket"]
     assert _list_prefixes(owner) == [f"{BRONZE}/{CONTINUOUS_FOLDER}/*"]
     assert _s3_grants(owner, "s3:PutObject") == [f"arn:aws:s3:::RawBucket/{MANIFESTS}/*"]
-    # Listing gives the sizes: no file is read, nothing else is written or deleted.
+    # Listing gives the sizes; the files' footers (their row counts) are read in the continuous
+    # folders only; the long-lived task's counters are read; nothing else is written or deleted.
+    assert _s3_grants(owner, "s3:GetObject") == [f"arn:aws:s3:::RawBucket/{BRONZE}/{CONTINUOUS_FOLDER}/*"]
     actions = {action for s in _allow_statements() if s.owner == owner for action in s.actions}
-    assert actions == {"s3:ListBucket", "s3:PutObject"}
+    assert actions == {
+        "s3:ListBucket",
+        "s3:PutObject",
+        "s3:GetObject",
+        "dms:DescribeTableStatistics",
+        "dms:DescribeReplicationTasks",
+    }
 
 
 def test_the_glue_job_reads_continuous_files_and_the_runs_selection() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,9 +19,13 @@ from moto.dms.models import DatabaseMigrationServiceBackend, dms_backends
 import handlers.ensure_continuous_task
 import handlers.select_bronze_files
 import handlers.start_workflow
+from bronze_parquet import dms_parquet
+from icetide.adapters import dms as dms_adapter
 from icetide.dms.identifiers import continuous_resources
 from icetide.errors import ContinuousFolderInUse, DmsResourceNotOurs, DmsResourceNotReady
 from icetide.run.bronze_selection import BronzeFolderInvalid
+from icetide.run.change_count import BronzeChangesNotCounted
+from icetide.run.change_count import task_start as task_start_of
 from icetide_contracts.bronze_files import BronzeFiles
 
 # "icetide-" + the readable "<table>-continuous" + 16 hex of sha256 over (stack, table, "<table>-continuous").
@@ -93,13 +98,22 @@ def test_the_first_run_creates_the_task_then_starts_it_and_later_runs_leave_it(e
     assert task["TargetEndpointArn"] == endpoint["EndpointArn"]
 
 
-def test_a_stopped_task_is_resumed_and_the_resume_recorded(ensure_event, lambda_context, control_items):
+def test_a_stopped_task_is_resumed_and_the_resume_recorded(
+    ensure_event, lambda_context, control_items, monkeypatch
+):
     with pytest.raises(DmsResourceNotReady):
         handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
     (task,) = _tasks()
     _backend().replication_tasks[task["ReplicationTaskArn"]].ready()
     handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
     boto3.client("dms").stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
+    (stopped,) = _tasks()
+    # moto has no DescribeTableStatistics: the stopped task's line, as DMS would answer.
+    monkeypatch.setattr(
+        dms_adapter,
+        "table_statistics",
+        lambda arn: [{"SchemaName": "dbo", "TableName": "orders", "Inserts": 5, "Updates": 2, "Deletes": 1}],
+    )
 
     resumed = handlers.ensure_continuous_task.handler(ensure_event, lambda_context)
 
@@ -108,6 +122,9 @@ def test_a_stopped_task_is_resumed_and_the_resume_recorded(ensure_event, lambda_
     assert [described["Status"] for described in _tasks()] == ["running"]
     record = control_items.get("dbo_orders")["lastTaskResume"]
     assert (record["runId"], record["was"]) == (ensure_event["runId"], resumed["resumedFrom"])
+    # The start that ended, with what it had counted for the table, is carried by the selection.
+    assert resumed["closedStart"]["counted"] == 8 and record["closedStart"]["counted"] == 8
+    assert resumed["closedStart"]["taskStart"] == task_start_of(stopped) != "not reported"
 
 
 def test_a_task_under_the_tables_name_without_our_tags_is_refused(ensure_event, lambda_context):
@@ -140,8 +157,31 @@ def test_a_task_under_the_tables_name_without_our_tags_is_refused(ensure_event, 
 # --- select_bronze_files -----------------------------------------------------------------------
 
 
+@dataclass
+class Counters:
+    """The long-lived task as DMS describes it to the selection: its latest start and the changes it
+    counted for dbo.orders under it (the sample plan's count was taken under the same start)."""
+
+    start: datetime = datetime(2026, 11, 20, 7, 0, 4, tzinfo=UTC)
+    changes: int = 42
+
+
 @pytest.fixture
-def select_event(aws, load_event) -> dict[str, Any]:
+def counters(monkeypatch: pytest.MonkeyPatch) -> Counters:
+    task = Counters()
+    monkeypatch.setattr(
+        dms_adapter, "describe_task_by_arn", lambda arn: {"ReplicationTaskStats": {"StartDate": task.start}}
+    )
+    monkeypatch.setattr(
+        dms_adapter,
+        "table_statistics",
+        lambda arn: [{"SchemaName": "dbo", "TableName": "orders", "Inserts": task.changes, "Updates": 0}],
+    )
+    return task
+
+
+@pytest.fixture
+def select_event(aws, load_event, counters) -> dict[str, Any]:
     event = load_event("select_bronze_files")
     bucket = event["plan"]["bronzeUri"].removeprefix("s3://").split("/")[0]
     boto3.client("s3").create_bucket(
@@ -150,10 +190,18 @@ def select_event(aws, load_event) -> dict[str, Any]:
     return event
 
 
-def _deliver(event: dict[str, Any], *names: str, size: int = 10) -> None:
+def _deliver(event: dict[str, Any], *names: str, rows: int = 1) -> None:
     bucket, _, folder = event["plan"]["bronzeUri"].removeprefix("s3://").partition("/")
     for name in names:
-        boto3.client("s3").put_object(Bucket=bucket, Key=f"{folder}dbo/orders/{name}", Body=b"x" * size)
+        body = dms_parquet(rows) if name.endswith(".parquet") else b"x"
+        boto3.client("s3").put_object(Bucket=bucket, Key=f"{folder}dbo/orders/{name}", Body=body)
+
+
+def _size(event: dict[str, Any], name: str) -> int:
+    bucket, _, folder = event["plan"]["bronzeUri"].removeprefix("s3://").partition("/")
+    return int(
+        boto3.client("s3").head_object(Bucket=bucket, Key=f"{folder}dbo/orders/{name}")["ContentLength"]
+    )
 
 
 def _written(event: dict[str, Any]) -> BronzeFiles:
@@ -177,10 +225,13 @@ def test_the_files_after_the_checkpoint_are_selected_in_dms_order_and_written(se
 
     assert result == {
         "fileCount": 2,
-        "totalBytes": 20,
+        "totalBytes": _size(select_event, "20261121-070000000.parquet") * 2,
         "firstFile": "dbo/orders/20261121-070000000.parquet",
         "lastFile": "dbo/orders/20261121-080000000.parquet",
         "bronzeFilesUri": select_event["plan"]["bronzeFilesUri"],
+        "changeRows": 2,
+        # The sample plan's count: 42 counted under the task's start, 40 merged before.
+        "maxChangeRows": "2",
     }
     written = _written(select_event)
     assert (written.run_id, written.bronze_uri) == (select_event["runId"], select_event["plan"]["bronzeUri"])
@@ -202,6 +253,50 @@ def test_a_stray_file_in_the_folder_fails_the_selection(select_event, lambda_con
 
     with pytest.raises(BronzeFolderInvalid, match=r"LOAD00000001\.csv"):
         handlers.select_bronze_files.handler(select_event, lambda_context)
+
+
+def test_files_holding_more_changes_than_dms_counted_are_refused_naming_them(
+    select_event, lambda_context, counters
+):
+    _deliver(select_event, "20261121-070000000.parquet", rows=1)
+    _deliver(select_event, "20261121-071500000.parquet", rows=2)  # one row more than the 42 - 40 left
+
+    with pytest.raises(BronzeChangesNotCounted) as refused:
+        handlers.select_bronze_files.handler(select_event, lambda_context)
+
+    message = str(refused.value)
+    assert "dbo_orders" in message and "hold 3 row(s)" in message and "at most 2 change(s)" in message
+    assert "dbo/orders/20261121-071500000.parquet (2 rows)" in message
+    assert not _selection_written(select_event)
+
+
+def test_after_a_resume_the_counts_of_the_start_that_ended_are_carried(
+    select_event, lambda_context, counters
+):
+    # The run resumed the task: its start had counted 45 when it stopped, the new one restarted at 0.
+    select_event["task"] |= {
+        "action": "resume",
+        "closedStart": {"taskStart": "2026-11-20T07:00:04+00:00", "counted": 45},
+    }
+    counters.start, counters.changes = datetime(2026, 11, 21, 6, 59, 0, tzinfo=UTC), 1
+    _deliver(select_event, "20261121-070000000.parquet", rows=6)  # 45 - 40 before the stop, 1 after
+
+    result = handlers.select_bronze_files.handler(select_event, lambda_context)
+
+    assert (result["changeRows"], result["maxChangeRows"]) == (6, "6")
+    count = _written(select_event).change_count
+    assert count is not None
+    assert (count.task_start, count.counted, count.carried, count.merged) == (
+        "2026-11-21T06:59:00+00:00",
+        1,
+        45,
+        46,
+    )
+
+
+def _selection_written(event: dict[str, Any]) -> bool:
+    bucket, _, key = event["plan"]["bronzeFilesUri"].removeprefix("s3://").partition("/")
+    return bool(boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount"))
 
 
 # --- turning a continuous table off ------------------------------------------------------------

@@ -23,7 +23,7 @@ INPUT_OF_HANDLER: dict[str, type[BaseModel]] = {
     "ensure_replication_instance": handler_inputs.PlanInput,
     "create_replication_task": handler_inputs.CreateTaskInput,
     "ensure_continuous_task": handler_inputs.CreateTaskInput,
-    "select_bronze_files": handler_inputs.PlanInput,
+    "select_bronze_files": handler_inputs.SelectionInput,
     "start_replication_task": handler_inputs.TaskInput,
     "poll_replication_task": handler_inputs.TaskInput,
     "read_task_statistics": handler_inputs.TaskInput,

@@ -14,8 +14,15 @@ from typing import Any
 import boto3
 import pytest
 
+from bronze_parquet import dms_parquet
 from icetide_contracts.bronze_files import BronzeFiles
-from icetide_local.standins.dms.lifecycle import DmsLifecycle, ReplicationTaskRun, TableStatistics
+from icetide_local.standins.dms.lifecycle import (
+    DmsLifecycle,
+    MoverResult,
+    ReplicationTaskRun,
+    StatisticsOnResume,
+    TableStatistics,
+)
 from icetide_local.standins.glue import failing_job, manifest_writer
 from icetide_local.stepfunctions import TableRunHarness
 from icetide_local.stepfunctions.faults import Fault
@@ -61,9 +68,12 @@ class TaskStarts:
     def __init__(self) -> None:
         self.runs: list[ReplicationTaskRun] = []
 
-    def __call__(self, run: ReplicationTaskRun) -> list[TableStatistics]:
+    def __call__(self, run: ReplicationTaskRun) -> MoverResult:
         self.runs.append(run)
-        return [TableStatistics(schema="dbo", table="orders")]
+        # A checkpoint to resume from, as DMS keeps one: a resume goes on, it does not load again.
+        return MoverResult(
+            tables=(TableStatistics(schema="dbo", table="orders"),), recovery_checkpoint="stand-in"
+        )
 
 
 def _continuous_stack(
@@ -74,7 +84,8 @@ def _continuous_stack(
     job, starts = RecordingJob(), TaskStarts()
     glue_runner = item.pop("glue_runner", job)
     checkpoint = item.pop("cdcFileCheckpoint", None)
-    stack = make_stack(glue_runner=glue_runner, dms=DmsLifecycle(mover=starts))
+    reading = item.pop("statistics_on_resume", StatisticsOnResume.RESET)
+    stack = make_stack(glue_runner=glue_runner, dms=DmsLifecycle(mover=starts, statistics_on_resume=reading))
     attributes = {**CONTINUOUS_ITEM, "replicationInstanceArn": create_shared_instance(stack), **item}
     stack.put_control_item(
         {name: value for name, value in orders_item(**attributes).items() if value is not None}
@@ -91,11 +102,15 @@ def _folder(stack: TableRunHarness) -> tuple[str, str]:
     return stack.names.raw_bucket, f"bronze/_continuous/{TABLE}/"
 
 
-def _deliver(stack: TableRunHarness, *names: str, size: int = 10) -> None:
-    """DMS writes files into the task's folder (contents do not matter to the state machine)."""
+def _deliver(stack: TableRunHarness, *names: str, rows: int = 1, counted: bool = True) -> None:
+    """DMS writes files of ``rows`` rows into the task's folder and, while its task runs, counts
+    their changes (``counted``: False for a file DMS never wrote)."""
     bucket, folder = _folder(stack)
+    running = [task["ReplicationTaskArn"] for task in _tasks(stack) if task["Status"] == "running"]
     for name in names:
-        stack.client("s3").put_object(Bucket=bucket, Key=f"{folder}{FILES}{name}", Body=b"x" * size)
+        stack.client("s3").put_object(Bucket=bucket, Key=f"{folder}{FILES}{name}", Body=dms_parquet(rows))
+        if counted and running and not name.startswith("LOAD"):
+            stack.dms.count_changes(running[0], TableStatistics(schema="dbo", table="orders", inserts=rows))
 
 
 def _item(stack: TableRunHarness) -> dict[str, Any]:
@@ -202,9 +217,10 @@ def test_a_full_load_is_merged_in_hexadecimal_order_before_the_cdc_files(make_st
 
 
 def test_a_backlog_is_consumed_over_bounded_runs_in_order(make_stack: StackFactory) -> None:
-    stack, job, _ = _continuous_stack(make_stack, maxFilesPerRun=2, maxBytesPerRun=25)
+    one_row = len(dms_parquet(1))  # two such files fit the byte bound, three do not
+    stack, job, _ = _continuous_stack(make_stack, maxFilesPerRun=2, maxBytesPerRun=one_row * 5 // 2)
     _deliver(stack, *(f"20261121-0{hour}0000000.parquet" for hour in range(1, 6)))
-    _deliver(stack, "20261121-060000000.parquet", size=100)  # larger than the byte bound: taken alone
+    _deliver(stack, "20261121-060000000.parquet", rows=500)  # larger than the byte bound: taken alone
 
     reports = [stack.run(TABLE) for _ in range(5)]
 
@@ -212,7 +228,7 @@ def test_a_backlog_is_consumed_over_bounded_runs_in_order(make_stack: StackFacto
     assert job.selections == [
         [f"{FILES}20261121-010000000.parquet", f"{FILES}20261121-020000000.parquet"],
         [f"{FILES}20261121-030000000.parquet", f"{FILES}20261121-040000000.parquet"],
-        [f"{FILES}20261121-050000000.parquet"],  # 10 + 100 bytes would pass the bound
+        [f"{FILES}20261121-050000000.parquet"],  # with the next file it would pass the bound
         [f"{FILES}20261121-060000000.parquet"],
     ]
     assert "Run Glue job" not in reports[-1].states_entered
@@ -250,13 +266,13 @@ def test_a_stopped_or_failed_task_is_resumed_recorded_and_notified(
 ) -> None:
     stack, job, starts = _continuous_stack(make_stack)
     (task,) = _tasks(stack)
+    _deliver(stack, "20261121-070000000.parquet")  # written before the task stopped
     if was == "stopped":
         stack.client("dms").stop_replication_task(ReplicationTaskArn=task["ReplicationTaskArn"])
     else:
         stack.dms.fail_task(task["ReplicationTaskArn"], "the source went away")
     assert [described["Status"] for described in _tasks(stack)] == [was]
     stack.notifications()
-    _deliver(stack, "20261121-070000000.parquet")
 
     report = stack.run(TABLE)
 
@@ -345,7 +361,8 @@ def test_a_forged_far_future_file_fails_the_run_naming_it_and_the_next_real_file
 ) -> None:
     stack, job, _ = _continuous_stack(make_stack, cdcFileCheckpoint=STORED_CHECKPOINT)
     forged = "99991231-235959999.parquet"
-    _deliver(stack, "20261121-060000000.parquet", forged)
+    _deliver(stack, "20261121-060000000.parquet")
+    _deliver(stack, forged, counted=False)
 
     report = stack.run(TABLE)
 

@@ -114,6 +114,8 @@ def test_the_plan_has_the_contract_keys_and_values() -> None:
         "bronzeFilesUri": "",
         "verify": False,
         "verifyReportUri": "",
+        "changeCount": None,
+        "closedStart": None,
     }
 
 

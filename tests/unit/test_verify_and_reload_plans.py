@@ -125,6 +125,8 @@ def test_a_verify_plan_extracts_the_keys_of_the_filtered_rows_and_names_its_repo
         "bronzeFilesUri": "",
         "verify": True,
         "verifyReportUri": f"s3://raw-bucket/manifests/dbo_Orders/{VERIFY_RUN}.verify.json",
+        "changeCount": None,
+        "closedStart": None,
     }
 
 

@@ -149,6 +149,7 @@ class ControlTable:
         checkpoint: CheckpointStep | None = None,
         reconciled_at: str | None = None,
         change_time: str | None = None,
+        change_count: Mapping[str, Any] | None = None,
     ) -> ConditionalWrite:
         """Store the run's watermark and statistics and release its lock, in one conditional write.
 
@@ -160,7 +161,8 @@ class ControlTable:
         DynamoDB-storable (numbers as Decimal or int). A cdc run's ``checkpoint`` step stores its new
         checkpoint in the same write, only while the stored one is still the one the run started
         from; ``reconciled_at`` (a reconcile run's slot) becomes ``lastReconcileTime``, ``change_time``
-        (the newest change the run merged) ``lastChangeTime``; None leaves the stored one.
+        (the newest change the run merged) ``lastChangeTime``, ``change_count`` (a continuous run's,
+        icetide_contracts.change_count) ``cdcChangeCount``; None leaves the stored one.
         """
         values: dict[str, Any] = {
             ":stats": dict(stats),
@@ -199,6 +201,9 @@ class ControlTable:
         if change_time is not None:
             assignments += ", lastChangeTime = :changeTime"
             values[":changeTime"] = change_time
+        if change_count is not None:
+            assignments += ", cdcChangeCount = :changeCount"
+            values[":changeCount"] = dict(change_count)
         return self._update(
             target_table_name,
             update=f"SET {assignments} REMOVE lastRunError, lastFailedState, lockHolder, lockTime",

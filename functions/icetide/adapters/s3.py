@@ -1,4 +1,5 @@
-"""Small objects (run manifests, bronze file selections) in S3 by ``s3://bucket/key`` URI, and listings."""
+"""Small objects (run manifests, bronze file selections) in S3 by ``s3://bucket/key`` URI, the ends of
+bronze files (their parquet footers), and listings."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def read_text(uri: str) -> str:
             raise ObjectNotFound(f"no object at {uri}") from error
         raise
     return response["Body"].read().decode("utf-8")
+
+
+def read_end(uri: str, length: int) -> bytes:
+    """The last ``length`` bytes of the object at ``uri`` (all of it when shorter): a ranged read, so a
+    file's footer costs what the footer weighs, not what the file does."""
+    bucket, key = split_s3_uri(uri)
+    response = client("s3").get_object(Bucket=bucket, Key=key, Range=f"bytes=-{length}")
+    return bytes(response["Body"].read())
 
 
 def write_text(uri: str, text: str) -> None:

@@ -386,6 +386,7 @@ RUN_STATE_ATTRIBUTES = (
     "watermark",
     "cdcCheckpoint",
     "cdcFileCheckpoint",
+    "cdcChangeCount",
     "lastTaskResume",
     "lastReconcileTime",
     "lastRunId",
@@ -526,6 +527,9 @@ class ControlItem(BaseModel):
     cdc_checkpoint: OptionalText = Field(None, alias="cdcCheckpoint")
     # A continuous table's last merged file (a key relative to its task's folder).
     cdc_file_checkpoint: OptionalText = Field(None, alias="cdcFileCheckpoint")
+    # What bounds a continuous table's merged CDC rows by its task's counters, committed with the
+    # file checkpoint (icetide_contracts.change_count).
+    cdc_change_count: dict[str, Any] | None = Field(None, alias="cdcChangeCount")
     # The last time a run found the continuous task stopped or failed and resumed it.
     last_task_resume: dict[str, Any] | None = Field(None, alias="lastTaskResume")
     last_reconcile_time: OptionalText = Field(None, alias="lastReconcileTime")

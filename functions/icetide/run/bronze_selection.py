@@ -143,6 +143,18 @@ def select_files(
     return taken
 
 
+def takes_every_file(listed: list[ListedFile], after: str | None, taken: list[ListedFile]) -> bool:
+    """True when ``taken`` (from :func:`select_files` over ``listed``) holds every file after
+    ``after``: nothing the listing saw is left for a later run."""
+    start = dms_file_order(after) if after is not None else None
+    remaining = sum(
+        1
+        for file in listed
+        if not _is_hidden(file.key) and (start is None or dms_file_order(file.key) > start)
+    )
+    return remaining == len(taken)
+
+
 def listing_start(after: str | None) -> str | None:
     """Where an S3 listing may start (``StartAfter``, relative to the folder), or None for the start.
 

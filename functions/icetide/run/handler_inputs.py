@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 
 from icetide.control.problems import contract_error, problem_lines
 from icetide.errors import IcetideError, InvalidTableMapping
+from icetide_contracts.change_count import ClosedStart
 from icetide_contracts.json_fields import ContractViolation
 from icetide_contracts.run_plan import RunPlan
 
@@ -155,6 +156,24 @@ class TaskInput(RunInput):
     """poll_replication_task, read_task_statistics."""
 
     task: TaskRef
+
+
+class ContinuousTaskRef(TaskRef):
+    """The output of ensure_continuous_task, as the selection reads it."""
+
+    # The start that ended when this run resumed the task, with what its counters held then.
+    closed: dict[str, Any] | None = Field(None, alias="closedStart")
+
+    @property
+    def closed_start(self) -> ClosedStart | None:
+        """The start this run's resume ended (None: the run resumed nothing, or could not read it)."""
+        return ClosedStart.from_json(self.closed) if self.closed else None
+
+
+class SelectionInput(PlanInput):
+    """select_bronze_files: the plan, and the continuous task the run ensured."""
+
+    task: ContinuousTaskRef
 
 
 class StatisticsInput(PlanInput):

@@ -22,6 +22,7 @@ from icetide.dms.task_settings import task_settings_json
 from icetide.errors import InvalidControlItem
 from icetide.run.reload import reload_due
 from icetide.run.verify import is_verify_run_id
+from icetide_contracts.change_count import ChangeCount, ClosedStart
 from icetide_contracts.run_plan import RunPlan
 from icetide_contracts.watermark_text import watermark_json
 
@@ -214,6 +215,12 @@ def build_run_plan(
         reconcile_bronze_uri=f"s3://{bucket}/{reconcile_folder}/{table}/{run_id}/" if reconciles else "",
         cdc_task=item.cdc_task.value,
         file_checkpoint=item.cdc_file_checkpoint if continuous else None,
+        change_count=ChangeCount.from_stored(item.cdc_change_count)
+        if continuous and item.cdc_change_count
+        else None,
+        closed_start=ClosedStart.from_json(item.last_task_resume["closedStart"])
+        if continuous and item.last_task_resume and item.last_task_resume.get("closedStart")
+        else None,
         max_files_per_run=(item.max_files_per_run or DEFAULT_MAX_FILES_PER_RUN) if continuous else None,
         max_bytes_per_run=(item.max_bytes_per_run or DEFAULT_MAX_BYTES_PER_RUN) if continuous else None,
         bronze_files_uri=f"s3://{bucket}/{manifests}/{table}/{run_id}.bronze-files.json"

@@ -30,7 +30,10 @@ a new checkpoint. ``start_replication_task``'s ``CdcStartPosition`` and ``CdcSto
 drops, are kept on the task, shown by ``describe_replication_tasks`` with the ``RecoveryCheckpoint`` the
 mover reported, and passed to the mover. ``StartReplicationTaskType`` is honoured: ``resume-processing``
 of a stopped or failed CDC task goes on from its ``RecoveryCheckpoint`` (a ``cdc`` run: no second full
-load; the table statistics add up), ``reload-target`` and ``start-replication`` load afresh.
+load), ``reload-target`` and ``start-replication`` load afresh. What a resume does to the table
+statistics is not documented: :class:`StatisticsOnResume` says (by default they start again from
+zero, the reading under which a bound taken from one start's counters would refuse healthy files).
+Each start sets ``ReplicationTaskStats.StartDate`` ("started either with a fresh start or a resume").
 
 and refuses what DMS refuses: creating a task whose table mapping DMS (or the stand-in) would not
 run (:func:`icetide_local.standins.dms.replicator.parse_table_mapping`), starting a task that is not
@@ -102,6 +105,19 @@ class StopPositionReading(StrEnum):
 
     STRICT = "strict"
     KIND = "kind"
+
+
+class StatisticsOnResume(StrEnum):
+    """What ``resume-processing`` does to a task's table statistics (``Inserts``, ``Updates``,
+    ``Deletes``, ``FullLoadRows``): the API reference says only that they count the "actions
+    performed on a table", not whether from the task's creation or from its latest start.
+
+    RESET (the default): they start again from zero at each resume, so the changes counted before it
+    are no longer in any counter. KEPT: they go on adding up over the task's starts.
+    """
+
+    RESET = "reset"
+    KEPT = "kept"
 
 
 class InvalidParameterValueException(JsonRESTError):
@@ -228,6 +244,7 @@ class DmsLifecycle:
     mover: DataMover = no_data_movement
     full_load_finishes: bool = True
     stop_position_reading: StopPositionReading = StopPositionReading.STRICT
+    statistics_on_resume: StatisticsOnResume = StatisticsOnResume.RESET
     instance_describes_until_available: int = 1
     started_runs: list[ReplicationTaskRun] = field(default_factory=list)
     """Every run the mover was called for: starts, resumes and catch-ups, in order."""
@@ -335,13 +352,25 @@ class DmsLifecycle:
 
     def fail_task(self, task_arn: str, message: str = "the task failed (test)") -> None:
         """Fail a running task as DMS fails one on a fatal error (a test's hook); resume it to go on."""
+        with self._running_task(task_arn) as task:
+            task.fail(message)
+
+    def count_changes(self, task_arn: str, counted: TableStatistics) -> None:
+        """Add ``counted``'s change counts to a running task's statistics (a test's hook): what the
+        task counted for the changes of the CDC files a test writes into its folder as DMS would."""
+        with self._running_task(task_arn) as task:
+            task.table_statistics = _added(task.table_statistics, [counted])
+
+    @contextlib.contextmanager
+    def _running_task(self, task_arn: str) -> Iterator[LifecycleTask]:
+        """The running task of that ARN, locked; DMS's faults for a missing or idle one."""
         task = next((task for task in self._live_tasks() if task.arn == task_arn), None)
         if task is None:
             raise ResourceNotFoundFault("Replication task could not be found.")
         with task.lock:
             if task.status != "running":
                 raise InvalidResourceStateFault(f"Replication task {task.id} is {task.status}, not running")
-            task.fail(message)
+            yield task
 
     def _live_tasks(self) -> list[LifecycleTask]:
         """The tasks that exist now, oldest first (not deleted, not of an earlier ``mock_aws``)."""
@@ -373,6 +402,9 @@ class LifecycleTask(dms_models.FakeReplicationTask):
         self.cdc_stop_position: str | None = None
         self.recovery_checkpoint: str | None = None
         self.last_cdc_file: str | None = None  # every later CDC file of the task sorts after it
+        # ReplicationTaskStats.FreshStartDate: "started either with a fresh start or a target reload",
+        # so a resume leaves it (moto reports every start as fresh).
+        self.fresh_start_date: dt.datetime | None = None
         self._mover_error: str | None = None
         self._resuming = False
         # Describes (in the executions' threads) and catch-ups (in the caller's) both move its data.
@@ -411,6 +443,9 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             # over but the names of its CDC files, which go on increasing.
             self.table_statistics = []
             self.recovery_checkpoint = None
+            self.fresh_start_date = self.start_date
+        elif self.lifecycle.statistics_on_resume is StatisticsOnResume.RESET:
+            self.table_statistics = []
         return self
 
     def stop(self) -> LifecycleTask:
@@ -479,6 +514,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             },
             "status": self.status,
             "startDate": self.start_date.isoformat() if self.start_date else None,
+            "freshStartDate": self.fresh_start_date.isoformat() if self.fresh_start_date else None,
             "stopReason": self.stop_reason,
             "lastFailureMessage": self.last_failure_message,
             "pendingFailure": self._mover_error,
@@ -492,6 +528,8 @@ class LifecycleTask(dms_models.FakeReplicationTask):
     def restore_state(self, saved: Mapping[str, Any]) -> None:
         self.status = saved["status"]
         self.start_date = dt.datetime.fromisoformat(saved["startDate"]) if saved["startDate"] else None
+        fresh = saved.get("freshStartDate")  # absent from a task saved before it was kept: not known
+        self.fresh_start_date = dt.datetime.fromisoformat(fresh) if fresh else None
         self.stop_reason = saved["stopReason"]
         self.last_failure_message = saved["lastFailureMessage"]
         self._mover_error = saved["pendingFailure"]
@@ -659,6 +697,7 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             and bool(self.table_statistics)
         )
         stats.update(
+            FreshStartDate=self.fresh_start_date.isoformat() if self.fresh_start_date else None,
             TablesLoaded=len(loaded),
             TablesErrored=len(self.table_statistics) - len(loaded),
             FullLoadProgressPercent=100 if load_done else 0,

@@ -26,14 +26,15 @@ from icetide_glue.beside import beside
 from icetide_glue.columns import (
     ACTION,
     CHANGE_TS,
+    HAS_TOMBSTONE,
+    KEEP_TOMBSTONE,
     MATCHED,
-    REMEMBER,
-    REMEMBERED,
     SILVER_FILE,
     TAKE_IMAGE,
     VALUES_HASH,
     silver_value_column,
 )
+from icetide_glue.decision import ChangeAction
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.iceberg_tables import data_files_may_hold, java_long, jvm
 from icetide_glue.planned_scan import rows_in_key_ranges
@@ -41,7 +42,6 @@ from icetide_glue.position_deletes import remove_rows, require_position_deletes
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
     MEMORY_COLUMNS,
-    ChangeAction,
     classify_changes_sql,
     compared_columns,
     memory_merge_sql,
@@ -207,7 +207,7 @@ def classify_changes(
         CHANGES_VIEW,
         keys,
         value_columns,
-        memory_table=quote_identifier(MEMORY_ROWS_VIEW) if memory is not None else None,
+        tombstone_table=quote_identifier(MEMORY_ROWS_VIEW) if memory is not None else None,
         soft_delete=soft_delete,
         broadcast_changes=broadcast_changes,
         value_types=value_types,
@@ -263,8 +263,8 @@ def classify_changes(
         plan=CommitPlan(
             to_remove=int(tallies[_REMOVING]), to_write=sum(count(action) for action in leaving_rows)
         ),
-        to_remember=int(tallies[REMEMBER]),
-        remembered_before=int(tallies[REMEMBERED]),
+        to_remember=int(tallies[KEEP_TOMBSTONE]),
+        remembered_before=int(tallies[HAS_TOMBSTONE]),
         newest_change_micros=int(newest) if newest is not None else None,
         compared=compared_columns(value_columns, keys),
         removed_data_files=sorted(set(json.loads(tallies[SILVER_FILE]))),
@@ -296,8 +296,8 @@ def _label_tallies() -> list[Column]:
         F.count_if(removes).alias(_REMOVING),
         F.to_json(F.collect_set(F.when(removes, F.col(SILVER_FILE)))).alias(SILVER_FILE),
         F.count_if(removes & F.col(SILVER_FILE).isNull()).alias(_UNPLACED),
-        F.count_if(F.col(REMEMBER)).alias(REMEMBER),
-        F.count_if(F.col(REMEMBER) & F.col(REMEMBERED)).alias(REMEMBERED),
+        F.count_if(F.col(KEEP_TOMBSTONE)).alias(KEEP_TOMBSTONE),
+        F.count_if(F.col(KEEP_TOMBSTONE) & F.col(HAS_TOMBSTONE)).alias(HAS_TOMBSTONE),
         F.max(F.unix_micros(F.col(CHANGE_TS))).alias(_NEWEST),
     ]
 
@@ -315,14 +315,16 @@ def remember_changes(
     """
     if classified.to_remember == 0:
         return False
-    remembered = classified.frame.where(F.col(REMEMBER))
+    remembered = classified.frame.where(F.col(KEEP_TOMBSTONE))
     entries = [*keys, *MEMORY_COLUMNS]
     if classified.remembered_before:
-        remembered.where(F.col(REMEMBERED)).select(*entries).createOrReplaceTempView(CHANGES_TO_REMEMBER_VIEW)
+        remembered.where(F.col(HAS_TOMBSTONE)).select(*entries).createOrReplaceTempView(
+            CHANGES_TO_REMEMBER_VIEW
+        )
         spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
     if classified.remembered_before < classified.to_remember:
         # One file per run: the labels keep the classification's partitions, one file each.
-        remembered.where(~F.col(REMEMBERED)).select(*entries).coalesce(1).writeTo(memory.sql_name).append()
+        remembered.where(~F.col(HAS_TOMBSTONE)).select(*entries).coalesce(1).writeTo(memory.sql_name).append()
     return True
 
 

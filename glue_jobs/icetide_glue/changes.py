@@ -47,9 +47,10 @@ from icetide_glue.columns import (
     RUN_ID,
     is_metadata_column,
 )
+from icetide_glue.decision import LATEST_CHANGE_ORDER
 from icetide_glue.errors import BronzeSchemaError
 from icetide_glue.session import SESSION_TIME_ZONE, session_settings
-from icetide_glue.sql import quote_identifier
+from icetide_glue.sql_text import quote_identifier
 
 _LATEST = "_icetide_latest"
 _IMAGE = "_icetide_image"
@@ -212,15 +213,9 @@ def source_schema(changes: DataFrame) -> StructType:
 
 
 def _latest_first(keys: Sequence[str]) -> WindowSpec:
-    """A key's changes, latest first: by phase (DMS applies a task's CDC changes after its full
-    load, whatever their times: icetide_glue.sql.order_guard), change time, change sequence (a
-    missing one below any, as in the classification's order guard), file, position in file."""
+    """A key's changes, latest first (icetide_glue.decision.LATEST_CHANGE_ORDER, nulls lowest)."""
     return Window.partitionBy(*[column(key) for key in keys]).orderBy(
-        F.col(CHANGE_PHASE).desc(),
-        F.col(CHANGE_TS).desc(),
-        F.col(CHANGE_SEQ).desc_nulls_last(),
-        F.col(FILE_RANK).desc(),
-        F.col(ROW_INDEX).desc(),
+        *[F.col(name).desc_nulls_last() for name in LATEST_CHANGE_ORDER]
     )
 
 

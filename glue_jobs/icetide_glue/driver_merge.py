@@ -38,7 +38,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from icetide_contracts.run_manifest import RunManifest
-from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
+from icetide_glue.arguments import JobArguments
 from icetide_glue.arrow_batch import read_batch
 from icetide_glue.arrow_bronze import listed_bronze_files, merged_bronze_schema
 from icetide_glue.arrow_commit import (
@@ -64,7 +64,8 @@ from icetide_glue.columns import (
     RUN_ID,
     is_metadata_column,
 )
-from icetide_glue.errors import BronzeSchemaError, IcetideJobError
+from icetide_glue.decision import ORDER_COLUMNS, ChangeAction
+from icetide_glue.errors import BronzeSchemaError, IcetideJobError, InvalidJobArguments
 from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
 from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
 from icetide_glue.row_count import arrow_bronze_rows, check_bronze_rows
@@ -84,8 +85,6 @@ from icetide_glue.silver import (
 from icetide_glue.sql import (
     MAIN_BRANCH,
     MEMORY_COLUMNS,
-    ORDER_COLUMNS,
-    ChangeAction,
     compared_columns,
     memory_merge_sql,
 )
@@ -133,14 +132,22 @@ def spark_bronze(bronze: DataFrame) -> BronzeFiles:
 
 
 def merge_on_driver(
-    spark: SparkSession, args: JobArguments, table: SilverTable, bronze: Callable[[], BronzeFiles]
+    spark: SparkSession,
+    args: JobArguments,
+    table: SilverTable,
+    bronze: Callable[[], BronzeFiles],
+    forced: bool = False,
 ) -> RunManifest | None:
     """Merge the run here and return its manifest, or None (nothing written to silver) when the
     run takes the Spark path. ``bronze`` finds the run's bronze files and their merged schema
-    (:func:`folder_bronze`, :func:`spark_bronze`), once the run's other conditions hold."""
+    (:func:`folder_bronze`, :func:`spark_bronze`), once the run's other conditions hold.
+    ``forced`` (``--merge_plan driver``): no limit on the changes, and a run this path cannot
+    merge fails, naming why, instead of going to Spark."""
     try:
-        run = _label(spark, args, table, bronze)
+        run = _label(spark, args, table, bronze, None if forced else args.driver_merge_max_changes)
     except NotEligible as reason:
+        if forced:
+            raise InvalidJobArguments(f"--merge_plan driver cannot merge this run: {reason}") from None
         logger.info("%s: merged by Spark, not on the driver: %s", table, reason)
         return None
     logger.info("%s: %d change(s) merged on the driver", table, len(run.labels.changes))
@@ -160,18 +167,6 @@ class _Target:
 
     schema: StructType
     iceberg: Any
-
-
-def _check_args(args: JobArguments) -> None:
-    """The conditions the job's arguments decide (module docstring)."""
-    limit = args.driver_merge_max_changes
-    _require(
-        args.load_mode is LoadMode.MERGE and args.delete_mode is DeleteMode.HARD, "not a hard-delete merge"
-    )
-    _require(args.reconcile_uri is None, "a reconcile run")
-    _require(limit > 0, "merges on the driver are turned off (--driver_merge_max_changes 0)")
-    bound = args.bronze_rows_bound
-    _require(bound is None or bound <= limit, f"more than {limit} changes")
 
 
 @dataclass(frozen=True)
@@ -254,10 +249,14 @@ def _tombstone_keys(memory: StructType, keys: Sequence[str]) -> list[str]:
 
 
 def _label(
-    spark: SparkSession, args: JobArguments, table: SilverTable, bronze: Callable[[], BronzeFiles]
+    spark: SparkSession,
+    args: JobArguments,
+    table: SilverTable,
+    bronze: Callable[[], BronzeFiles],
+    limit: int | None,
 ) -> _Run:
-    """Everything up to the labels, and nothing written but a missing tombstone table."""
-    _check_args(args)
+    """Everything up to the labels, and nothing written but a missing tombstone table; at most
+    ``limit`` changes (None: any number)."""
     files, bronze_schema = bronze()
     source = _source(args, bronze_schema)
     keys, watermark = source.keys, source.watermark
@@ -271,8 +270,7 @@ def _label(
     batch = read_batch(
         files, bronze_schema, keys, watermark, args.timestamp_column, args.change_sequence_column, args.run_id
     )
-    limit = args.driver_merge_max_changes
-    _require(batch.summary.rows_read <= limit, f"more than {limit} changes")
+    _require(limit is None or batch.summary.rows_read <= limit, f"more than {limit} changes")
     # Before anything is written, as on the Spark path: a lost or added bronze file must not land.
     check_bronze_rows(args, lambda: arrow_bronze_rows(files))
     silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
@@ -391,13 +389,13 @@ def _remember(spark: SparkSession, run: _Run) -> bool:
     entries of keys it holds moved forward by its MERGE, the others appended); False when there
     is nothing to remember."""
     labels = run.labels
-    if not labels.remember.any():
+    if not labels.keep_tombstone.any():
         return False
     entries = _with_times(
-        labels.changes.filter(pa.array(labels.remember)).select([*run.silver_keys, *MEMORY_COLUMNS])
+        labels.changes.filter(pa.array(labels.keep_tombstone)).select([*run.silver_keys, *MEMORY_COLUMNS])
     )
     entries = entries.rename_columns([*run.tombstone_keys, *MEMORY_COLUMNS])
-    held = labels.remembered[labels.remember]
+    held = labels.has_tombstone[labels.keep_tombstone]
     memory = run.memory
     if held.any():
         columns = StructType([memory[name] for name in entries.column_names])

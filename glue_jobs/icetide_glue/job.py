@@ -61,6 +61,7 @@ from icetide_glue.changes import (
 from icetide_glue.columns import is_metadata_column
 from icetide_glue.key_ranges import batch_key_ranges
 from icetide_glue.manifest import write_manifest
+from icetide_glue.merge_plan import Chosen, MergePlan, choose_merge_plan
 from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import BronzeRows, check_bronze_rows
 from icetide_glue.run_ledger import find_run
@@ -85,12 +86,6 @@ from icetide_glue.silver import (
 from icetide_glue.verify import run_verify
 
 logger = logging.getLogger(__name__)
-
-try:
-    from icetide_glue.driver_merge import folder_bronze, merge_on_driver, spark_bronze
-except ImportError as missing:  # a runtime without pyarrow 15 or later: every merge runs on Spark
-    logger.info("merges run on Spark only: %s", missing)
-    merge_on_driver = None  # type: ignore[assignment]
 
 # Up to this many changes, the batch's keys are broadcast into silver's scan (a few tens of MB on
 # the driver at most); a larger batch is a large share of the table anyway, and is joined by shuffle.
@@ -126,22 +121,21 @@ def _load_run(
             return RunManifest.already_committed_run(
                 args.run_id, str(table), committed.snapshot_id, committed.run_stats
             )
-    if (
-        args.load_mode is LoadMode.MERGE
-        and exists
-        and args.bronze_files_uri is None
-        and merge_on_driver is not None
-    ):
-        # A small batch that qualifies is merged without a Spark job (icetide_glue.driver_merge),
-        # its folder listed and its footers read by pyarrow; any other run, or one that path finds
-        # it cannot read as Spark would, goes on below.
-        merged = merge_on_driver(spark, args, table, lambda: folder_bronze(args.bronze_uri))
-        if merged is not None:
-            return merged
+    chosen = choose_merge_plan(args, exists) if args.load_mode is LoadMode.MERGE else None
     if args.bronze_files_uri is None:
+        if chosen is not None and chosen.plan is MergePlan.DRIVER:
+            # The folder is listed and its footers read by pyarrow, Spark's read skipped.
+            merged = _merge_on_driver(spark, args, table, chosen, None)
+            if merged is not None:
+                return merged
         bronze = read_bronze(spark, args.bronze_uri)
     else:
         bronze = read_selected_bronze(spark, args.bronze_files_uri, args.run_id, args.bronze_uri, bronze_copy)
+        if chosen is not None and chosen.plan is MergePlan.DRIVER and bronze is not None:
+            # A bronze file selection's batch, as Spark listed it.
+            merged = _merge_on_driver(spark, args, table, chosen, bronze)
+            if merged is not None:
+                return merged
     if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
         # An empty selection (no new file) is an empty run too.
@@ -164,6 +158,20 @@ def _load_run(
         changes.unpersist()
 
 
+def _merge_on_driver(
+    spark: SparkSession, args: JobArguments, table: SilverTable, chosen: Chosen, bronze: DataFrame | None
+) -> RunManifest | None:
+    """The run merged by the driver path (icetide_glue.driver_merge), or None when the plan was
+    chosen (not forced) and that path finds the run is not one it can read exactly as Spark would:
+    nothing is written then, and the run goes on as Spark's. ``bronze``: Spark's read of a bronze
+    file selection (None: the run's folder, listed by pyarrow)."""
+    # Imported only once the plan is the driver's: it needs pyarrow, which the chooser checked.
+    from icetide_glue.driver_merge import folder_bronze, merge_on_driver, spark_bronze
+
+    files = (lambda: folder_bronze(args.bronze_uri)) if bronze is None else (lambda: spark_bronze(bronze))
+    return merge_on_driver(spark, args, table, files, forced=chosen.forced)
+
+
 def _land_changes(
     spark: SparkSession,
     args: JobArguments,
@@ -184,17 +192,6 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     latest = None
-    if (
-        merging
-        and exists
-        and bronze is not None
-        and merge_on_driver is not None
-        and args.bronze_files_uri is not None
-    ):
-        # A bronze file selection's batch, as Spark listed it (a folder's was tried in _load_run).
-        merged = merge_on_driver(spark, args, table, lambda: spark_bronze(bronze))
-        if merged is not None:
-            return merged
     if merging:
         # DMS's row count bounds the batch's keys before it is read: the check finds the key
         # ranges too (a wrong count fails the run just below, as before). A reconcile reads silver

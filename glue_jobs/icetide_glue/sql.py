@@ -7,27 +7,24 @@ come from other people's databases and may contain anything.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 
 from icetide_glue.columns import (
     ACTION,
-    CDC_PHASE,
     CHANGE_PHASE,
     CHANGE_SEQ,
     CHANGE_TS,
     DELETE,
     DELETED_AT,
-    FULL_LOAD_PHASE,
     HAS_IMAGE,
+    HAS_TOMBSTONE,
     IMAGE_PHASE,
     IMAGE_SEQ,
     IMAGE_TS,
-    IN_MEMORY,
     IN_SILVER,
+    IN_TOMBSTONES,
+    KEEP_TOMBSTONE,
     MATCHED,
     OP,
-    REMEMBER,
-    REMEMBERED,
     RUN_ID,
     SILVER_FILE,
     SILVER_POS,
@@ -35,40 +32,35 @@ from icetide_glue.columns import (
     VALUES_HASH,
     silver_value_column,
 )
+from icetide_glue.decision import (
+    CHANGE,
+    FALSE,
+    KEY_HAS_TOMBSTONE,
+    ORDER_COLUMNS,
+    SILVER,
+    TOMBSTONE,
+    And,
+    Col,
+    Compare,
+    Expr,
+    Facts,
+    IsNull,
+    Lit,
+    Not,
+    Or,
+    SameValues,
+    Side,
+    action_case_sql,
+    newer,
+    tombstone_rule,
+)
+from icetide_glue.sql_text import qualified_name, quote_identifier, string_literal
 
 # Snapshot summary keys of the commit that brings a run onto main (icetide_glue.apply).
 RUN_ID_PROPERTY = "icetide.run-id"
 RUN_STATS_PROPERTY = "icetide.run-stats"
 # Which of the job's merge paths committed a run: "driver" (icetide_glue.driver_merge) or "spark".
 MERGE_PATH_PROPERTY = "icetide.merge-path"
-
-
-# What orders a change against silver's row and the key's tombstone entry (order_guard).
-ORDER_COLUMNS = (CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE)
-
-
-class ChangeAction(StrEnum):
-    """What one deduplicated change does to silver; the run's commit applies the first three."""
-
-    INSERT = "insert"
-    UPDATE = "update"
-    DELETE = "delete"
-    UNCHANGED = "unchanged"
-
-
-def quote_identifier(name: str) -> str:
-    """Backtick-quote one name part (a backtick inside is doubled, as Spark SQL expects)."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def qualified_name(*parts: str) -> str:
-    """``catalog.database.table`` (or any number of parts), each part quoted."""
-    return ".".join(quote_identifier(part) for part in parts)
-
-
-def string_literal(value: str) -> str:
-    """A Spark SQL string literal: backslashes and single quotes escaped."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def column_definitions(columns: Sequence[tuple[str, str]]) -> str:
@@ -161,74 +153,33 @@ def alter_column_type_sql(table: str, column: str, sql_type: str) -> str:
     return f"ALTER TABLE {table} ALTER COLUMN {quote_identifier(column)} TYPE {sql_type}"
 
 
-def order_guard(source: str = "s", target: str = "t", source_arrives: bool | None = True) -> str:
-    """True when ``source``'s change is later than ``target``'s (a silver row, a tombstone entry).
-
-    ``source_arrives`` says which of the two is the change this run brings (True: ``source``;
-    False: ``target``; None: neither, two stored rows). The arriving change is later, whatever the
-    times, when it is a full-load row (a full load reads the source as it is now: whatever silver
-    holds came from an earlier task, or from this task's own full load), or a CDC change over a
-    stored full-load row (DMS delivers a task's full load before its CDC changes, in one folder
-    and across runs: a windowed task's full load is in its first run's folder, a continuous
-    task's LOAD files are taken before its CDC files). The two phases' times cannot be compared:
-    a full-load row's is when DMS transferred it (the replication instance's clock), a CDC row's
-    its commit at the source (the source's clock), and a change committed during the full load may
-    be read by it afterwards.
-
-    Otherwise (CDC against CDC, a row without phase: written before silver stored it, or a
-    reconcile delete) by (change time, sequence): a target without a change time (written by
-    something else) is always overwritten; a missing sequence sorts below every sequence; equal
-    time and sequence is the same change read twice: not later, so it changes nothing.
-    """
-    return _newer(
-        (source, CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE),
-        (target, CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE),
-        source_arrives,
-    )
+def order_guard(source: str = CHANGE, target: str = SILVER, source_arrives: bool | None = True) -> str:
+    """:func:`icetide_glue.decision.newer` of the change, row or tombstone ``source`` over
+    ``target`` (aliases), as SQL text."""
+    return newer(Side(source), Side(target), source_arrives).sql()
 
 
-def _newer(
-    source: tuple[str, str, str, str], target: tuple[str, str, str, str], source_arrives: bool | None
-) -> str:
-    """:func:`order_guard` on any pair of (alias, time column, sequence column, phase column)."""
-    s_ts, t_ts = (f"{alias}.{quote_identifier(ts)}" for alias, ts, _, _ in (source, target))
-    s_seq, t_seq = (f"coalesce({alias}.{quote_identifier(seq)}, '')" for alias, _, seq, _ in (source, target))
-    by_time = f"({t_ts} IS NULL OR {s_ts} > {t_ts} OR ({s_ts} = {t_ts} AND {s_seq} > {t_seq}))"
-    if source_arrives is None:
-        return by_time
-    if source_arrives:
-        return f"({_arrives_later(source, target)} OR {by_time})"
-    return f"(NOT {_arrives_later(target, source)} AND {by_time})"
-
-
-def _arrives_later(arriving: tuple[str, str, str, str], stored: tuple[str, str, str, str]) -> str:
-    """True when the arriving change is later than the stored one by their phases alone."""
-    a_phase, s_phase = (f"{alias}.{quote_identifier(phase)}" for alias, _, _, phase in (arriving, stored))
-    return (
-        f"coalesce({a_phase} = {FULL_LOAD_PHASE}"
-        f" OR ({a_phase} = {CDC_PHASE} AND {s_phase} = {FULL_LOAD_PHASE}), FALSE)"
-    )
-
-
-def take_image(memory: bool) -> str:
+def take_image(tombstones: bool) -> Expr:
     """True when a soft delete keeps the values it carries (``_icetide_image_ts`` / ``_seq`` /
     ``_phase`` say whose they are): they are newer than silver's row, and not older than an update
-    the key's tombstone entry says was skipped (silver holds its values). A delete entry says
+    the key's tombstone says was skipped (silver holds its values). A delete tombstone says
     nothing about values (and may be this very delete, remembered before a failed silver commit)."""
-    image = ("s", IMAGE_TS, IMAGE_SEQ, IMAGE_PHASE)
-    in_silver = f"t.{quote_identifier(IN_SILVER)}"
-    silver_row = ("t", CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE)
-    condition = (
-        f"s.{quote_identifier(HAS_IMAGE)} AND ({in_silver} IS NULL OR {_newer(image, silver_row, True)})"
-    )
-    if memory:
-        in_memory, memory_op = f"m.{quote_identifier(IN_MEMORY)}", f"m.{quote_identifier(OP)}"
-        skipped_update = ("m", CHANGE_TS, CHANGE_SEQ, CHANGE_PHASE)
-        condition += (
-            f" AND ({in_memory} IS NULL OR {memory_op} = '{DELETE}'"
-            f" OR NOT {_newer(skipped_update, image, False)})"
+    image = Side(CHANGE, IMAGE_TS, IMAGE_SEQ, IMAGE_PHASE)
+    parts: list[Expr] = [
+        Col(CHANGE, HAS_IMAGE),
+        Or((IsNull(Col(SILVER, IN_SILVER)), newer(image, Side(SILVER)))),
+    ]
+    if tombstones:
+        parts.append(
+            Or(
+                (
+                    IsNull(Col(TOMBSTONE, IN_TOMBSTONES)),
+                    Compare(Col(TOMBSTONE, OP), "=", Lit(DELETE)),
+                    Not(newer(Side(TOMBSTONE), image, False)),
+                )
+            )
         )
-    return f"({condition})"
+    return And(tuple(parts))
 
 
 def key_condition(keys: Sequence[str], source: str = "s", target: str = "t") -> str:
@@ -238,22 +189,16 @@ def key_condition(keys: Sequence[str], source: str = "s", target: str = "t") -> 
     return " AND ".join(f"{target}.{quote_identifier(k)} = {source}.{quote_identifier(k)}" for k in keys)
 
 
-def same_values(columns: Sequence[str], source: str = "s", target: str = "t") -> str:
-    """True when every listed column of the change equals silver's, nulls included (``<=>``)."""
-    if not columns:
-        raise ValueError("comparing values needs at least one column")
-    return " AND ".join(f"{source}.{quote_identifier(c)} <=> {target}.{quote_identifier(c)}" for c in columns)
-
-
 def values_hash_sql(columns: Sequence[tuple[str, str]], alias: str | None = None) -> str:
     """An 8-byte hash (Spark's ``xxhash64``) of a row's ``columns``, given as (name, Spark type
     name as ``DataType.simpleString()`` spells it), of the table ``alias`` (none: unqualified).
 
-    Two rows of scalar columns hash alike when :func:`same_values` holds for them (strings as text),
-    however silver's schema moved in between: the hash covers JSON text of the values (null fields
-    left out, whatever the session's ``spark.sql.jsonGenerator.ignoreNullFields``, so a column
-    added later with nulls changes nothing; an int reads as a bigint does, a decimal as its
-    wider precision with the same scale does); a float is read as the double it widens to, and
+    Two rows of scalar columns hash alike when :class:`icetide_glue.decision.SameValues` holds for
+    them (strings as text), however silver's schema moved in between: the hash covers JSON text of
+    the values (null fields left out, whatever the session's
+    ``spark.sql.jsonGenerator.ignoreNullFields``, so a column added later with nulls changes
+    nothing; an int reads as a bigint does, a decimal as its wider precision with the same scale
+    does); a float is read as the double it widens to, and
     -0.0 as 0.0 (``<=>`` holds for them); a timestamp is its microseconds since the epoch (the
     session's time zone cannot change it); binary is hex. A changed row hashes alike only by a
     64-bit collision. One definition for the batch's side and silver's stored and legacy rows.
@@ -281,20 +226,6 @@ def _exact_text(value: str, kind: str) -> str:
     return f"CAST({value} AS STRING)"
 
 
-def passes_memory(source: str = "s", memory: str = "m") -> str:
-    """True when the key's order memory (tombstone table) does not stop the change.
-
-    An insert or update must be newer than the remembered change. A delete must not be older: the
-    same delete read again must still remove a silver row that a failed silver commit left behind
-    (the memory is written before the silver commit). No memory row: nothing stops it.
-    """
-    op, in_memory = f"{source}.{quote_identifier(OP)}", f"{memory}.{quote_identifier(IN_MEMORY)}"
-    return (
-        f"({in_memory} IS NULL OR ({op} = '{DELETE}' AND NOT {order_guard(memory, source, False)})"
-        f" OR ({op} <> '{DELETE}' AND {order_guard(source, memory)}))"
-    )
-
-
 def compared_columns(value_columns: Sequence[str], keys: Sequence[str]) -> list[str]:
     """The source columns the classification compares with silver's: all but the keys (names
     case-insensitive, as the batch's key may be spelled otherwise than silver's)."""
@@ -307,7 +238,7 @@ def classify_changes_sql(
     source_view: str,
     keys: Sequence[str],
     value_columns: Sequence[str] = (),
-    memory_table: str | None = None,
+    tombstone_table: str | None = None,
     soft_delete: bool = False,
     broadcast_changes: bool = False,
     value_types: Mapping[str, str] | None = None,
@@ -347,7 +278,6 @@ def classify_changes_sql(
     rows without a stored hash (:func:`hashed_rows_of_batch`, in ``unhashed_table``), none when
     ``unhashed_rows`` is false.
     """
-    op = f"s.{quote_identifier(OP)}"
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
     compared = compared_columns(value_columns, keys)
     hashed = value_types is not None and bool(compared)
@@ -382,56 +312,40 @@ def classify_changes_sql(
         if soft_delete
         else []
     )
-    same_row = "FALSE"
+    same: Expr | None = None
     if compared:
-        alive = f"t.{quote_identifier(DELETED_AT)} IS NULL AND " if soft_delete else ""
-        same = same_values([VALUES_HASH]) if hashed else same_values(compared)
-        same_row = f"{op} <> '{DELETE}' AND {alive}{same}"
-    memory_ok = passes_memory() if memory_table is not None else "TRUE"
-    remembered = f"m.{quote_identifier(IN_MEMORY)} IS NOT NULL" if memory_table is not None else "FALSE"
-    keeps_image = take_image(memory_table is not None)
-    soft_insert = (
-        [f"  WHEN {in_silver} IS NULL AND {keeps_image} THEN '{ChangeAction.DELETE}'"] if soft_delete else []
-    )
-    skipped_update = f"({in_silver} IS NOT NULL AND {same_row})"
-    remember = f"({memory_ok} AND {order_guard()} AND ({op} = '{DELETE}' OR {skipped_update}))"
-    memory_join = []
-    if memory_table is not None:
-        memory_rows = rows_of_batch(
-            memory_table,
+        same = SameValues((VALUES_HASH,)) if hashed else SameValues(tuple(compared))
+    tombstones = tombstone_table is not None
+    keeps_image = take_image(tombstones)
+    facts = Facts(tombstones=tombstones, same=same, soft_delete=soft_delete, keeps_image=keeps_image)
+    has_tombstone = KEY_HAS_TOMBSTONE if tombstones else FALSE
+    tombstone_join = []
+    if tombstone_table is not None:
+        tombstone_rows = rows_of_batch(
+            tombstone_table,
             source_view,
             keys,
             (*keys, *ORDER_COLUMNS, OP),
-            IN_MEMORY,
+            IN_TOMBSTONES,
             broadcast_changes,
         )
-        memory_join = [f"LEFT JOIN ({memory_rows}) m", f"ON {key_condition(keys, 's', 'm')}"]
+        tombstone_join = [f"LEFT JOIN ({tombstone_rows}) m", f"ON {key_condition(keys, 's', 'm')}"]
+    case = action_case_sql(facts)
     return "\n".join(
         [
-            "SELECT s.*, CASE",
-            *(
-                [f"  WHEN NOT {memory_ok} THEN '{ChangeAction.UNCHANGED}'"]
-                if memory_table is not None
-                else []
-            ),
-            f"  WHEN {in_silver} IS NULL AND {op} <> '{DELETE}' THEN '{ChangeAction.INSERT}'",
-            *soft_insert,
-            f"  WHEN {in_silver} IS NULL THEN '{ChangeAction.UNCHANGED}'",
-            f"  WHEN NOT {order_guard()} THEN '{ChangeAction.UNCHANGED}'",
-            f"  WHEN {op} = '{DELETE}' THEN '{ChangeAction.DELETE}'",
-            *([f"  WHEN {same_row} THEN '{ChangeAction.UNCHANGED}'"] if compared else []),
-            f"  ELSE '{ChangeAction.UPDATE}'",
-            f"END AS {quote_identifier(ACTION)},",
-            *([f"{keeps_image} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
+            f"SELECT s.*, {case[0]}",
+            *case[1:-1],
+            f"{case[-1]} AS {quote_identifier(ACTION)},",
+            *([f"{keeps_image.sql()} AS {quote_identifier(TAKE_IMAGE)},"] if soft_delete else []),
             f"{in_silver} IS NOT NULL AS {quote_identifier(MATCHED)},",
             f"t.{quote_identifier(SILVER_FILE)}, t.{quote_identifier(SILVER_POS)},",
             *kept_values,
-            f"{remembered} AS {quote_identifier(REMEMBERED)},",
-            f"{remember} AS {quote_identifier(REMEMBER)}",
+            f"{has_tombstone.sql()} AS {quote_identifier(HAS_TOMBSTONE)},",
+            f"{tombstone_rule(facts).sql()} AS {quote_identifier(KEEP_TOMBSTONE)}",
             f"FROM {quote_identifier(source_view)} s",
             f"LEFT JOIN ({silver_rows}) t",
             f"ON {key_condition(keys)}",
-            *memory_join,
+            *tombstone_join,
         ]
     )
 
@@ -552,13 +466,17 @@ def reconcile_candidates_sql(
     ``reconcile_sequence``) keeps its key a candidate: a retry after a failed silver commit reads
     the tombstones this run wrote and must reach the same result as the first attempt.
     """
-    in_silver, in_memory = quote_identifier(IN_SILVER), quote_identifier(IN_MEMORY)
+    in_silver, in_tombstones = quote_identifier(IN_SILVER), quote_identifier(IN_TOMBSTONES)
     ts, seq, op = quote_identifier(CHANGE_TS), quote_identifier(CHANGE_SEQ), quote_identifier(OP)
     phase = quote_identifier(CHANGE_PHASE)
     quoted = [quote_identifier(k) for k in keys]
     alive = f" AND t.{quote_identifier(DELETED_AT)} IS NULL" if soft_delete else ""
     # Two stored rows: neither arrives now, so times alone say which is later.
-    memory_newer = f"m.{in_memory} IS NOT NULL AND (t.{in_silver} IS NULL OR {order_guard('m', 't', None)})"
+    tombstone_rows = f"SELECT {', '.join(quoted)}, {ts}, {seq}, {phase}, {op}, TRUE AS {in_tombstones}"
+    tombstone_rows += f" FROM {memory_table}"
+    tombstone_newer = (
+        f"m.{in_tombstones} IS NOT NULL AND (t.{in_silver} IS NULL OR {order_guard('m', 't', None)})"
+    )
     silver_columns = ", ".join(
         [*quoted, ts, seq, phase, *([quote_identifier(DELETED_AT)] if soft_delete else [])]
     )
@@ -578,13 +496,12 @@ def reconcile_candidates_sql(
             f"FROM {quote_identifier(changes_view)} s",
             "FULL OUTER JOIN (",
             f"  SELECT {state_keys}, ((t.{in_silver} IS NOT NULL{alive}) OR ({own_delete})) AS `live`,",
-            f"    CASE WHEN {memory_newer} THEN m.{ts} ELSE t.{ts} END AS {ts},",
-            f"    CASE WHEN {memory_newer} THEN m.{seq} ELSE t.{seq} END AS {seq},",
-            f"    CASE WHEN {memory_newer} THEN m.{phase} ELSE t.{phase} END AS {phase}",
+            f"    CASE WHEN {tombstone_newer} THEN m.{ts} ELSE t.{ts} END AS {ts},",
+            f"    CASE WHEN {tombstone_newer} THEN m.{seq} ELSE t.{seq} END AS {seq},",
+            f"    CASE WHEN {tombstone_newer} THEN m.{phase} ELSE t.{phase} END AS {phase}",
             # Quoted names only: nothing in this text comes unquoted from input.
             f"  FROM (SELECT {silver_columns}, TRUE AS {in_silver} FROM {table}) t",  # noqa: S608
-            f"  FULL OUTER JOIN (SELECT {', '.join(quoted)}, {ts}, {seq}, {phase}, {op}, TRUE AS {in_memory} "  # noqa: S608
-            f"FROM {memory_table}) m",
+            f"  FULL OUTER JOIN ({tombstone_rows}) m",
             f"  ON {key_condition(keys, 'm', 't')}",
             ") b",
             f"ON {key_condition(keys, 's', 'b')}",

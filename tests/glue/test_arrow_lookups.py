@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from icetide_glue.arrow_batch import _latest_per_key, _one_change_per_key
-from icetide_glue.arrow_labels import MEMORY_SIDE, SILVER_SIDE, _joined
+from icetide_glue.arrow_labels import SILVER_SIDE, TOMBSTONE_SIDE, _joined
 from icetide_glue.arrow_silver import _among
 from icetide_glue.arrow_types import NotEligible
 from icetide_glue.columns import CHANGE_PHASE, CHANGE_SEQ, CHANGE_TS, FILE_RANK, ROW_INDEX
@@ -56,7 +56,7 @@ def test_each_change_meets_its_key_s_row_and_entry_or_none(seed: int, composite:
         silver_rows = silver_rows.set_column(0, "id", silver_rows.column("id").cast(pa.int64()))
     joined = _joined(table(changes), silver_rows, memory_rows, keys)
     assert joined.column(SILVER_SIDE + "v").to_pylist() == _oracle_side(changes, silver)
-    assert joined.column(MEMORY_SIDE + CHANGE_TS).to_pylist() == _oracle_side(changes, memory)
+    assert joined.column(TOMBSTONE_SIDE + CHANGE_TS).to_pylist() == _oracle_side(changes, memory)
 
 
 @pytest.mark.parametrize("composite", [False, True])

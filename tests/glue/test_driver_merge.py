@@ -228,7 +228,7 @@ class BothPaths:
 
     def run(self, run_id: str, bronze: Path, driver: bool, **arguments: Any) -> dict[str, Any]:
         by_spark = load_into_silver(
-            self.spark, self.spark_table, run_id, bronze, driver_merge_max_changes=0, **arguments
+            self.spark, self.spark_table, run_id, bronze, merge_plan="spark", **arguments
         )
         by_driver = load_into_silver(self.spark, self.driver_table, run_id, bronze, **arguments)
         assert _manifest(by_driver, self.driver_table) == _manifest(by_spark, self.spark_table), run_id

@@ -136,9 +136,9 @@ def test_classification_labels_each_change_with_the_commit_s_action_and_silver_s
         "END AS `_icetide_action`,\n"
         "t.`_icetide_in_silver` IS NOT NULL AS `_icetide_matched`,\n"
         "t.`_icetide_silver_file`, t.`_icetide_silver_pos`,\n"
-        "FALSE AS `_icetide_remembered`,\n"
+        "FALSE AS `_icetide_has_tombstone`,\n"
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
-        "AS `_icetide_remember`\n"
+        "AS `_icetide_keep_tombstone`\n"
         "FROM `icetide_changes` s\n"
         "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
         "r.`_icetide_change_phase`, "
@@ -182,7 +182,7 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
         "icetide_changes",
         ["tenant", "order_id"],
         broadcast_changes=True,
-        memory_table="`m`.`t`",
+        tombstone_table="`m`.`t`",
     )
     assert (
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
@@ -194,12 +194,12 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
     ) in statement
     assert "WHERE" not in statement
     # With a tombstone table, a change to remember says whether its key already has an entry.
-    assert "m.`_icetide_in_memory` IS NOT NULL AS `_icetide_remembered`,\n" in statement
+    assert "m.`_icetide_in_tombstones` IS NOT NULL AS `_icetide_has_tombstone`,\n" in statement
     # The tombstone table is read the same way.
     assert statement.endswith(
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
         "r.`_icetide_change_seq`, "
-        "r.`_icetide_change_phase`, r.`_icetide_op`, TRUE AS `_icetide_in_memory` FROM `m`.`t` r "
+        "r.`_icetide_change_phase`, r.`_icetide_op`, TRUE AS `_icetide_in_tombstones` FROM `m`.`t` r "
         "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id`) m\n"
         "ON m.`tenant` = s.`tenant` AND m.`order_id` = s.`order_id`"
     )
@@ -226,7 +226,7 @@ def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extract
 def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest_known() -> None:
     # The values arriving beat silver's row of the other phase; a skipped update's entry (stored)
     # of the other phase never counts as newer than them.
-    assert take_image(memory=True) == (
+    assert take_image(tombstones=True).sql() == (
         "(s.`_icetide_has_image` AND (t.`_icetide_in_silver` IS NULL OR "
         "(coalesce(s.`_icetide_image_phase` = 0 OR "
         "(s.`_icetide_image_phase` = 1 AND t.`_icetide_change_phase` = 0), FALSE) OR "
@@ -234,7 +234,7 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
         "s.`_icetide_image_ts` > t.`_icetide_change_ts` OR "
         "(s.`_icetide_image_ts` = t.`_icetide_change_ts` AND "
         "coalesce(s.`_icetide_image_seq`, '') > coalesce(t.`_icetide_change_seq`, ''))))) AND "
-        "(m.`_icetide_in_memory` IS NULL OR m.`_icetide_op` = 'D' OR NOT "
+        "(m.`_icetide_in_tombstones` IS NULL OR m.`_icetide_op` = 'D' OR NOT "
         "(NOT coalesce(s.`_icetide_image_phase` = 0 OR "
         "(s.`_icetide_image_phase` = 1 AND m.`_icetide_change_phase` = 0), FALSE) AND "
         "(s.`_icetide_image_ts` IS NULL OR "

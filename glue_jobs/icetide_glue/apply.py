@@ -11,6 +11,7 @@ their own, icetide_glue.unpublished_files), so readers see the run whole or not 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -31,31 +32,33 @@ from icetide_glue.columns import (
     MATCHED,
     SILVER_FILE,
     TAKE_IMAGE,
+    TOMBSTONE_COLUMNS,
     VALUES_HASH,
     silver_value_column,
 )
 from icetide_glue.decision import ChangeAction
-from icetide_glue.errors import IcetideJobError
+from icetide_glue.errors import IcetideJobError, one_line
 from icetide_glue.iceberg_tables import data_files_may_hold, java_long, jvm
 from icetide_glue.planned_scan import rows_in_key_ranges
 from icetide_glue.position_deletes import remove_rows, require_position_deletes
 from icetide_glue.silver import SilverTable
 from icetide_glue.sql import (
-    MEMORY_COLUMNS,
     classify_changes_sql,
     compared_columns,
-    memory_merge_sql,
-    prune_memory_sql,
+    prune_tombstones_sql,
     quote_identifier,
+    tombstone_merge_sql,
     values_hash_sql,
 )
 from icetide_glue.unpublished_files import check_rows_written, write_unpublished_data_files
+
+logger = logging.getLogger(__name__)
 
 CHANGES_VIEW = "icetide_changes"
 # The rows of silver and of its tombstone table a classification reads (planned by Iceberg).
 SILVER_ROWS_VIEW = "icetide_silver_rows"
 UNHASHED_ROWS_VIEW = "icetide_silver_unhashed_rows"
-MEMORY_ROWS_VIEW = "icetide_memory_rows"
+TOMBSTONE_ROWS_VIEW = "icetide_tombstone_rows"
 # A commit that appends at most this many rows writes them in one task, sorted there in the table's
 # order, without Spark's range distribution: one data file (per 64 MB, per partition of a legacy
 # bucketed table) instead of one per range partition, and no sampling job or shuffle (200k narrow
@@ -65,7 +68,7 @@ MEMORY_ROWS_VIEW = "icetide_memory_rows"
 ONE_TASK_WRITE_ROWS = 1_000_000
 # Iceberg's Spark write option for the write's distribution (none: each task sorts what it has).
 _DISTRIBUTION_MODE = "distribution-mode"
-CHANGES_TO_REMEMBER_VIEW = "icetide_changes_to_remember"
+NEW_TOMBSTONES_VIEW = "icetide_new_tombstones"
 _MICROS_PER_DAY = 86_400_000_000
 # Names of the classification's tallies (:func:`_label_tallies`) beside the actions' and columns'.
 _REMOVING, _UNPLACED, _NEWEST = "removing", "unplaced", "newest"
@@ -106,10 +109,10 @@ class ClassifiedChanges:
     plan: CommitPlan = CommitPlan()
     # How many changes the tombstone table must remember, and the batch's newest change time in
     # epoch microseconds (None: no change), found in the same pass as the counts.
-    to_remember: int = 0
+    to_tombstone: int = 0
     newest_change_micros: int | None = None
-    # Of ``to_remember``, the changes of keys the tombstone table already holds (merged there).
-    remembered_before: int = 0
+    # Of ``to_tombstone``, the changes of keys the tombstone table already holds (merged there).
+    tombstones_before: int = 0
     # The columns compared with silver's, in order: with soft deletes the frame also carries
     # silver's value of each (``silver_value_column(i)``).
     compared: Sequence[str] = ()
@@ -132,7 +135,7 @@ class ClassifiedChanges:
     def release(self) -> None:
         """Drop the run's temporary views (a session may run many jobs). The checkpointed labels
         cannot be unpersisted: Spark frees their blocks once the frame is garbage-collected."""
-        for view in (CHANGES_VIEW, CHANGES_TO_REMEMBER_VIEW):
+        for view in (CHANGES_VIEW, NEW_TOMBSTONES_VIEW):
             self.frame.sparkSession.catalog.dropTempView(view)
 
 
@@ -172,7 +175,7 @@ def classify_changes(
     latest: DataFrame,
     keys: Sequence[str],
     value_columns: Sequence[str] = (),
-    memory: SilverTable | None = None,
+    tombstones: SilverTable | None = None,
     soft_delete: bool = False,
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
@@ -183,7 +186,7 @@ def classify_changes(
     """Label each change (one per key, aligned to silver) with what the run's commit will do to it.
 
     ``value_columns`` are the source columns compared with silver to tell a real update from a
-    re-read of an unchanged row; ``memory`` is the tombstone table the order guard consults;
+    re-read of an unchanged row; ``tombstones`` is the tombstone table the order guard consults;
     ``key_ranges`` (closed ranges of the first key: Iceberg plans the reads of silver and of the
     tombstone table with them, icetide_glue.planned_scan) and ``broadcast_changes``
     (:func:`icetide_glue.sql.rows_of_batch`) limit those reads to the batch's keys. With
@@ -207,7 +210,7 @@ def classify_changes(
         CHANGES_VIEW,
         keys,
         value_columns,
-        tombstone_table=quote_identifier(MEMORY_ROWS_VIEW) if memory is not None else None,
+        tombstone_table=quote_identifier(TOMBSTONE_ROWS_VIEW) if tombstones is not None else None,
         soft_delete=soft_delete,
         broadcast_changes=broadcast_changes,
         value_types=value_types,
@@ -221,8 +224,8 @@ def classify_changes(
     ]
     if value_types is not None and unhashed_rows:
         views.append((UNHASHED_ROWS_VIEW, table, True, VALUES_HASH, snapshot_id))
-    if memory is not None:
-        views.append((MEMORY_ROWS_VIEW, memory, False, None, None))
+    if tombstones is not None:
+        views.append((TOMBSTONE_ROWS_VIEW, tombstones, False, None, None))
     with ExitStack() as staged:
         try:
             for view, read, positions, nulls, snapshot in views:
@@ -263,8 +266,8 @@ def classify_changes(
         plan=CommitPlan(
             to_remove=int(tallies[_REMOVING]), to_write=sum(count(action) for action in leaving_rows)
         ),
-        to_remember=int(tallies[KEEP_TOMBSTONE]),
-        remembered_before=int(tallies[HAS_TOMBSTONE]),
+        to_tombstone=int(tallies[KEEP_TOMBSTONE]),
+        tombstones_before=int(tallies[HAS_TOMBSTONE]),
         newest_change_micros=int(newest) if newest is not None else None,
         compared=compared_columns(value_columns, keys),
         removed_data_files=sorted(set(json.loads(tallies[SILVER_FILE]))),
@@ -302,8 +305,8 @@ def _label_tallies() -> list[Column]:
     ]
 
 
-def remember_changes(
-    spark: SparkSession, memory: SilverTable, classified: ClassifiedChanges, keys: Sequence[str]
+def write_tombstones(
+    spark: SparkSession, tombstones: SilverTable, classified: ClassifiedChanges, keys: Sequence[str]
 ) -> bool:
     """Write the run's deletes and skipped updates to the tombstone table, BEFORE the silver commit;
     False when there was nothing to remember (and so no commit).
@@ -313,23 +316,25 @@ def remember_changes(
     harmless: a delete equal to its tombstone still removes the row on the retry, and a skipped
     update only recorded what silver already holds.
     """
-    if classified.to_remember == 0:
+    if classified.to_tombstone == 0:
         return False
-    remembered = classified.frame.where(F.col(KEEP_TOMBSTONE))
-    entries = [*keys, *MEMORY_COLUMNS]
-    if classified.remembered_before:
-        remembered.where(F.col(HAS_TOMBSTONE)).select(*entries).createOrReplaceTempView(
-            CHANGES_TO_REMEMBER_VIEW
+    new_tombstones = classified.frame.where(F.col(KEEP_TOMBSTONE))
+    entries = [*keys, *TOMBSTONE_COLUMNS]
+    if classified.tombstones_before:
+        new_tombstones.where(F.col(HAS_TOMBSTONE)).select(*entries).createOrReplaceTempView(
+            NEW_TOMBSTONES_VIEW
         )
-        spark.sql(memory_merge_sql(memory.sql_name, CHANGES_TO_REMEMBER_VIEW, keys))
-    if classified.remembered_before < classified.to_remember:
+        spark.sql(tombstone_merge_sql(tombstones.sql_name, NEW_TOMBSTONES_VIEW, keys))
+    if classified.tombstones_before < classified.to_tombstone:
         # One file per run: the labels keep the classification's partitions, one file each.
-        remembered.where(~F.col(HAS_TOMBSTONE)).select(*entries).coalesce(1).writeTo(memory.sql_name).append()
+        new_tombstones.where(~F.col(HAS_TOMBSTONE)).select(*entries).coalesce(1).writeTo(
+            tombstones.sql_name
+        ).append()
     return True
 
 
 def forget_expired_changes(
-    spark: SparkSession, memory: SilverTable, newest_change_micros: int, retention_days: int
+    spark: SparkSession, tombstones: SilverTable, newest_change_micros: int, retention_days: int
 ) -> None:
     """Delete the tombstone entries older than ``retention_days`` before the batch's newest change
     time, AFTER the silver commit (a commit of its own, only when there is something to delete;
@@ -349,8 +354,18 @@ def forget_expired_changes(
     expired = jvm(spark).org.apache.iceberg.expressions.Expressions.lessThan(
         CHANGE_TS, java_long(spark, prune_before)
     )
-    if data_files_may_hold(spark, memory.sql_name, expired):
-        spark.sql(prune_memory_sql(memory.sql_name, prune_before))
+    if data_files_may_hold(spark, tombstones.sql_name, expired):
+        spark.sql(prune_tombstones_sql(tombstones.sql_name, prune_before))
+
+
+def forget_expired_changes_after_commit(
+    spark: SparkSession, tombstones: SilverTable, newest: int, days: int
+) -> None:
+    """Housekeeping after the run's commit: a failure only delays it to the next run."""
+    try:
+        forget_expired_changes(spark, tombstones, newest, days)
+    except Exception as error:  # the run's commit stands; failing the run now would only mislead
+        logger.warning("%s: old tombstones not pruned this run: %s", tombstones, one_line(error))
 
 
 def commit_changes(

@@ -16,16 +16,18 @@ folder itself and names what is wrong with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs
 from pyspark.sql.types import StructField, StructType
 
+from icetide_contracts.bronze_files import is_full_load_file
 from icetide_glue.arrow_files import file_system, open_input
 from icetide_glue.arrow_types import NotEligible, spark_type_of
 from icetide_glue.columns import is_metadata_column
+from icetide_glue.row_count import BronzeRows
 
 PARQUET_SUFFIX = ".parquet"
 # Byte columns pyarrow and Spark type alike only when plain, text or decimal.
@@ -105,3 +107,17 @@ def _file_fields(path: str) -> list[StructField]:
 
 
 __all__ = ["listed_bronze_files", "merged_bronze_schema"]
+
+
+def arrow_bronze_rows(paths: Iterable[str]) -> BronzeRows:
+    """The rows of the bronze files at ``paths`` (the driver merge's listing), from their footers."""
+    full_load = change = files = 0
+    for path in paths:
+        files += 1
+        with open_input(path) as source:
+            rows = pq.read_metadata(source).num_rows
+        if is_full_load_file(path.rsplit("/", 1)[-1]):
+            full_load += rows
+        else:
+            change += rows
+    return BronzeRows(full_load, change, files)

@@ -114,3 +114,8 @@ def silver_value_column(index: int) -> str:
 def is_metadata_column(name: str) -> bool:
     """True for icetide's own columns (stored or working), whatever the case."""
     return name.lower().startswith(RESERVED_PREFIX)
+
+
+# The tombstone table's own columns after the key columns (a stored layout: icetide_glue.silver
+# creates the table with them, the merges write them).
+TOMBSTONE_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID, CHANGE_PHASE)

@@ -38,9 +38,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from icetide_contracts.run_manifest import RunManifest
+from icetide_glue.apply import forget_expired_changes_after_commit
 from icetide_glue.arguments import JobArguments
 from icetide_glue.arrow_batch import read_batch
-from icetide_glue.arrow_bronze import listed_bronze_files, merged_bronze_schema
+from icetide_glue.arrow_bronze import arrow_bronze_rows, listed_bronze_files, merged_bronze_schema
 from icetide_glue.arrow_commit import (
     append_data_file,
     commit_row_delta,
@@ -62,17 +63,17 @@ from icetide_glue.columns import (
     OP,
     ROW_INDEX,
     RUN_ID,
+    TOMBSTONE_COLUMNS,
     is_metadata_column,
 )
 from icetide_glue.decision import ORDER_COLUMNS, ChangeAction
 from icetide_glue.errors import BronzeSchemaError, IcetideJobError, InvalidJobArguments
 from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
+from icetide_glue.merge_plan import MergePlan
 from icetide_glue.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
-from icetide_glue.row_count import arrow_bronze_rows, check_bronze_rows
+from icetide_glue.row_count import check_bronze_rows
 from icetide_glue.run_record import (
-    DRIVER_MERGE_PATH,
     committed_snapshot_id,
-    forget_expired_changes_after_commit,
     snapshot_properties,
 )
 from icetide_glue.schema_evolution import plan_schema_changes
@@ -84,9 +85,8 @@ from icetide_glue.silver import (
 )
 from icetide_glue.sql import (
     MAIN_BRANCH,
-    MEMORY_COLUMNS,
     compared_columns,
-    memory_merge_sql,
+    tombstone_merge_sql,
 )
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ logger = logging.getLogger(__name__)
 MAX_BRONZE_BYTES = 256 * 1024 * 1024
 # The planned read of silver past which the Spark path reads it (on many workers, on Glue).
 MAX_PLANNED_BYTES = 512 * 1024 * 1024
-_MEMORY_VIEW = "icetide_driver_changes_to_remember"
+_TOMBSTONE_VIEW = "icetide_driver_new_tombstones"
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,8 @@ class _Run:
     iceberg: Any  # silver's refreshed Iceberg table (_Target)
     silver_keys: list[str]
     tombstones: SilverTable
-    memory: StructType  # the tombstone table's Spark schema
-    memory_iceberg: Any  # and its refreshed Iceberg table
+    tombstone_schema: StructType  # the tombstone table's Spark schema
+    tombstone_iceberg: Any  # and its refreshed Iceberg table
     tombstone_keys: list[str]
     base_snapshot_id: int
     planned: list[PlannedDataFile]
@@ -244,8 +244,8 @@ def _align(latest: pa.Table, silver: StructType) -> pa.Table:
     return pa.table(columns)
 
 
-def _tombstone_keys(memory: StructType, keys: Sequence[str]) -> list[str]:
-    return [find_column(memory.fieldNames(), key) or key for key in keys]
+def _tombstone_keys(tombstone_schema: StructType, keys: Sequence[str]) -> list[str]:
+    return [find_column(tombstone_schema.fieldNames(), key) or key for key in keys]
 
 
 def _label(
@@ -284,9 +284,9 @@ def _label(
     wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
     read = StructType([silver[name] for name in [*silver_keys, *ORDER_COLUMNS, *compared]])
     key_fields = [latest.schema.field(key) for key in silver_keys]
-    read_memory = partial(_read_memory, spark, tombstones, keys, key_fields, ranges, wanted)
+    read_tombstones = partial(_read_tombstones, spark, tombstones, keys, key_fields, ranges, wanted)
     # The tombstone table is planned and read while silver's rows are (icetide_glue.beside).
-    with beside(read_memory, "the tombstone table's read", decisions=(NotEligible,)) as remembered:
+    with beside(read_tombstones, "the tombstone table's read", decisions=(NotEligible,)) as wrote_tombstones:
         planned, silver_rows = read_rows_of_keys(
             spark,
             iceberg,
@@ -298,8 +298,8 @@ def _label(
             base_snapshot_id,
             MAX_PLANNED_BYTES,
         )
-        memory = remembered.result()
-    labels = label_changes(latest, silver_rows, memory.rows, silver_keys, compared)
+        tombstone_schema = wrote_tombstones.result()
+    labels = label_changes(latest, silver_rows, tombstone_schema.rows, silver_keys, compared)
     summary = batch.summary
     manifest = RunManifest(
         run_id=args.run_id,
@@ -321,16 +321,16 @@ def _label(
         iceberg,
         silver_keys,
         tombstones,
-        memory.schema,
-        memory.iceberg,
-        memory.keys,
+        tombstone_schema.schema,
+        tombstone_schema.iceberg,
+        tombstone_schema.keys,
         base_snapshot_id,
         planned,
     )
 
 
 @dataclass(frozen=True)
-class _Memory:
+class _Tombstones:
     """The tombstone table as a run reads it: its schema, its refreshed Iceberg table, its key
     columns and its entries of the batch's keys (keys typed as the batch's)."""
 
@@ -340,25 +340,25 @@ class _Memory:
     rows: pa.Table
 
 
-def _read_memory(
+def _read_tombstones(
     spark: SparkSession,
     tombstones: SilverTable,
     keys: Sequence[str],
     key_fields: Sequence[pa.Field],
     ranges: Sequence[tuple[int, int]],
     wanted: pa.Array,
-) -> _Memory:
+) -> _Tombstones:
     """The tombstone table's entries of ``wanted`` keys (change time, sequence, phase, op), its keys
     cast to ``key_fields`` (the batch's), as the labels join them."""
-    memory = silver_schema(spark, tombstones)
-    tombstone_keys = _tombstone_keys(memory, keys)
-    memory_read = StructType([memory[name] for name in [*tombstone_keys, *ORDER_COLUMNS, OP]])
-    memory_iceberg = iceberg_table(spark, tombstones.sql_name, refreshed=True)
+    tombstone_schema = silver_schema(spark, tombstones)
+    tombstone_keys = _tombstone_keys(tombstone_schema, keys)
+    tombstone_read = StructType([tombstone_schema[name] for name in [*tombstone_keys, *ORDER_COLUMNS, OP]])
+    tombstone_iceberg = iceberg_table(spark, tombstones.sql_name, refreshed=True)
     _, rows = read_rows_of_keys(
         spark,
-        memory_iceberg,
+        tombstone_iceberg,
         tombstones.sql_name,
-        iceberg_arrow_schema(spark, memory_iceberg, memory_read),
+        iceberg_arrow_schema(spark, tombstone_iceberg, tombstone_read),
         tombstone_keys[0],
         ranges,
         wanted,
@@ -375,7 +375,7 @@ def _read_memory(
             **{name: rows.column(name) for name in (*ORDER_COLUMNS, OP)},
         }
     )
-    return _Memory(memory, memory_iceberg, tombstone_keys, rows)
+    return _Tombstones(tombstone_schema, tombstone_iceberg, tombstone_keys, rows)
 
 
 def _with_times(rows: pa.Table) -> pa.Table:
@@ -384,34 +384,34 @@ def _with_times(rows: pa.Table) -> pa.Table:
     return rows.set_column(index, CHANGE_TS, pc.cast(rows.column(CHANGE_TS), pa.timestamp("us", tz="UTC")))
 
 
-def _remember(spark: SparkSession, run: _Run) -> bool:
-    """The tombstone table's writes, before silver's commit (icetide_glue.apply.remember_changes:
+def _write_tombstones(spark: SparkSession, run: _Run) -> bool:
+    """The tombstone table's writes, before silver's commit (icetide_glue.apply.write_tombstones:
     entries of keys it holds moved forward by its MERGE, the others appended); False when there
     is nothing to remember."""
     labels = run.labels
     if not labels.keep_tombstone.any():
         return False
     entries = _with_times(
-        labels.changes.filter(pa.array(labels.keep_tombstone)).select([*run.silver_keys, *MEMORY_COLUMNS])
+        labels.changes.filter(pa.array(labels.keep_tombstone)).select([*run.silver_keys, *TOMBSTONE_COLUMNS])
     )
-    entries = entries.rename_columns([*run.tombstone_keys, *MEMORY_COLUMNS])
+    entries = entries.rename_columns([*run.tombstone_keys, *TOMBSTONE_COLUMNS])
     held = labels.has_tombstone[labels.keep_tombstone]
-    memory = run.memory
+    tombstone_schema = run.tombstone_schema
     if held.any():
-        columns = StructType([memory[name] for name in entries.column_names])
+        columns = StructType([tombstone_schema[name] for name in entries.column_names])
         moved = spark.createDataFrame(entries.filter(pa.array(held)).to_pylist(), columns)
-        moved.createOrReplaceTempView(_MEMORY_VIEW)
+        moved.createOrReplaceTempView(_TOMBSTONE_VIEW)
         try:
-            spark.sql(memory_merge_sql(run.tombstones.sql_name, _MEMORY_VIEW, run.tombstone_keys))
+            spark.sql(tombstone_merge_sql(run.tombstones.sql_name, _TOMBSTONE_VIEW, run.tombstone_keys))
         finally:
-            spark.catalog.dropTempView(_MEMORY_VIEW)
+            spark.catalog.dropTempView(_TOMBSTONE_VIEW)
     if not held.all():
         # After the MERGE above the handle is behind: refreshed, so the append builds on it.
-        iceberg = run.memory_iceberg
+        iceberg = run.tombstone_iceberg
         if held.any():
             iceberg.refresh()
         schema = iceberg_arrow_schema(
-            spark, iceberg, StructType([memory[name] for name in entries.column_names])
+            spark, iceberg, StructType([tombstone_schema[name] for name in entries.column_names])
         )
         append_data_file(
             spark, iceberg, write_data_file(spark, iceberg, entries.filter(pa.array(~held)), schema), {}
@@ -441,10 +441,10 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
     times = labels.changes.column(CHANGE_TS)
     newest = pc.max(times).as_py() if len(times) else None
     changing = manifest.rows_inserted + manifest.rows_updated + manifest.rows_deleted
-    remembered = False
+    wrote_tombstones = False
     if changing:
         iceberg = run.iceberg
-        properties = snapshot_properties(manifest, DRIVER_MERGE_PATH)
+        properties = snapshot_properties(manifest, MergePlan.DRIVER)
         rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
         rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
         schema = iceberg_arrow_schema(spark, iceberg, run.silver)
@@ -462,7 +462,7 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
                 ]
                 replaced = files_to_replace(live)
                 written = write_position_deletes(iceberg, positions, replaced)
-                remembered = _remember(spark, run)
+                wrote_tombstones = _write_tombstones(spark, run)
                 expected = int(labels.removes.sum()) + sum(old.record_count for old in replaced)
                 commit_row_delta(
                     spark,
@@ -476,11 +476,11 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
                     added.result(),
                 )
             else:
-                remembered = _remember(spark, run)
+                wrote_tombstones = _write_tombstones(spark, run)
                 append_data_file(spark, iceberg, added.result()[0], properties)
         manifest = replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
     else:
-        remembered = _remember(spark, run)
-    if remembered and newest is not None:
+        wrote_tombstones = _write_tombstones(spark, run)
+    if wrote_tombstones and newest is not None:
         forget_expired_changes_after_commit(spark, run.tombstones, int(newest), args.tombstone_retention_days)
     return manifest

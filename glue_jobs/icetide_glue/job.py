@@ -42,8 +42,9 @@ from icetide_glue.apply import (
     append_changes,
     classify_changes,
     commit_changes,
-    remember_changes,
+    forget_expired_changes_after_commit,
     values_hash_types,
+    write_tombstones,
 )
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
 from icetide_glue.batch import BatchSummary, deduplicate_batch, inspect_batch
@@ -66,9 +67,7 @@ from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
 from icetide_glue.row_count import BronzeRows, check_bronze_rows
 from icetide_glue.run_ledger import find_run
 from icetide_glue.run_record import (
-    SPARK_MERGE_PATH,
     committed_snapshot_id,
-    forget_expired_changes_after_commit,
     snapshot_properties,
 )
 from icetide_glue.schema_evolution import plan_schema_changes
@@ -286,7 +285,7 @@ def _merge(
         latest,
         keys,
         value_columns,
-        memory=tombstones,
+        tombstones=tombstones,
         soft_delete=soft,
         key_ranges=key_ranges,
         broadcast_changes=broadcast,
@@ -304,14 +303,14 @@ def _merge(
             rows_unchanged=counts.unchanged,
         )
         newest = classified.newest_change_micros
-        remembered = False
+        wrote_tombstones = False
 
-        def remember() -> None:
-            nonlocal remembered
-            remembered = remember_changes(spark, tombstones, classified, keys)
+        def tombstones_first() -> None:
+            nonlocal wrote_tombstones
+            wrote_tombstones = write_tombstones(spark, tombstones, classified, keys)
 
         if counts.changing > 0:
-            properties = snapshot_properties(manifest, SPARK_MERGE_PATH)
+            properties = snapshot_properties(manifest, MergePlan.SPARK)
             # The tombstones land before silver's commit (a rerun of a committed run writes
             # nothing, so they must be there), written beside silver's files.
             commit_changes(
@@ -322,15 +321,15 @@ def _merge(
                 properties,
                 soft,
                 base_snapshot_id,
-                before_commit=remember,
+                before_commit=tombstones_first,
             )
             manifest = replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
         else:
             # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
-            remember()
+            tombstones_first()
     finally:
         classified.release()
-    if remembered and newest is not None:
+    if wrote_tombstones and newest is not None:
         forget_expired_changes_after_commit(spark, tombstones, newest, args.tombstone_retention_days)
     return manifest
 

@@ -2,8 +2,7 @@
 
 Hourly merge-on-read merges leave many small data files, position-delete files and snapshots;
 reads slow down with each. One maintenance pass, in this order:
-0. drop the staging branch a failed run may have left (icetide_glue.staging: its snapshots would
-   keep their files), then copy the table's committed runs into its run ledger (see below);
+0. copy the table's committed runs into its run ledger (see below);
 1. measure (live data and delete files, their bytes, snapshots kept);
 2. ``rewrite_data_files``: sort when the table has a sort order (silver's key order), else
    bin-pack; a data file with at least ``delete_file_threshold`` delete files is rewritten
@@ -60,7 +59,6 @@ from icetide_glue.run_ledger import record_committed_runs, run_ledger
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable, table_exists, tombstone_table
 from icetide_glue.sql import newest_change_sql
-from icetide_glue.staging import drop_staging_branch
 
 logger = logging.getLogger(__name__)
 
@@ -176,14 +174,13 @@ def maintain_table(
     module text. ``now`` (aware) is when retention and orphan ages are counted from."""
     policy = policy or MaintenancePolicy()
     now = now or datetime.now(UTC)
-    drop_staging_branch(spark, table)
     runs_recorded = record_committed_runs(spark, table)
     silver = replace(_maintain_one(spark, table, policy, now), runs_recorded=runs_recorded)
-    memory = tombstone_table(table)
+    tombstone_silver = tombstone_table(table)
     tombstones = None
-    if table_exists(spark, memory):
-        pruned = prune_expired_tombstones(spark, table, memory)
-        tombstones = replace(_maintain_one(spark, memory, policy, now), rows_pruned=pruned)
+    if table_exists(spark, tombstone_silver):
+        pruned = prune_expired_tombstones(spark, table, tombstone_silver)
+        tombstones = replace(_maintain_one(spark, tombstone_silver, policy, now), rows_pruned=pruned)
     ledger = _maintain_one(spark, run_ledger(table), policy, now)
     logger.info("%s: run ledger maintained: %s", table, ledger.after)
     return MaintenancePass(silver=silver, tombstones=tombstones, policy=policy)
@@ -252,7 +249,7 @@ def _maintain_one(
 def prune_expired_tombstones(
     spark: SparkSession,
     table: SilverTable,
-    memory: SilverTable,
+    tombstones: SilverTable,
     retention_days: int = DEFAULT_TOMBSTONE_RETENTION_DAYS,
 ) -> int:
     """Forget the tombstone entries older than the retention before the newest change silver holds;
@@ -263,9 +260,9 @@ def prune_expired_tombstones(
     row = spark.sql(newest_change_sql(table.sql_name)).first()
     if row is None or row["newest"] is None:
         return 0
-    before = spark.table(memory.sql_name).count()
-    forget_expired_changes(spark, memory, int(row["newest"]), retention_days)
-    return int(before - spark.table(memory.sql_name).count())
+    before = spark.table(tombstones.sql_name).count()
+    forget_expired_changes(spark, tombstones, int(row["newest"]), retention_days)
+    return int(before - spark.table(tombstones.sql_name).count())
 
 
 @dataclass(frozen=True)

@@ -344,31 +344,15 @@ def _delete_file_builder(
 
 
 def _partitions_of(iceberg: Any, snapshot_id: int, data_files: Sequence[str]) -> dict[str, tuple[Any, Any]]:
-    """Each data file's partition spec and partition (None for an unpartitioned spec, the layout
-    of every table icetide creates): a delete file lives in its data file's partition."""
-    if every_spec_unpartitioned(iceberg):
-        return {path: (iceberg.spec(), None) for path in data_files}
-    # A table from before the sorted layout (bucketed by key): look its files up in the snapshot.
-    wanted = set(data_files)
-    found: dict[str, tuple[Any, Any]] = {}
-    specs = iceberg.specs()
-    tasks = iceberg.newScan().useSnapshot(snapshot_id).planFiles()
-    try:
-        iterator = tasks.iterator()
-        while iterator.hasNext():
-            data_file = iterator.next().file()
-            path = str(data_file.location())
-            if path in wanted:
-                found[path] = (specs.get(data_file.specId()), data_file.partition())
-    finally:
-        tasks.close()
-    missing = wanted - found.keys()
-    if missing:
+    """Each data file's partition spec and partition: None, since every table icetide creates is
+    unpartitioned (a file-scoped delete file then needs no partition). A partitioned table was
+    not made by icetide: refused by name before anything is committed."""
+    if not every_spec_unpartitioned(iceberg):
         raise IcetideJobError(
-            f"{len(missing)} data file(s) to remove rows from are not in snapshot {snapshot_id}, "
-            f"e.g. {sorted(missing)[0]}"
+            f"silver is partitioned (snapshot {snapshot_id}): icetide merges into the unpartitioned "
+            "tables it creates"
         )
-    return found
+    return {path: (iceberg.spec(), None) for path in data_files}
 
 
 def _parquet_files(spark: SparkSession, folder: str) -> list[tuple[str, int]]:

@@ -23,14 +23,11 @@ listed by Read task statistics: icetide.run.bronze_listing).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-
-import pyarrow.parquet as pq
 
 from icetide_contracts.bronze_files import is_full_load_file as is_full_load_file
 from icetide_glue.arguments import JobArguments
-from icetide_glue.arrow_files import open_input
 from icetide_glue.batch import BatchSummary
 from icetide_glue.errors import BronzeRowCountMismatch
 
@@ -51,20 +48,6 @@ class BronzeRows:
         """The rows a batch check counted (it counts the full-load rows in the same pass) of
         ``files`` files."""
         return cls(summary.full_load_rows, summary.rows_read - summary.full_load_rows, files)
-
-
-def arrow_bronze_rows(paths: Iterable[str]) -> BronzeRows:
-    """The rows of the bronze files at ``paths`` (the driver merge's listing), from their footers."""
-    full_load = change = files = 0
-    for path in paths:
-        files += 1
-        with open_input(path) as source:
-            rows = pq.read_metadata(source).num_rows
-        if is_full_load_file(path.rsplit("/", 1)[-1]):
-            full_load += rows
-        else:
-            change += rows
-    return BronzeRows(full_load, change, files)
 
 
 def check_bronze_rows(args: JobArguments, count: Callable[[], BronzeRows]) -> None:

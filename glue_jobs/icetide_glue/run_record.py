@@ -1,29 +1,22 @@
 """What a run's commit records, for either merge path (icetide_glue.job's Spark path and
 icetide_glue.driver_merge): the run id and statistics in the snapshot summary, the committed
-snapshot found again by its run id, and the tombstones' housekeeping after the commit."""
+snapshot found again by its run id."""
 
 from __future__ import annotations
 
 import json
-import logging
 
 from pyspark.sql import SparkSession
 
 from icetide_contracts.run_manifest import RunManifest
-from icetide_glue.apply import forget_expired_changes
-from icetide_glue.errors import IcetideJobError, one_line
+from icetide_glue.errors import IcetideJobError
 from icetide_glue.silver import SilverTable, find_committed_run
 from icetide_glue.sql import MERGE_PATH_PROPERTY, RUN_ID_PROPERTY, RUN_STATS_PROPERTY
 
-logger = logging.getLogger(__name__)
-
-# The snapshot summary's names of the job's two merge paths (``icetide.merge-path``).
-DRIVER_MERGE_PATH = "driver"
-SPARK_MERGE_PATH = "spark"
-
 
 def snapshot_properties(manifest: RunManifest, merge_path: str | None = None) -> dict[str, str]:
-    """The run's snapshot summary: its id and statistics, and which merge path committed it."""
+    """The run's snapshot summary: its id and statistics, and which merge plan committed it
+    (icetide_glue.merge_plan.MergePlan's value)."""
     properties = {RUN_ID_PROPERTY: manifest.run_id, RUN_STATS_PROPERTY: json.dumps(manifest.run_stats())}
     if merge_path is not None:
         properties[MERGE_PATH_PROPERTY] = merge_path
@@ -35,13 +28,3 @@ def committed_snapshot_id(spark: SparkSession, table: SilverTable, run_id: str) 
     if committed is None:
         raise IcetideJobError(f"{table}: the commit of run {run_id} is not among the table's snapshots")
     return committed.snapshot_id
-
-
-def forget_expired_changes_after_commit(
-    spark: SparkSession, tombstones: SilverTable, newest: int, days: int
-) -> None:
-    """Housekeeping after the run's commit: a failure only delays it to the next run."""
-    try:
-        forget_expired_changes(spark, tombstones, newest, days)
-    except Exception as error:  # the run's commit stands; failing the run now would only mislead
-        logger.warning("%s: old tombstones not pruned this run: %s", tombstones, one_line(error))

@@ -6,7 +6,6 @@ data files), and a sort order on the primary key with modest file and row-group 
 key order, each data file and each Parquet row group covers a narrow band of keys, and Iceberg
 skips those whose bounds miss the batch's key ranges (key_ranges.py): a batch of recent keys, what
 a timestamp-driven delta mostly holds, reads the few newest files instead of the whole table.
-Tables created by earlier versions (bucketed on the first key) keep their layout and still work.
 """
 
 from __future__ import annotations
@@ -25,13 +24,13 @@ from icetide_glue.columns import (
     HARD_DELETE_METADATA,
     PHASE_FIELD,
     SOFT_DELETE_METADATA,
+    TOMBSTONE_COLUMNS,
     VALUES_HASH,
 )
 from icetide_glue.iceberg_tables import branch_snapshot_id, data_files_may_hold, iceberg_table, jvm
 from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.sql import (
     MAIN_BRANCH,
-    MEMORY_COLUMNS,
     RUN_ID_PROPERTY,
     RUN_STATS_PROPERTY,
     add_columns_sql,
@@ -257,15 +256,15 @@ def ensure_tombstone_table(
 
     A tombstone table created before a memory column existed gets it (its entries read it as
     null: ordered by time alone, as when they were written)."""
-    memory = tombstone_table(table)
+    tombstones = tombstone_table(table)
     metadata = {f.name: f.dataType.simpleString() for f in [*APPEND_METADATA.fields, PHASE_FIELD]}
-    if table_exists(spark, memory):
-        present = {name.lower() for name in silver_schema(spark, memory).fieldNames()}
-        missing = [(c, metadata[c]) for c in MEMORY_COLUMNS if c.lower() not in present]
+    if table_exists(spark, tombstones):
+        present = {name.lower() for name in silver_schema(spark, tombstones).fieldNames()}
+        missing = [(c, metadata[c]) for c in TOMBSTONE_COLUMNS if c.lower() not in present]
         if missing:
-            spark.sql(add_columns_sql(memory.sql_name, missing))
-        return memory
+            spark.sql(add_columns_sql(tombstones.sql_name, missing))
+        return tombstones
     types = {f.name.lower(): f.dataType.simpleString() for f in silver.fields}
-    definitions = [(k, types[k.lower()]) for k in keys] + [(c, metadata[c]) for c in MEMORY_COLUMNS]
-    spark.sql(create_table_sql(memory.sql_name, definitions, APPEND_TABLE_PROPERTIES))
-    return memory
+    definitions = [(k, types[k.lower()]) for k in keys] + [(c, metadata[c]) for c in TOMBSTONE_COLUMNS]
+    spark.sql(create_table_sql(tombstones.sql_name, definitions, APPEND_TABLE_PROPERTIES))
+    return tombstones

@@ -25,10 +25,10 @@ from icetide_glue.columns import (
     KEEP_TOMBSTONE,
     MATCHED,
     OP,
-    RUN_ID,
     SILVER_FILE,
     SILVER_POS,
     TAKE_IMAGE,
+    TOMBSTONE_COLUMNS,
     VALUES_HASH,
     silver_value_column,
 )
@@ -77,20 +77,14 @@ def create_table_sql(
     table: str,
     columns: Sequence[tuple[str, str]],
     properties: Mapping[str, str],
-    bucket_column: str | None = None,
-    buckets: int = 0,
 ) -> str:
-    """CREATE TABLE for an Iceberg silver table, optionally bucketed on one key column.
+    """CREATE TABLE for an unpartitioned Iceberg table (silver, its tombstone table, its ledger).
 
     ``table`` is an already qualified name (see :func:`qualified_name`).
     """
     if not columns:
         raise ValueError(f"CREATE TABLE {table} needs at least one column")
     lines = [f"CREATE TABLE {table} (", column_definitions(columns), ")", "USING iceberg"]
-    if bucket_column is not None:
-        if buckets < 1:
-            raise ValueError(f"bucket count for {bucket_column} must be positive, got {buckets}")
-        lines.append(f"PARTITIONED BY (bucket({buckets}, {quote_identifier(bucket_column)}))")
     if properties:
         pairs = ", ".join(f"{string_literal(k)} = {string_literal(v)}" for k, v in properties.items())
         lines.append(f"TBLPROPERTIES ({pairs})")
@@ -134,13 +128,7 @@ def call_procedure_sql(catalog: str, procedure: str, arguments: Sequence[tuple[s
     return f"CALL {procedure_name(catalog, procedure)}({named})"
 
 
-# The branch earlier versions staged a run's removal and append on (icetide_glue.staging).
-STAGING_BRANCH = "icetide_staging"
 MAIN_BRANCH = "main"
-
-
-def drop_branch_sql(table: str, branch: str) -> str:
-    return f"ALTER TABLE {table} DROP BRANCH IF EXISTS {quote_identifier(branch)}"
 
 
 def add_columns_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
@@ -246,7 +234,7 @@ def classify_changes_sql(
     unhashed_table: str | None = None,
 ) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
-    whether the key's order memory must keep it (``_icetide_remember``).
+    whether the key's order memory must keep it (``_icetide_keep_tombstone``).
 
     Its labels are the commit: ``_icetide_matched`` says whether silver holds the key, and then
     ``_icetide_silver_file`` / ``_icetide_silver_pos`` say where (Iceberg's ``_file`` and ``_pos``):
@@ -258,7 +246,7 @@ def classify_changes_sql(
     Only those columns of silver are read (and, with soft deletes, kept for the commit), or,
     with ``value_types``, the stored hash of them.
 
-    ``memory_table`` (the tombstone table) holds, per key, the newest delete and the newest update
+    ``tombstone_table`` (the tombstone table) holds, per key, the newest delete and the newest update
     skipped as unchanged: a change it does not pass (:func:`passes_memory`) is ``unchanged``. The
     changes to remember are the deletes and the skipped updates newer than silver's row and the
     memory. With ``soft_delete`` a delete keeps the row (so a delete of a key silver lacks, when
@@ -267,7 +255,7 @@ def classify_changes_sql(
     or silver's (``_icetide_silver_value_<i>``: silver's value of the i-th compared column).
 
     Silver and the tombstone table are read only where the batch can match
-    (:func:`rows_of_batch`): ``table`` and ``memory_table`` may be views of their rows in the files
+    (:func:`rows_of_batch`): ``table`` and ``tombstone_table`` may be views of their rows in the files
     the batch's key ranges can touch (icetide_glue.planned_scan), and with ``broadcast_changes``
     the batch's keys are broadcast into their scans, so only their rows of the batch's keys reach
     the joins, never whole tables.
@@ -447,7 +435,7 @@ def reconcile_candidates_sql(
     changes_view: str,
     extraction_view: str,
     keys: Sequence[str],
-    memory_table: str,
+    tombstone_table: str,
     started_at_micros: int,
     reconcile_sequence: str,
     soft_delete: bool = False,
@@ -473,7 +461,7 @@ def reconcile_candidates_sql(
     alive = f" AND t.{quote_identifier(DELETED_AT)} IS NULL" if soft_delete else ""
     # Two stored rows: neither arrives now, so times alone say which is later.
     tombstone_rows = f"SELECT {', '.join(quoted)}, {ts}, {seq}, {phase}, {op}, TRUE AS {in_tombstones}"
-    tombstone_rows += f" FROM {memory_table}"
+    tombstone_rows += f" FROM {tombstone_table}"
     tombstone_newer = (
         f"m.{in_tombstones} IS NOT NULL AND (t.{in_silver} IS NULL OR {order_guard('m', 't', None)})"
     )
@@ -513,11 +501,7 @@ def reconcile_candidates_sql(
     )
 
 
-# The order memory's own columns after the key columns (the tombstone table, see memory_merge_sql).
-MEMORY_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID, CHANGE_PHASE)
-
-
-def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -> str:
+def tombstone_merge_sql(tombstone_table: str, source_view: str, keys: Sequence[str]) -> str:
     """Move the entries of keys the order memory already holds forward, newest change winning.
 
     Only keys with an entry (the classification's ``_icetide_remembered``) are in the view: the
@@ -527,10 +511,10 @@ def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -
     entries forward: what the run's classification saw stays true (a retry classifies again
     after this commit, and then finds the entries it appended: it merges them, changing nothing).
     """
-    updates = ", ".join(f"m.{quote_identifier(c)} = r.{quote_identifier(c)}" for c in MEMORY_COLUMNS)
+    updates = ", ".join(f"m.{quote_identifier(c)} = r.{quote_identifier(c)}" for c in TOMBSTONE_COLUMNS)
     return "\n".join(
         [
-            f"MERGE INTO {memory_table} m",
+            f"MERGE INTO {tombstone_table} m",
             f"USING {quote_identifier(source_view)} r",
             f"ON {key_condition(keys, 'r', 'm')}",
             f"WHEN MATCHED AND {order_guard('r', 'm')} THEN UPDATE SET {updates}",
@@ -538,7 +522,7 @@ def memory_merge_sql(memory_table: str, source_view: str, keys: Sequence[str]) -
     )
 
 
-def expired_memory_condition(prune_before_micros: int) -> str:
+def expired_tombstones_condition(prune_before_micros: int) -> str:
     """Tombstone entries older than the retention (``prune_before_micros``, epoch microseconds,
     measured from a batch's newest change time, not the wall clock)."""
     return f"{quote_identifier(CHANGE_TS)} < timestamp_micros({int(prune_before_micros)})"
@@ -550,9 +534,9 @@ def newest_change_sql(table: str) -> str:
     return f"SELECT unix_micros(max({quote_identifier(CHANGE_TS)})) AS newest FROM {table}"  # noqa: S608
 
 
-def prune_memory_sql(memory_table: str, prune_before_micros: int) -> str:
+def prune_tombstones_sql(tombstone_table: str, prune_before_micros: int) -> str:
     """Forget the tombstone entries older than the retention (one small commit)."""
-    return f"DELETE FROM {memory_table} WHERE {expired_memory_condition(prune_before_micros)}"  # noqa: S608
+    return f"DELETE FROM {tombstone_table} WHERE {expired_tombstones_condition(prune_before_micros)}"  # noqa: S608
 
 
 # The run ledger: the runs whose snapshots maintenance may expire (icetide_glue.run_ledger).

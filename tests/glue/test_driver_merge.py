@@ -530,7 +530,7 @@ def _fails(what: str) -> Callable[..., Any]:
         ("_data_files",),
         ("write_position_deletes",),
         ("_data_files", "write_position_deletes"),
-        ("_read_memory",),
+        ("_read_tombstones",),
     ],
 )
 def test_a_failure_beside_the_run_s_own_work_leaves_silver_as_it_was_and_the_rerun_lands(

@@ -20,8 +20,6 @@ from icetide_glue.sql import (
     classify_changes_sql,
     create_namespace_sql,
     create_table_sql,
-    drop_branch_sql,
-    memory_merge_sql,
     order_guard,
     qualified_name,
     quote_identifier,
@@ -29,6 +27,7 @@ from icetide_glue.sql import (
     set_properties_sql,
     string_literal,
     take_image,
+    tombstone_merge_sql,
     values_hash_sql,
     write_ordered_by_sql,
 )
@@ -60,26 +59,7 @@ def test_string_literals_escape_quotes_and_backslashes() -> None:
     assert string_literal("a\\b") == "'a\\\\b'"
 
 
-def test_create_table_is_bucketed_iceberg_v2() -> None:
-    statement = create_table_sql(
-        TABLE,
-        [("order_id", "bigint"), ("amount", "decimal(38,4)")],
-        {"format-version": "2", "write.merge.mode": "merge-on-read"},
-        bucket_column="order_id",
-        buckets=16,
-    )
-    assert statement == (
-        "CREATE TABLE `glue_catalog`.`silver`.`orders` (\n"
-        "  `order_id` bigint,\n"
-        "  `amount` decimal(38,4)\n"
-        ")\n"
-        "USING iceberg\n"
-        "PARTITIONED BY (bucket(16, `order_id`))\n"
-        "TBLPROPERTIES ('format-version' = '2', 'write.merge.mode' = 'merge-on-read')"
-    )
-
-
-def test_create_table_without_bucket_column_is_unpartitioned() -> None:
+def test_create_table_is_unpartitioned() -> None:
     statement = create_table_sql(TABLE, [("line", "string")], {"format-version": "2"})
     assert statement == (
         "CREATE TABLE `glue_catalog`.`silver`.`orders` (\n"
@@ -90,11 +70,9 @@ def test_create_table_without_bucket_column_is_unpartitioned() -> None:
     )
 
 
-def test_create_table_refuses_no_columns_and_no_buckets() -> None:
+def test_create_table_refuses_no_columns() -> None:
     with pytest.raises(ValueError, match="at least one column"):
         create_table_sql(TABLE, [], {})
-    with pytest.raises(ValueError, match="bucket count for order_id must be positive"):
-        create_table_sql(TABLE, [("order_id", "bigint")], {}, bucket_column="order_id", buckets=0)
 
 
 def test_create_namespace() -> None:
@@ -244,8 +222,8 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
     )
 
 
-def test_the_order_memory_merge_only_moves_entries_it_holds_forward() -> None:
-    statement = memory_merge_sql("`m`.`t`", "remembered", ["order_id"])
+def test_the_tombstone_merge_only_moves_tombstones_it_holds_forward() -> None:
+    statement = tombstone_merge_sql("`m`.`t`", "remembered", ["order_id"])
     guard = GUARD.replace("s.", "r.").replace("t.", "m.")
     assert statement == (
         "MERGE INTO `m`.`t` m\n"
@@ -263,12 +241,6 @@ def test_sort_order_statement() -> None:
     )
     with pytest.raises(ValueError, match="needs at least one column"):
         write_ordered_by_sql(TABLE, [])
-
-
-def test_branch_statements_name_the_quoted_branch() -> None:
-    assert drop_branch_sql(TABLE, "st`age") == (
-        "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `st``age`"
-    )
 
 
 # Table maintenance (icetide_glue.maintenance_sql): Iceberg's procedures as text.

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 
 from icetide_glue.arguments import JobArguments
 from icetide_glue.job import run_job
-from icetide_glue.sql import create_namespace_sql, create_table_sql, qualified_name, quote_identifier
+from icetide_glue.table_sql import create_namespace_sql, create_table_sql, qualified_name, quote_identifier
 from icetide_local.spark import local_spark_session
 
 CATALOG = "bench"

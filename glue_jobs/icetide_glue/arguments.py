@@ -48,7 +48,7 @@ OPTIONAL_ARGUMENTS = (
 )
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
 # A merge batch of at most this many rows may be merged on the driver, without a Spark job
-# (icetide_glue.driver_merge); 0 turns that off.
+# (icetide_glue.driver.merge); 0 turns that off.
 DEFAULT_MAX_DRIVER_CHANGES = 500_000
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,7 +65,7 @@ _Mode = TypeVar("_Mode", bound=StrEnum)
 
 
 class MergePlanChoice(StrEnum):
-    """``--merge_plan``: let the job choose how a merge runs (icetide_glue.merge_plan), or force
+    """``--merge_plan``: let the job choose how a merge runs (icetide_glue.merge.plan), or force
     one of its plans (a run the forced plan cannot carry fails, naming why)."""
 
     AUTO = "auto"
@@ -93,7 +93,7 @@ class JobArguments:
     # The rows DMS reported its full load added for this run (FullLoadRows); the job refuses to
     # commit when the run's LOAD files hold another number. max_change_rows: the changes DMS counted
     # (Inserts + Updates + Deletes; 0 for a full-load task), more than the run's CDC files may hold
-    # (icetide_glue.row_count). expected_files: how many bronze files the run's folder held once
+    # (icetide_glue.changes.row_count). expected_files: how many bronze files the run's folder held once
     # its task had stopped; the job refuses to merge another number. None: nobody counted (a run
     # started by hand), so the job cannot check and says so.
     expected_rows: int | None = None
@@ -112,14 +112,14 @@ class JobArguments:
     # A continuous cdc run: the bronze file selection (icetide_contracts.bronze_files) naming the
     # files below --bronze_uri it merges, instead of every file there (None: the whole folder).
     bronze_files_uri: str | None = None
-    # A verify run (icetide_glue.verify): --bronze_uri holds a key-only extraction of the source,
+    # A verify run (icetide_glue.verify.compare): --bronze_uri holds a key-only extraction of the source,
     # which the job compares with silver's live keys, writing the verify report here instead of
     # merging; nothing is committed, no manifest written.
     verify_report_uri: str | None = None
     # A merge batch of at most this many rows may be merged on the driver without a Spark job
-    # (icetide_glue.driver_merge, when the run qualifies); 0: every merge runs on Spark.
+    # (icetide_glue.driver.merge, when the run qualifies); 0: every merge runs on Spark.
     driver_merge_max_changes: int = DEFAULT_MAX_DRIVER_CHANGES
-    # How a merge runs (icetide_glue.merge_plan.choose_merge_plan): chosen, or forced.
+    # How a merge runs (icetide_glue.merge.plan.choose_merge_plan): chosen, or forced.
     merge_plan: MergePlanChoice = MergePlanChoice.AUTO
 
     def __post_init__(self) -> None:

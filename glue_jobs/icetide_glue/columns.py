@@ -62,7 +62,7 @@ IN_TOMBSTONES = "_icetide_in_tombstones"
 # True when silver holds the change's key: the run removes silver's row (and appends the change's).
 MATCHED = "_icetide_matched"
 # Where silver holds a matched key's row (Iceberg's _file and _pos of the row the classification
-# read): the run removes that row by position (icetide_glue.position_deletes).
+# read): the run removes that row by position (icetide_glue.merge.position_deletes).
 SILVER_FILE = "_icetide_silver_file"
 SILVER_POS = "_icetide_silver_pos"
 # With soft deletes: silver's value of each compared column (by position), which a soft delete

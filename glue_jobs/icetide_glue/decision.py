@@ -1,8 +1,8 @@
 """The decision table of a merge: what one arriving change does to the stored row of its key.
 
 Defined once, here, as data: the Spark path renders it as the classification's SQL CASE
-(:func:`icetide_glue.sql.classify_changes_sql`) and the driver path evaluates the very same rows
-over Arrow columns (:func:`icetide_glue.arrow_labels.label_changes`), so the two engines cannot
+(:func:`icetide_glue.merge.sql.classify_changes_sql`) and the driver path evaluates the very same rows
+over Arrow columns (:func:`icetide_glue.driver.labels.label_changes`), so the two engines cannot
 drift apart. A condition is a small expression (:class:`Expr`) with two renderings beside each
 other: SQL text (:meth:`Expr.sql`) and an evaluation over Arrow arrays (:meth:`Expr.arrow`), both
 with SQL's three-valued logic, a null condition never taken.
@@ -68,7 +68,7 @@ class ChangeAction(StrEnum):
 
 # Within a batch, the latest change of a key is the largest by these columns, in this order, nulls
 # lowest (a full load's phase above CDC's, then change time, change sequence, DMS's file order and
-# the row's position in its file): both engines sort by them (icetide_glue.changes, arrow_batch).
+# the row's position in its file): both engines sort by them (icetide_glue.changes.normalize, arrow_batch).
 LATEST_CHANGE_ORDER = (CHANGE_PHASE, CHANGE_TS, CHANGE_SEQ, FILE_RANK, ROW_INDEX)
 
 # What orders a change against silver's row and the key's tombstone (:func:`newer`).

@@ -7,7 +7,7 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
    either), unless the run reconciles an existing table (the source may only have lost rows: an
    empty batch). A small merge into an existing table may be done here, without a Spark job
-   (icetide_glue.driver_merge, the same order of work on the driver: a folder's files listed and
+   (icetide_glue.driver.merge, the same order of work on the driver: a folder's files listed and
    typed by pyarrow first, Spark's read skipped when it lands);
 3. check the whole batch (a merge's in the one read that deduplicates it), its row counts against
    DMS's (``--expected_rows``, ``--max_change_rows``), a reconcile's key extraction
@@ -18,13 +18,13 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    commit fails); then ONE new state of main that carries
    the run id and the run's statistics in its snapshot summary (a removal by position of the silver
    rows the changes replace or delete, an append of the rows they leave, or both in one Iceberg
-   commit: icetide_glue.apply; for key-less tables an append without the
+   commit: icetide_glue.merge.apply; for key-less tables an append without the
    rows silver already holds); then, if the run remembered something, forget tombstones
    older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.
 
 A verify run (``--verify_report_uri``) does none of this: it compares silver's live keys with a
-key-only extraction and writes a verify report (icetide_glue.verify).
+key-only extraction and writes a verify report (icetide_glue.verify.compare).
 """
 
 from __future__ import annotations
@@ -37,20 +37,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from icetide_contracts.run_manifest import RunManifest
-from icetide_glue.append_once import rows_not_in_silver
-from icetide_glue.apply import (
-    append_changes,
-    classify_changes,
-    commit_changes,
-    forget_expired_changes_after_commit,
-    values_hash_types,
-    write_tombstones,
-)
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
-from icetide_glue.batch import BatchSummary, deduplicate_batch, inspect_batch
-from icetide_glue.bronze import read_bronze
-from icetide_glue.bronze_selection import read_selected_bronze
-from icetide_glue.changes import (
+from icetide_glue.bronze.read import read_bronze
+from icetide_glue.bronze.selection import read_selected_bronze
+from icetide_glue.changes.batch import BatchSummary, deduplicate_batch, inspect_batch
+from icetide_glue.changes.key_ranges import batch_key_ranges
+from icetide_glue.changes.normalize import (
     align_to_silver,
     empty_changes,
     find_column,
@@ -59,18 +51,25 @@ from icetide_glue.changes import (
     require_column,
     source_schema,
 )
+from icetide_glue.changes.row_count import BronzeRows, check_bronze_rows
+from icetide_glue.changes.schema_evolution import plan_schema_changes
 from icetide_glue.columns import is_metadata_column
-from icetide_glue.key_ranges import batch_key_ranges
-from icetide_glue.manifest import write_manifest
-from icetide_glue.merge_plan import Chosen, MergePlan, choose_merge_plan
-from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
-from icetide_glue.row_count import BronzeRows, check_bronze_rows
-from icetide_glue.run_ledger import find_run
-from icetide_glue.run_record import (
+from icetide_glue.commit.append_once import rows_not_in_silver
+from icetide_glue.commit.manifest import write_manifest
+from icetide_glue.commit.run_ledger import find_run
+from icetide_glue.commit.run_record import (
     committed_snapshot_id,
     snapshot_properties,
 )
-from icetide_glue.schema_evolution import plan_schema_changes
+from icetide_glue.merge.apply import (
+    append_changes,
+    classify_changes,
+    commit_changes,
+    forget_expired_changes_after_commit,
+    values_hash_types,
+    write_tombstones,
+)
+from icetide_glue.merge.plan import Chosen, MergePlan, choose_merge_plan
 from icetide_glue.silver import (
     SilverTable,
     add_missing_metadata_columns,
@@ -82,7 +81,8 @@ from icetide_glue.silver import (
     silver_schema,
     table_exists,
 )
-from icetide_glue.verify import run_verify
+from icetide_glue.verify.compare import run_verify
+from icetide_glue.verify.reconcile import add_reconcile_deletes, read_reconcile_keys
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def run_job(spark: SparkSession, args: JobArguments, *, bronze_copy: str | None 
     """
     table = SilverTable(args.catalog, args.database, args.table_name)
     if args.verify_report_uri is not None:
-        # A verify run (icetide_glue.verify) compares and reports; it never reaches a commit.
+        # A verify run (icetide_glue.verify.compare) compares and reports; it never reaches a commit.
         return run_verify(spark, args, table)
     manifest = _load_run(spark, args, table, bronze_copy)
     if args.manifest_uri:
@@ -146,7 +146,7 @@ def _load_run(
     else:
         changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
     # A merge reads its batch once: the check rides in the deduplication, whose result is kept
-    # (icetide_glue.batch.deduplicate_batch). An append reads its batch three more times after the
+    # (icetide_glue.changes.batch.deduplicate_batch). An append reads its batch three more times after the
     # check (watermark range, content hashes, copies): cached. Every read sees the same files: the
     # listing is made once, when the batch is opened.
     if args.load_mode is LoadMode.APPEND:
@@ -160,12 +160,12 @@ def _load_run(
 def _merge_on_driver(
     spark: SparkSession, args: JobArguments, table: SilverTable, chosen: Chosen, bronze: DataFrame | None
 ) -> RunManifest | None:
-    """The run merged by the driver path (icetide_glue.driver_merge), or None when the plan was
+    """The run merged by the driver path (icetide_glue.driver.merge), or None when the plan was
     chosen (not forced) and that path finds the run is not one it can read exactly as Spark would:
     nothing is written then, and the run goes on as Spark's. ``bronze``: Spark's read of a bronze
     file selection (None: the run's folder, listed by pyarrow)."""
     # Imported only once the plan is the driver's: it needs pyarrow, which the chooser checked.
-    from icetide_glue.driver_merge import folder_bronze, merge_on_driver, spark_bronze
+    from icetide_glue.driver.merge import folder_bronze, merge_on_driver, spark_bronze
 
     files = (lambda: folder_bronze(args.bronze_uri)) if bronze is None else (lambda: spark_bronze(bronze))
     return merge_on_driver(spark, args, table, files, forced=chosen.forced)

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
+from icetide_glue.changes.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.columns import (
     APPEND_METADATA,
     HARD_DELETE_METADATA,
@@ -28,8 +29,7 @@ from icetide_glue.columns import (
     VALUES_HASH,
 )
 from icetide_glue.iceberg_tables import branch_snapshot_id, data_files_may_hold, iceberg_table, jvm
-from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
-from icetide_glue.sql import (
+from icetide_glue.table_sql import (
     MAIN_BRANCH,
     RUN_ID_PROPERTY,
     RUN_STATS_PROPERTY,
@@ -55,7 +55,7 @@ MERGE_TABLE_PROPERTIES = {
 }
 # A table storing the values hash keeps only its null counts (no bounds of random numbers in the
 # manifests), whatever its width: a classification reads silver's values only in data files with
-# null hashes (icetide_glue.sql.hashed_rows_of_batch), and Iceberg keeps no metrics at all for a
+# null hashes (icetide_glue.merge.sql.hashed_rows_of_batch), and Iceberg keeps no metrics at all for a
 # column past the first 100 unless told to.
 VALUES_HASH_METRICS = {f"write.metadata.metrics.column.{VALUES_HASH}": "counts"}
 APPEND_TABLE_PROPERTIES = {"format-version": "2"}
@@ -211,7 +211,7 @@ def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapsh
     written before the table stored it): :func:`icetide_glue.iceberg_tables.data_files_may_hold`
     with ``hash IS NULL`` (a file written before the column existed has no metrics for it: it
     reads the column as null), no Spark job. When it says no, the classification reads no row for
-    its values and tests none for a null hash (:func:`icetide_glue.sql.hashed_rows_of_batch`). A
+    its values and tests none for a null hash (:func:`icetide_glue.merge.sql.hashed_rows_of_batch`). A
     needless yes only costs that read; a wrong no would cost a needless rewrite, not a change (a
     null stored hash never equals a batch's hash: the row would count as updated and get its hash).
     """
@@ -224,7 +224,7 @@ def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapsh
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:
     """The snapshot this run id committed, if an earlier attempt got that far: the newest of main's
     ancestors whose summary names the run. A snapshot rolled back is no ancestor: its run must be
-    loaded again. A snapshot expired is gone: the run ledger remembers it (icetide_glue.run_ledger).
+    loaded again. A snapshot expired is gone: the run ledger remembers it (icetide_glue.commit.run_ledger).
 
     A walk up main's parents in the table's metadata (Iceberg's Java API), not a query of its
     ``snapshots`` and ``history`` tables: that is a Spark job of its own, and every run asks twice

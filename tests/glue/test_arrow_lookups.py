@@ -13,11 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from icetide_glue.arrow_batch import _latest_per_key, _one_change_per_key
-from icetide_glue.arrow_labels import SILVER_SIDE, TOMBSTONE_SIDE, _joined
-from icetide_glue.arrow_silver import _among
-from icetide_glue.arrow_types import NotEligible
 from icetide_glue.columns import CHANGE_PHASE, CHANGE_SEQ, CHANGE_TS, FILE_RANK, ROW_INDEX
+from icetide_glue.driver.arrow_types import NotEligible
+from icetide_glue.driver.batch import _latest_per_key, _one_change_per_key
+from icetide_glue.driver.labels import SILVER_SIDE, TOMBSTONE_SIDE, _joined
+from icetide_glue.driver.silver import _among
 
 
 def _rows(keys: list[int], key_type: pa.DataType, **columns: list[Any]) -> pa.Table:

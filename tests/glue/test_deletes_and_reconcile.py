@@ -24,9 +24,9 @@ from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
 from glue.sql_plans import plans_of
-from icetide_glue.apply import forget_expired_changes
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.errors import BronzeRowCountMismatch, MissingReconcileExtraction
+from icetide_glue.merge.apply import forget_expired_changes
 from icetide_glue.silver import SilverTable, tombstone_table
 
 pytestmark = pytest.mark.spark

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, silver_table
-from icetide_glue.key_ranges import (
+from icetide_glue.changes.key_ranges import (
     MAX_KEY_RANGES,
     MAX_KEYS_FOR_RANGES,
     SORTED_KEYS,

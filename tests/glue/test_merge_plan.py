@@ -1,4 +1,4 @@
-"""How a merge run's plan is chosen (icetide_glue.merge_plan), from its arguments alone: no Spark."""
+"""How a merge run's plan is chosen (icetide_glue.merge.plan), from its arguments alone: no Spark."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode, MergePlanChoice
 from icetide_glue.errors import InvalidJobArguments
-from icetide_glue.merge_plan import MergePlan, choose_merge_plan
+from icetide_glue.merge.plan import MergePlan, choose_merge_plan
 
 SMALL = JobArguments(
     target_table="silver.orders",

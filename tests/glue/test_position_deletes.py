@@ -20,15 +20,15 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import icetide_glue.apply as apply_module
 import icetide_glue.job as job_module
-import icetide_glue.position_deletes as position_deletes_module
+import icetide_glue.merge.apply as apply_module
+import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.position_deletes import (
+from icetide_glue.merge.position_deletes import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
     LiveDeleteFile,
@@ -40,7 +40,9 @@ from icetide_glue.position_deletes import (
 from icetide_glue.silver import SilverTable
 
 # These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
+pytestmark = pytest.mark.spark
+# Every run on the Spark path: its own mechanics are tested here (conftest.load_run).
+MERGE_PLAN = "spark"
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]

@@ -2,7 +2,7 @@
 
 The rows the changes replace or delete are removed by position (found by the classification); the
 rows the changes leave are written, without a commit of their own, while the delete files are
-(icetide_glue.unpublished_files), and one ``RowDelta`` commits both. Readers of main must never see
+(icetide_glue.commit.unpublished_files), and one ``RowDelta`` commits both. Readers of main must never see
 one without the other, a failure of either write must leave main as it was, and the rerun must
 land the run exactly once.
 """
@@ -20,18 +20,20 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-import icetide_glue.apply as apply_module
 import icetide_glue.job as job_module
-import icetide_glue.position_deletes as position_deletes_module
+import icetide_glue.merge.apply as apply_module
+import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import silver_table
 from glue.sql_plans import plans_of
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.planned_scan import ROW_POSITION_COLUMNS
+from icetide_glue.merge.planned_scan import ROW_POSITION_COLUMNS
 
 # These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
+pytestmark = pytest.mark.spark
+# Every run on the Spark path: its own mechanics are tested here (conftest.load_run).
+MERGE_PLAN = "spark"
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]

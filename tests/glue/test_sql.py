@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from icetide_glue.maintenance_sql import (
+from icetide_glue.maintenance.sql import (
     expire_snapshots_sql,
     file_counts_sql,
     remove_orphan_files_sql,
@@ -14,21 +14,23 @@ from icetide_glue.maintenance_sql import (
     rewrite_position_delete_files_sql,
     snapshot_count_sql,
 )
-from icetide_glue.sql import (
-    add_columns_sql,
-    alter_column_type_sql,
+from icetide_glue.merge.sql import (
     classify_changes_sql,
-    create_namespace_sql,
-    create_table_sql,
     order_guard,
-    qualified_name,
-    quote_identifier,
     reconcile_candidates_sql,
-    set_properties_sql,
-    string_literal,
     take_image,
     tombstone_merge_sql,
     values_hash_sql,
+)
+from icetide_glue.table_sql import (
+    add_columns_sql,
+    alter_column_type_sql,
+    create_namespace_sql,
+    create_table_sql,
+    qualified_name,
+    quote_identifier,
+    set_properties_sql,
+    string_literal,
     write_ordered_by_sql,
 )
 
@@ -154,7 +156,7 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
 
 
 def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
-    # The key ranges are Iceberg's planning (icetide_glue.planned_scan), never a filter in the text.
+    # The key ranges are Iceberg's planning (icetide_glue.merge.planned_scan), never a filter in the text.
     statement = classify_changes_sql(
         "`planned_silver`",
         "icetide_changes",
@@ -243,7 +245,7 @@ def test_sort_order_statement() -> None:
         write_ordered_by_sql(TABLE, [])
 
 
-# Table maintenance (icetide_glue.maintenance_sql): Iceberg's procedures as text.
+# Table maintenance (icetide_glue.maintenance.sql): Iceberg's procedures as text.
 
 
 def test_rewrite_data_files_names_the_quoted_table_strategy_and_options() -> None:

@@ -86,7 +86,7 @@ def _bools(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _micros(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+def micros(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """A timestamp as int64 microseconds since the epoch (UTC for a zone-less one, as the job's
     UTC session reads it), so a column with a zone and one without compare as Spark compares them."""
     if pa.types.is_timestamp(values.type):
@@ -113,7 +113,7 @@ class Col(Expr):
         return f"{self.alias}.{quote_identifier(self.name)}"
 
     def arrow(self, resolve: Resolver) -> pa.ChunkedArray | pa.Array:
-        return _micros(resolve(self.alias, self.name))
+        return micros(resolve(self.alias, self.name))
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ class SameValues(Expr):
     def arrow(self, resolve: Resolver) -> pa.ChunkedArray | pa.Array:
         same = np.ones(len(resolve(CHANGE, OP)), dtype=bool)
         for name in self.columns:
-            left, right = _micros(resolve(CHANGE, name)), _micros(resolve(SILVER, name))
+            left, right = micros(resolve(CHANGE, name)), micros(resolve(SILVER, name))
             equal = pc.fill_null(pc.equal(left, right), False)
             if pa.types.is_floating(left.type):
                 equal = pc.or_(equal, pc.fill_null(pc.and_(pc.is_nan(left), pc.is_nan(right)), False))

@@ -25,7 +25,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from icetide_glue.driver.arrow_types import NotEligible, arrow_type, micros, spark_type_of
+from icetide_glue.decision import micros
+from icetide_glue.driver.arrow_types import NotEligible, arrow_type, spark_type_of
 from icetide_glue.driver.files import local_path
 
 PAIRS: list[tuple[DataType, pa.DataType]] = [

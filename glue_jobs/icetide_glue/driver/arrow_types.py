@@ -8,7 +8,6 @@ makes the run :class:`NotEligible`: it takes the Spark path.
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -72,11 +71,3 @@ def spark_type_of(arrow: pa.DataType, int96: bool) -> DataType | None:
         return TimestampType() if (arrow.tz is not None or int96) else TimestampNTZType()
     arrow = _ARROW_ALIASES.get(arrow, arrow)
     return next((spark_type for spark_type, held in _PAIRS if held == arrow), None)
-
-
-def micros(values: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A timestamp column as int64 microseconds since the epoch (UTC for a zone-less one, as the
-    job's UTC session reads it); any other column as it is (so comparisons treat both alike)."""
-    if pa.types.is_timestamp(values.type):
-        return pc.cast(pc.cast(values, pa.timestamp("us")), pa.int64())
-    return values

@@ -44,8 +44,8 @@ from icetide_glue.columns import (
     RUN_ID,
     UPDATE,
 )
-from icetide_glue.decision import LATEST_CHANGE_ORDER
-from icetide_glue.driver.arrow_types import NotEligible, micros, spark_type_of
+from icetide_glue.decision import LATEST_CHANGE_ORDER, micros
+from icetide_glue.driver.arrow_types import NotEligible, spark_type_of
 from icetide_glue.driver.files import open_input
 
 # The oldest pyarrow whose features this reading uses (concat_tables' promote_options).

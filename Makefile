@@ -6,8 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS_DIR ?= $(HOME)/.cache/icetide/jars
 # Worker processes of make test (pytest-xdist, whole test files per worker; each worker that runs a
-# Spark test starts its own local[2] JVM). On this project's 2-core machine two workers ran the suite
-# in 15.8 minutes against 24.0 for one (the same tree, one after the other).
+# Spark test starts its own local[2] JVM). On a 2-core machine two workers finish the suite well
+# before one does: most of a Spark test's time is spent in one core's Python or JVM work.
 TEST_WORKERS ?= 2
 # Arguments for benchmarks/merge_cost.py, e.g. make bench BENCH_ARGS="--scale 0.01"
 BENCH_ARGS ?=

@@ -68,11 +68,9 @@ to Spark, the planning figures the job logs: icetide_glue.merge.planned_scan); b
 (summed from the summaries of every snapshot the approach committed, icetide's tombstone table
 included). Times on a shared
 2-core machine are noisy, so ratios use the minimum over rounds; bytes and files are not noisy.
-Five rounds by default (the issue's own measurement took five): at 20M rows the first pattern's
-times were still falling at its third round for icetide, the naive MERGE and the reload (run 12's
-scattered rounds: naive 39.0, 34.6, 26.9 s; icetide 15.0, 11.6, 9.0 s; reload 10.9, 9.7, 7.7 s;
-a warm-up at that size, of the JVM or the file cache, not told apart), so three rounds had not
-settled there.
+Five rounds by default: at 20M rows the first pattern's times can still be falling at its third
+round for icetide, the naive MERGE and the reload (a warm-up at that size, of the JVM or the file
+cache, not told apart), so three rounds may not have settled there.
 Run (``make bench`` runs the defaults; the targets are set for 20M rows):
 
     .venv/bin/python benchmarks/merge_cost.py [--scale 0.01] [--rounds 5] [--out docs/benchmarks]

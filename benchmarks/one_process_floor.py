@@ -1,8 +1,8 @@
 """The floor's reads and writes without a Spark job: what a merge costs in one process.
 
 ``merge_cost``'s ``floor`` does the reads and writes a merge with icetide's answers needs, each as
-the plainest Spark statement. The recent pattern's targets ask for less time than that floor took
-(run 20: 2.03 s for a batch that a reload does in 7.35 s, a tenth of which is the target). This
+the plainest Spark statement. The recent pattern's targets ask for less time than that floor takes
+(a tenth of a full reload's time, which a run of Spark jobs on 2 cores does not reach). This
 reference, ``arrow``, does the same reads and writes in the driver's own process with pyarrow,
 so the benchmark measures, side by side, what leaving Spark's jobs out for a small batch would
 buy before anyone builds it:

@@ -408,9 +408,9 @@ def round_ratio(scans: Sequence[float], reference: Sequence[float]) -> float:
     """The median over rounds of a table's scan time over the reference's in the same round.
 
     Paired by round, so a slow spell of the machine slows both sides of a ratio; the median, so
-    one lucky or unlucky sample moves nothing. The ratio of each side's minimum, used before, was
-    not robust here: in one run it put the maintained table at 1.17 x the fresh table, 1.05 by
-    this, because one fresh round took 0.31 s where its others took 0.34-0.43 s."""
+    one lucky or unlucky sample moves nothing. The ratio of each side's minimum rests on one
+    sample of each side: one unusually fast round of the reference moves it past the target while
+    the per-round ratios stay well within it."""
     return statistics.median(scan / base for scan, base in zip(scans, reference, strict=True))
 
 

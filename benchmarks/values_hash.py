@@ -1,6 +1,6 @@
 """What the stored values hash saves: a run's classification comparing hashes against comparing values.
 
-Issue 12, seventh round. A hard-delete merge table stores ``_icetide_values_hash`` with each row,
+A hard-delete merge table stores ``_icetide_values_hash`` with each row,
 and the classification (``icetide_glue.merge.sql.classify_changes_sql``) compares the batch's hash with
 silver's instead of reading every value column of silver (docs/glue-job.md, "Unchanged rows: the
 values hash"). This benchmark, in ONE Spark process (``local[2]``), per table width:

@@ -6,8 +6,8 @@ with a file-system catalog on ``--warehouse`` (:mod:`icetide_local.spark`) inste
 session and the Glue Data Catalog.
 
 ``--bronze`` may be repeated: the folders are successive runs of the one table, run in the given
-order in ONE Spark session, so a replay of several DMS batches pays the JVM and session start-up
-(15-20 s) once instead of once a folder.
+order in ONE Spark session, so a replay of several DMS batches pays the JVM and session start-up,
+which costs more than a small run itself, once instead of once a folder.
 
 ``--bronze-files`` replays one run of a continuous cdc table: only the files its bronze file
 selection lists are merged, read from ``--bronze``, a local copy of the selection's S3 folder.
@@ -382,7 +382,7 @@ class LinkedFolder(ValueError):
 
 def refuse_linked_folders(option: str, folder: str) -> None:
     """Raise :class:`LinkedFolder` when ``folder`` holds a symbolic link to a folder: the local
-    file system (icetide_local.jars, the README's named differences) lists such a link as a
+    file system (icetide_local.jars, docs/local.md's named differences) lists such a link as a
     folder holding itself, so the job's listing of ``folder`` would never end. ``folder`` itself
     may be a link (the run is given its target)."""
     root = Path(folder)

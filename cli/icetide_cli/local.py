@@ -1,9 +1,10 @@
 """`icetide local ...`: icetide on this machine, with moto for AWS and the DMS stand-in for DMS.
 
-`demo` runs two cycles on a sample SQLite shop and checks silver against the source; `run` runs one
-hourly cycle of your tables against your database, keeping state in a workspace directory; `status`
-shows that state; `maintain` runs each table's maintenance through the maintenance state machine.
-README.md says what is local and what is the real code.
+`demo` runs three cycles and maintenance on a sample SQLite shop and checks silver against the
+source; `run` runs one hourly cycle of your tables against your database, keeping state in a
+workspace directory; `status` shows that state; `maintain` runs each table's maintenance through
+the maintenance state machine.
+docs/local.md says what is local and what is the real code.
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     demo = commands.add_parser(
         "demo",
-        help="two cycles on a sample SQLite shop, then check silver against the source",
+        help="three cycles on a sample SQLite shop and maintenance, then check silver against the source",
         description=(
-            "Create a workspace and a sample SQLite source (customers, orders), run a first cycle (full "
-            "load), change the source (inserts and updates, some at the watermark boundary), run a "
-            "second cycle (delta), print what each run did, and check that every silver table, read "
-            "with pyiceberg, equals its source table. Exit code 0: all runs succeeded and silver "
-            "matches the source; 1: otherwise."
+            "Create a workspace and a sample SQLite source (customers, orders, payments), run a first "
+            "cycle (full load), change the source (inserts, updates and deletes, some at the watermark "
+            "boundary), run a second cycle (delta; payments' changes captured), change the payments "
+            "again and run a third cycle, print what each run did, check that every silver table, read "
+            "with pyiceberg, equals its source table, then maintain every table and check again. Exit "
+            "code 0: all runs succeeded and silver matches the source; 1: otherwise."
         ),
     )
     demo.add_argument(

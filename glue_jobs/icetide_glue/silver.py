@@ -202,7 +202,7 @@ def evolve_silver_table(spark: SparkSession, table: SilverTable, plan: SchemaPla
 
 def main_snapshot_id(spark: SparkSession, table: SilverTable) -> int | None:
     """Main's current snapshot id (None: no snapshot yet), from the table's refreshed metadata
-    (Iceberg's Java API): a query of its ``refs`` table is a Spark job, 30-60 ms a run."""
+    (Iceberg's Java API): a query of its ``refs`` table would be a Spark job every run."""
     return branch_snapshot_id(iceberg_table(spark, table.sql_name, refreshed=True), MAIN_BRANCH)
 
 

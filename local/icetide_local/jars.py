@@ -65,14 +65,14 @@ ICEBERG_ARTIFACTS: tuple[MavenArtifact, ...] = (
 )
 # Hadoop's local file system sets each file's and folder's permissions it creates by running
 # ``chmod`` in a new process when Hadoop's native library is missing, as it is from PySpark's
-# download (S3, where Glue writes, has no permissions to set). Each fork of a JVM of this
-# size took 15-20 ms: a partitioned write of 1,000 files took 15.8-18.6 s, and 3.7-3.9 s with this
+# download (S3, where Glue writes, has no permissions to set). Forking a JVM of this size for
+# each file makes a local write of many small files several times slower than it is with this
 # file system, which sets them through Java's own file API (GlobalMentor's
 # ``BareLocalFileSystem``, for Hadoop 3.3.4, the Hadoop PySpark 3.5 ships). Local sessions only
 # (icetide_local.spark), on the driver's class path: with only ``spark.jars``, which Spark loads
 # after it has used the local file system, the session did not start ("class not found").
 # It lists a link to a folder as a folder holding itself, so a listing through one never ends
-# (the README's named differences; `icetide job run` refuses such folders).
+# (docs/local.md's named differences; `icetide job run` refuses such folders).
 LOCAL_FILE_SYSTEM_ARTIFACT = MavenArtifact("com.globalmentor", "hadoop-bare-naked-local-fs", "0.1.0")
 LOCAL_FILE_SYSTEM_CLASS = "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 # Every jar a local session needs, in the order they are fetched and listed.

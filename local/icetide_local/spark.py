@@ -35,8 +35,8 @@ LOCAL_SHUFFLE_PARTITIONS = 4
 # several (the local stack, `icetide job run` over several tables, the tests, the benchmarks) each
 # run evicted the previous one's classes: it compiled them all again, and ran them interpreted until
 # the JVM's JIT caught up. With room for 1,000, a repeated run compiles only the code its literals
-# change (its key ranges): 81 -> 7-9 compilations per scattered run at 20M rows
-# (docs/benchmarks/merge-cost.md, tenth round). A Glue run has a JVM of its own: nothing to keep.
+# change (its key ranges), a handful instead of all of them (docs/benchmarks/merge-cost.md).
+# A Glue run has a JVM of its own: nothing to keep.
 LOCAL_CODEGEN_CACHE_ENTRIES = 1000
 # Hadoop's setting of the class that serves ``file:`` paths (icetide_local.jars: why another one).
 LOCAL_FILE_SYSTEM_SETTING = "fs.file.impl"

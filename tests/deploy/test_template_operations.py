@@ -482,7 +482,7 @@ def test_each_state_machine_runs_with_its_own_written_out_role(machine: str) -> 
 
     assert role == [f"{machine}Role", "Arn"]
     assert "Policies" not in _properties(machine)
-    # Tracing is on: the X-Ray policy SAM attached to the role it used to make.
+    # Tracing is on: the X-Ray policy SAM would attach to a role it made.
     assert _properties(f"{machine}Role")["ManagedPolicyArns"] == [
         {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AWSXrayWriteOnlyAccess"}
     ]
@@ -564,15 +564,11 @@ def test_each_placeholder_names_an_output_or_a_parameter_of_the_template() -> No
     assert placeholders and placeholders <= names
 
 
-# --- the README's Deploy section ------------------------------------------------------------------
+# --- the deploy page -------------------------------------------------------------------------------
 
 
-def test_the_readme_deploy_section_walks_a_newcomer_through_the_choices() -> None:
-    readme = Path(REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^## Deploy\n(.*?)(?=^## )", readme, flags=re.MULTILINE | re.DOTALL)
-
-    assert match, "README.md has a '## Deploy' section"
-    section = match.group(1)
+def test_the_deploy_page_walks_a_newcomer_through_the_choices() -> None:
+    section = Path(REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     for needed in (
         "CreateVpcEndpoints",
         "NAT",

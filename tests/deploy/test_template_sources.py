@@ -2,7 +2,7 @@
 
 A table with captureMode cdc on PostgreSQL needs a logical replication slot that outlives the per-run
 DMS tasks; the slot is named on the stack's one source endpoint only when the engine is PostgreSQL and
-a slot name is given (README.md, Sources). The conditions and the rule are evaluated here with the
+a slot name is given (docs/sources.md). The conditions and the rule are evaluated here with the
 parameter values a deploy would give, so the tests check what CloudFormation would create, not how
 the template happens to spell it.
 """
@@ -41,7 +41,7 @@ def test_slot_name_is_an_optional_parameter_saying_what_to_create_first() -> Non
     assert parameter["Type"] == "String"
     assert parameter["Default"] == ""
     assert "pg_create_logical_replication_slot" in parameter["Description"]
-    assert "README.md, Sources" in parameter["Description"]
+    assert "docs/sources.md" in parameter["Description"]
 
 
 @pytest.mark.parametrize("name", ["", "icetide_orders", "slot_2", "a" * 63])
@@ -128,10 +128,8 @@ def test_postgres_with_a_slot_and_any_engine_without_one_deploy(given: dict[str,
     assert refusals(**given) == []
 
 
-def test_readme_sources_section_names_the_slot_parameters() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^## Sources\n(.*?)(?=^## )", readme, flags=re.MULTILINE | re.DOTALL)
+def test_the_sources_page_names_the_slot_parameters() -> None:
+    page = (REPO_ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
 
-    assert match, "README.md has a '## Sources' section"
-    assert SLOT in match.group(1)
-    assert PLUGIN in match.group(1)
+    assert SLOT in page
+    assert PLUGIN in page

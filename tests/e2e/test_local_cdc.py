@@ -137,7 +137,7 @@ def test_postgresql_changes_reach_silver_through_a_real_slot_soft(
     metadata = sa.MetaData(schema=schema)
     table = payments_table(metadata, "payments")
     metadata.create_all(engine)
-    # One cdc table per slot (README, Sources): the source endpoint names one slot, and the table's
+    # One cdc table per slot (docs/sources.md): the source endpoint names one slot, and the table's
     # first task starts at the slot's start point (cdcStartPoint).
     start_point = slot_start_point(postgres_url, DEFAULT_SLOT_NAME)
     tables_file = write_tables([{**_item(schema, table, "soft"), "cdcStartPoint": start_point}])

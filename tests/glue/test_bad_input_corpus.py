@@ -5,9 +5,9 @@ was: its snapshot, schema and rows are read back with pyiceberg straight from th
 Iceberg metadata, never through the job's own code or Spark's cached catalog.
 
 The cases run in this process through the CLI's `main`, on the tests' one Spark session (a fresh
-`icetide` process per case would cost a new JVM, 15-20 s each). `icetide job run` uses the catalog
-``local`` on ``--warehouse``, which is the Glue tests' catalog on their warehouse, so the corpus
-uses that warehouse and a table of its own.
+`icetide` process per case would start a new JVM each, longer than the case itself). `icetide job
+run` uses the catalog ``local`` on ``--warehouse``, which is the Glue tests' catalog on their
+warehouse, so the corpus uses that warehouse and a table of its own.
 """
 
 from __future__ import annotations

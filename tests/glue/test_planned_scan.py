@@ -6,7 +6,7 @@ which files the ranges meet (a range meets a file when they overlap). The read m
 live row whose key is in a range, and no row of another file (Iceberg's reader may also skip row
 groups of a met file), each at the data file and position Iceberg's ordinary read gives it,
 whatever rows were deleted; and the ranges must be nowhere in Spark's plan (the point of planning
-them in Iceberg: docs/benchmarks/merge-cost.md, twelfth round).
+them in Iceberg: icetide_glue.merge.planned_scan says why).
 """
 
 from __future__ import annotations

@@ -214,7 +214,8 @@ def test_a_file_that_lands_after_the_batch_check_waits_for_the_next_run(
 @pytest.mark.parametrize("counted", [True, False], ids=["dms-count", "no-count"])
 def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path, counted: bool) -> None:
     """The check rides in the deduplication, whose result is kept: the classification, the key
-    ranges and the commit read that, not the files (the fourth round read them twice)."""
+    ranges and the commit read that, not the files (a second read would cost a pass over bronze
+    and could see a file changed between the two)."""
     rows = [("I", "2026-11-21 06:00:00", k, f"v{k}") for k in range(1, 41)]
     write_dms_file(tmp_path / "first", "20261121-060000000.parquet", BRONZE, rows)
     table = f"read_once_{'counted' if counted else 'uncounted'}"

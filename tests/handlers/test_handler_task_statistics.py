@@ -150,8 +150,8 @@ def test_the_stand_ins_table_statistics_give_the_rows_the_job_must_read(
 
 
 def test_statistics_dms_refuses_fail_the_state_instead_of_going_on_uncounted(aws, load_event, lambda_context):
-    # Before, a call that could not be answered (NotImplementedError) left fullLoadRows null and the
-    # run went on; now whatever DMS answers instead of statistics is the state's error.
+    # A call that cannot be answered (NotImplementedError) must not leave fullLoadRows null and the
+    # run going on uncounted: whatever DMS answers instead of statistics is the state's error.
     task = {
         "ReplicationTaskArn": TASK_ARN,
         "Status": "stopped",
@@ -200,8 +200,8 @@ CDC_TABLES = [
 def test_a_cdc_tasks_expected_rows_are_its_full_load_rows_and_its_changes_only_bound_the_cdc_rows(
     aws, load_event, lambda_context
 ):
-    # Before, expectedRows was 5 + 4 + 3 + 2 = 14, compared exactly with every bronze row: a filter
-    # that kept a change out of the files, which DMS still counts, failed a healthy run.
+    # Not 5 + 4 + 3 + 2 = 14 compared exactly with every bronze row: a filter that keeps a change
+    # out of the files, which DMS still counts, would fail a healthy run.
     task = {"MigrationType": "full-load-and-cdc", "StopReason": "Stop Reason STOPPED_AT_SERVER_TIME"}
 
     result = _stubbed_statistics(task, CDC_TABLES, load_event, lambda_context)

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from icetide_local.postgres import temporary_postgres
-from icetide_local.standins.dms.replicator import FullLoadResult, run_full_load
+from icetide_local.standins.dms.replicator import ReplicationResult, run_full_load
 from icetide_local.standins.dms.s3_target import LocalDirectorySink
 from local.dms_cdc import selection_rule
 
@@ -141,10 +141,12 @@ def bronze(tmp_path) -> BronzeBucket:
 
 
 @pytest.fixture
-def full_load(bronze, table_mapping, s3_settings) -> Callable[..., FullLoadResult]:
+def full_load(bronze, table_mapping, s3_settings) -> Callable[..., ReplicationResult]:
     """Runs the DMS stand-in on one table of a source database, writing into ``bronze``."""
 
-    def run(source: SourceDatabase, table: str, *filters: dict[str, Any], **options: Any) -> FullLoadResult:
+    def run(
+        source: SourceDatabase, table: str, *filters: dict[str, Any], **options: Any
+    ) -> ReplicationResult:
         mapping = table_mapping(source.schema, table, *filters)
         return run_full_load(mapping, s3_settings, source.url, bronze.sink, **options)
 

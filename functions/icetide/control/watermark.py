@@ -3,7 +3,7 @@
 A watermark is a number, or a string holding a number or a timestamp (`YYYY-MM-DD HH:MM:SS[.ffffff]`,
 or ISO-8601 with an optional zone; no zone means UTC), or any other text (a varchar filter column).
 Numbers compare as numbers (so "9" < "10"), timestamps as UTC instants (so "07:00+01:00" == "06:00"),
-text by code point, the order Spark's max() used to find it. A text column may hold values that look
+text by code point, the order Spark's max() finds it in. A text column may hold values that look
 like numbers ("0012" next to "A12"): text against anything compares as text. Comparing a number with a
 timestamp is a configuration mistake and raises ValueError rather than guessing.
 """

@@ -67,8 +67,8 @@ def sorted_keys_aggregate(
     rows: none, or more than ``MAX_KEYS_FOR_RANGES``; or a key that is not a whole number).
 
     ``unique`` says no value repeats in ``changes`` (the one key column of a deduplicated batch):
-    the values are then collected as a list, which hashes none of them (200,000 keys: 0.37-0.44 s
-    against 0.49-0.61 s for the aggregate's job, scratch). The first column of a longer key
+    the values are then collected as a list, which hashes none of them (a set hashes every value
+    to drop repeats there are none of). The first column of a longer key
     repeats, maybe a few values over the whole batch, which a set keeps small."""
     if not 0 < key_count <= MAX_KEYS_FOR_RANGES or not is_whole_number_type(changes.schema[key].dataType):
         return None
@@ -86,8 +86,8 @@ def ranges_of_sorted_keys(
     distinct), cut at the widest gaps between neighbours (of equal ones, the one ending at the
     lower key); [] for no keys.
 
-    The gaps are measured and ranked with numpy when the keys fit in 64 bits (200,000 keys: the
-    Python loop took 0.13 s of a run merged on the driver); wider keys (a ``decimal(38,0)``) are
+    The gaps are measured and ranked with numpy when the keys fit in 64 bits (a Python loop over
+    a batch's keys is a visible share of a run merged on the driver); wider keys (a ``decimal(38,0)``) are
     ranked the same way over Python's integers."""
     if max_ranges < 1:
         raise ValueError(f"at least one key range is needed, got {max_ranges}")

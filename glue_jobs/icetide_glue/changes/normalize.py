@@ -97,9 +97,9 @@ def change_time(dms_timestamp: Column, is_string: bool) -> Column:
 
     Both casts read the zone of the session that analyzes them, which must be UTC
     (:func:`normalize_changes` analyzes them so). The string is not given a ``Z`` as
-    :func:`utc_timestamp` does: Spark then parses the zone of every row, which took 0.27 s
-    against 0.09 s for the 200,000 timestamps of a 20M-row table's 1 % batch, in the one task
-    that reads a batch of one file (docs/benchmarks/merge-cost.md, ninth round)."""
+    :func:`utc_timestamp` does: Spark then parses the zone of every row, several times the cost
+    of the plain cast, and a batch of one file is read by one task, where that cost is not
+    spread over cores."""
     if not is_string:
         return dms_timestamp.cast(TimestampType())
     text = F.trim(dms_timestamp)

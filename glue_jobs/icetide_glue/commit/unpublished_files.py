@@ -2,8 +2,8 @@
 commits them itself, in the same Iceberg commit as its position deletes (icetide_glue.merge.position_deletes).
 
 A run that both removes rows and appends rows must publish the two as one new state of main. A
-Spark append commits on its own, so the run used to stage both commits on a branch and publish the
-branch by a fast-forward: three more metadata commits, and the append could start only after the
+Spark append commits on its own; staging both commits on a branch and publishing the branch by
+a fast-forward would cost three more metadata commits, and the append could start only after the
 delete files were written. Iceberg's Spark writer can instead hand its files to Iceberg's
 ``FileRewriteCoordinator`` (the write option ``rewritten-file-scan-task-set-id``, which Iceberg's own
 ``rewrite_data_files`` uses): the files are written exactly as an append writes them (the table's

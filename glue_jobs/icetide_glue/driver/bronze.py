@@ -3,8 +3,8 @@ reader lists there (:func:`icetide_glue.bronze.read.read_bronze`) and the schema
 their footers.
 
 Why: Spark opens a folder by listing it and running a job that reads every footer for the merged
-schema, and the driver path needs only those two answers (0.1-0.2 s a run of a 1 to 2 s merge,
-docs/benchmarks/merge-cost.md, twenty-first round). pyarrow reads the same footers here.
+schema, and the driver path needs only those two answers (a Spark job is a noticeable share of
+a small merge on the driver, docs/benchmarks/merge-cost.md). pyarrow reads the same footers here.
 
 Only what both read alike is answered here. A folder with nothing to read, a hidden file or
 folder that holds Parquet (Spark's rules for those have exceptions), a footer pyarrow cannot

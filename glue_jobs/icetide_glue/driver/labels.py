@@ -101,8 +101,8 @@ def _found_by_search(changes: pa.Table, rows: pa.Table, keys: Sequence[str]) -> 
     """``rows``' row of each change's key (null where none), without the key, in the changes'
     order, found by binary search in the sorted keys; None unless there is one whole-number key.
 
-    The hash join of 200,000 changes with silver's rows and the tombstone entries took ~0.07 s a
-    side; sorting the few keys of one side and searching them takes a fraction of it."""
+    A hash join of a batch's changes with silver's rows and the tombstone entries hashes every
+    key of both sides; sorting the few keys of one side and searching them costs a fraction of it."""
     if len(keys) != 1:
         return None
     key = keys[0]

@@ -3,8 +3,8 @@ without a Spark job.
 
 Why: a run of Spark jobs costs what a job costs, whatever the batch. A batch of recent changes
 (the newest keys, plus new ones) touches a few of silver's files, and on a 20M-row table the Spark
-path took 3.4-3.7 s for it where a reload takes 8-10 s; the same reads and writes done in the
-driver's process took 0.6-0.7 s (docs/benchmarks/merge-cost.md, eighteenth round). So a run whose
+path costs a large part of what a full reload costs; the same reads and writes done in the
+driver's process cost a fraction of that (docs/benchmarks/merge-cost.md). So a run whose
 batch and planned read of silver are small is merged here: pyarrow reads the batch
 (icetide_glue.driver.batch) and the planned rows of silver and of the tombstone table
 (icetide_glue.driver.silver), the changes are labelled by the classification's own decision table

@@ -82,8 +82,8 @@ def planned_data_files(
     spans several).
 
     Each planned task is read as Iceberg's own JSON of it (``ScanTaskParser``), one call to the
-    JVM per task: asking the task for each field was ~8 calls per delete file, 0.5-0.8 s a run
-    once silver's recent files had their four delete files each (about 1,200 calls)."""
+    JVM per task: asking the task for each field takes several calls per delete file, which adds
+    up once silver's recent files have their four delete files each (over a thousand calls)."""
     parser = jvm(spark).org.apache.iceberg.ScanTaskParser
     tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, None, snapshot_id, residuals=False)
     planned = []
@@ -195,7 +195,7 @@ def rows_of_keys(
 
     Each row group is tested only against the wanted keys within its key statistics: one whose
     range holds none is not read, and the others hash a slice of the keys, not all of them (a
-    batch of 200,000 keys hashed again for each of a dozen row groups cost ~0.4 s). Its key
+    batch's keys hashed again for each of a dozen row groups would cost more than the read). Its key
     column is read first, the other columns only where a wanted key is live."""
     ordered = wanted_keys.to_numpy(zero_copy_only=False)
     with open_input(planned.path) as source:

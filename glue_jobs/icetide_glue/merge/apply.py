@@ -61,9 +61,9 @@ UNHASHED_ROWS_VIEW = "icetide_silver_unhashed_rows"
 TOMBSTONE_ROWS_VIEW = "icetide_tombstone_rows"
 # A commit that appends at most this many rows writes them in one task, sorted there in the table's
 # order, without Spark's range distribution: one data file (per 64 MB, per partition of a legacy
-# bucketed table) instead of one per range partition, and no sampling job or shuffle (200k narrow
-# rows: 0.27-0.39 s against 0.45-0.63 s through the range distribution, scratch A/B in one process;
-# not measured at the limit or for wide rows). A larger write keeps the range distribution, which
+# bucketed table) instead of one per range partition, and no sampling job or shuffle, which cost
+# more than the write itself for the small appends of hourly runs (measured with narrow rows, not
+# at the limit or for wide ones). A larger write keeps the range distribution, which
 # sorts on every core.
 ONE_TASK_WRITE_ROWS = 1_000_000
 # Iceberg's Spark write option for the write's distribution (none: each task sorts what it has).
@@ -240,7 +240,7 @@ def classify_changes(
                 )
                 staged.enter_context(planned).createOrReplaceTempView(view)
             # The counts ride on the checkpoint's own job (observed): a second job over its rows
-            # cost 0.16-0.40 s a run at 20M rows (scratch profile).
+            # would read every labelled row again, a cost that grows with silver.
             labelled = spark.sql(statement).observe(_LABEL_TALLIES, *_label_tallies())
             frame = labelled.localCheckpoint(eager=True)
         finally:
@@ -344,10 +344,10 @@ def forget_expired_changes(
     every entry the first classification saw, or a change it found too old would land.
 
     The tombstone table's data manifests answer (each data file's lowest change time, on the
-    driver, no Spark query): most runs have nothing to forget, and the query each run made
-    (Spark's analysis and Iceberg's planning; no task where no file matched) took 0.11-0.22 s
-    against 0.04-0.10 s (scratch, side by side, the tombstone tables of the benchmark's 2M and 20M
-    tables). Their answer is exact here: the table is copy-on-write (no delete file hides a row)
+    driver, no Spark query): most runs have nothing to forget, and a query would pay Spark's
+    analysis and Iceberg's planning every run even where no file matches, several times what
+    reading the manifests costs on the benchmark's tombstone tables.
+    Their answer is exact here: the table is copy-on-write (no delete file hides a row)
     and a file's lowest change time is one of its rows'.
     """
     prune_before = newest_change_micros - retention_days * _MICROS_PER_DAY

@@ -5,8 +5,8 @@ Why not a ``WHERE`` on the ranges: Spark keeps a filter it pushed to Iceberg in 
 every row read against it (Iceberg does not promise to filter rows), and it compiles the filter's
 numbers into the stage's generated Java code. Each batch has other ranges, so each run of a
 process that runs several compiled the stage that reads silver anew and ran it slowly until the
-JVM had compiled it again: 0.6-0.8 s more per read of a 1 % scattered batch at 20M rows, side by side
-(docs/benchmarks/merge-cost.md, twelfth round). Here Iceberg plans the scan with the ranges (the
+JVM had compiled it again, a cost paid on every read of silver by a process that runs many merges
+(docs/benchmarks/merge-cost.md). Here Iceberg plans the scan with the ranges (the
 same skipping of files by their key bounds), the planned tasks are staged under an id (Iceberg's
 ``ScanTaskSetManager``, which its own rewrite procedures use the same way) and Spark reads exactly
 those (read option ``scan-task-set-id``): a plan without the ranges, the same code every run.
@@ -111,8 +111,8 @@ def plan_tasks(
     ``residuals=False``: the tasks carry no residual filter (Iceberg's ``ignoreResiduals``; the
     files are chosen by the filters all the same), for a caller that reads the files itself.
     Spark's reader skips row groups by a task's residual, so its scans keep them; a task's
-    residual is computed when it is asked for, and its JSON (``ScanTaskParser``) asked for it: 50 ms
-    a task for 65 key ranges, where the rest of the task's JSON took under 10."""
+    residual is computed when it is asked for, and its JSON (``ScanTaskParser``) asks for it: with
+    many key ranges that costs more than the rest of the task's JSON."""
     api = jvm(spark).org.apache.iceberg
     reporter = api.metrics.InMemoryMetricsReporter()
     scan = table.newScan().caseSensitive(False).metricsReporter(reporter)
@@ -155,7 +155,7 @@ def _ranges_expression(
     spark: SparkSession, table: Any, key: str, key_ranges: Sequence[tuple[int, int]]
 ) -> Any:
     """Iceberg's expression for ``key_ranges`` (:func:`ranges_filter_json`), parsed by Iceberg in
-    one call to the JVM (built call by call it took ~4 calls a range, ~0.1 s for 32 ranges)."""
+    one call to the JVM (built call by call it takes several calls a range)."""
     field = _field(table, key)
     decimal = field.type().typeId().toString() == "DECIMAL"
     parser = jvm(spark).org.apache.iceberg.expressions.ExpressionParser

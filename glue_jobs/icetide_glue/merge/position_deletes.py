@@ -5,20 +5,20 @@ The classification reads each matched silver row's data file and row position (I
 and ``_pos`` metadata columns). Those positions are written as Iceberg position delete files, one
 per data file (file-scoped, the layout Iceberg's own merge-on-read writes by default), and committed
 with Iceberg's ``RowDelta``, which also adds the files of the rows that replace them
-(icetide_glue.merge.apply, icetide_glue.commit.unpublished_files). Before,
-a MERGE found the same rows again by joining the changes with silver: a second read of every file
-the batch touches, which cost as much as the classification itself.
+(icetide_glue.merge.apply, icetide_glue.commit.unpublished_files). A MERGE
+would find the same rows again by joining the changes with silver: a second read of every file
+the batch touches, which costs as much as the classification itself.
 
 A data file keeps at most ``MAX_DELETE_FILES_PER_DATA_FILE`` delete files. Otherwise every hourly
 run would add a delete file to each file it touches, and every read of silver (the next run's
-classification included) would load them all until maintenance: reading the keys of 20M rows took
-2.1-2.3 s with eight delete files per data file against 1.2 s with one holding the same positions.
+classification included) would load them all until maintenance: a read of silver's keys slows
+down with each delete file per data file, against one file holding the same positions.
 A run that would go past the limit writes the positions of the delete files it replaces into its
 new one and removes them in the same commit. It replaces the smaller ones and keeps the largest
 unless that holds fewer positions than the others together (size-tiered, as an LSM tree merges):
-the fourth round replaced every delete file at every touch, and a batch of recent keys, which
-touches the same data files each hour, rewrote all the positions deleted from them since the last
-compaction every run (1.8M positions a run after ten runs of the benchmark's recent pattern).
+replacing every delete file at every touch would make a batch of recent keys, which touches the
+same data files each hour, rewrite all the positions deleted from them since the last compaction
+every run (millions of positions a run after a few hours of the benchmark's recent pattern).
 
 Spark writes the files (its Parquet writer keeps the Iceberg field ids set in the columns'
 metadata, which is how Iceberg's readers find ``file_path`` and ``pos``); Iceberg's Java API, the
@@ -101,8 +101,8 @@ def data_file_index(spark: SparkSession, data_files: Sequence[str]) -> DataFrame
     Built from one JSON literal, one expression however many paths, which Spark's optimizer
     folds into a constant. The write joins it by broadcast. Side by side (180k positions, the
     join and a no-op write per call), an index made with ``createDataFrame`` from a Python list
-    took 0.12-0.33 s longer per call at 10 paths, 0.00-0.26 s at 2,000 and about the same at
-    20,000; a literal per path (an expression each) took 5.2-6.6 s at 2,000.
+    costs more per call at a few paths and about the same at tens of thousands; a literal per path
+    (an expression each) costs far more than either at thousands of paths.
     """
     paths = F.from_json(F.lit(json.dumps(list(data_files))), "array<string>")
     return spark.range(1).select(F.posexplode(paths).alias(_DATA_FILE_INDEX, "file_path"))

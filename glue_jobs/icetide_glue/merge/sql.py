@@ -317,7 +317,7 @@ def hashed_rows_of_batch(
     :data:`icetide_glue.silver.VALUES_HASH_METRICS`; icetide_glue.merge.planned_scan). Without
     ``unhashed_rows`` (the table's metadata says no data file holds a null hash:
     :func:`icetide_glue.silver.has_rows_without_values_hash`) the first read is the only one and
-    tests no row for null (that test over a 20M-row table: docs/benchmarks/merge-cost.md, eighth round).
+    tests no row for null (a test that costs its share of every run on a large table).
     """
     narrow = [*keys, *ORDER_COLUMNS]
     stored_hash = f"r.{quote_identifier(VALUES_HASH)}"

@@ -174,10 +174,6 @@ class ReplicationResult:
         return tuple(uri for table in self.tables for uri in table.files)
 
 
-FullLoadResult = ReplicationResult
-"""The outcome of a full load (the name from before CDC)."""
-
-
 def full_load_file_name(sequence: int) -> str:
     """DMS's name for a table's ``sequence``-th full-load file: 1 -> LOAD00000001, 10 -> LOAD0000000A."""
     return f"LOAD{sequence:08X}.parquet"

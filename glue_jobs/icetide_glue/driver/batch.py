@@ -48,10 +48,6 @@ from icetide_glue.decision import LATEST_CHANGE_ORDER, micros
 from icetide_glue.driver.arrow_types import NotEligible, spark_type_of
 from icetide_glue.driver.files import open_input
 
-# The oldest pyarrow whose features this reading uses (concat_tables' promote_options).
-OLDEST_PYARROW = 15
-if int(pa.__version__.split(".")[0]) < OLDEST_PYARROW:
-    raise ImportError(f"pyarrow {pa.__version__} is older than {OLDEST_PYARROW}: no merge on the driver")
 # Spark reads a timestamp or date before this (in its files' calendar) through a rebase of the
 # Julian calendar (or refuses it); pyarrow does not. Such batches take the Spark path.
 EARLIEST_EXACT_TIME = datetime(1900, 1, 1, tzinfo=UTC)

@@ -15,8 +15,8 @@ from importlib import metadata
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode, MergePlanChoice
 from icetide_glue.errors import InvalidJobArguments
 
-# The driver path reads and writes parquet with pyarrow's dataset and compute functions of this
-# major version and later (the project's own pin: pyproject.toml's spark extra).
+# The oldest pyarrow whose features the driver path uses (concat_tables' promote_options, in
+# icetide_glue.driver.batch); pyproject.toml's spark extra pins the same.
 MIN_PYARROW_MAJOR = 15
 
 

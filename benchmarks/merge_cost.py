@@ -64,7 +64,7 @@ Per approach and round: wall time; bytes read (Spark's stage input bytes: bronze
 read of the table, and re-reads of data a run cached, which Spark counts as input too); files and
 bytes Iceberg scanned (its scan metrics, which Spark keeps as custom SQL metrics of each BatchScan
 node, read from the SQL status store; for the reads icetide's job plans itself, which report none
-to Spark, the planning figures the job logs: icetide_glue.planned_scan); bytes and files written
+to Spark, the planning figures the job logs: icetide_glue.merge.planned_scan); bytes and files written
 (summed from the summaries of every snapshot the approach committed, icetide's tombstone table
 included). Times on a shared
 2-core machine are noisy, so ratios use the minimum over rounds; bytes and files are not noisy.
@@ -101,12 +101,12 @@ import one_process_floor
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from icetide_glue import planned_scan
 from icetide_glue.arguments import JobArguments
 from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.job import run_job
+from icetide_glue.merge import planned_scan
 from icetide_glue.silver import MERGE_TABLE_PROPERTIES
-from icetide_glue.sql import write_ordered_by_sql
+from icetide_glue.table_sql import write_ordered_by_sql
 from icetide_local.spark import local_spark_session, runtime_versions
 
 CATALOG = "bench"
@@ -466,7 +466,7 @@ def written_figures(
 
 
 class PlannedScans(logging.Handler):
-    """Iceberg's scan figures of the reads the job planned itself (icetide_glue.planned_scan logs
+    """Iceberg's scan figures of the reads the job planned itself (icetide_glue.merge.planned_scan logs
     them: a read of staged tasks reports no scan metrics to Spark), summed while attached."""
 
     _FIGURES: ClassVar[dict[str, str]] = {

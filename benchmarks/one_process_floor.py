@@ -42,10 +42,10 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyspark.sql import SparkSession
 
-from icetide_glue.arrow_commit import parquet_codec
-from icetide_glue.arrow_files import local_path
+from icetide_glue.driver.commit import parquet_codec
+from icetide_glue.driver.files import local_path
 from icetide_glue.iceberg_tables import iceberg_table, jvm
-from icetide_glue.planned_scan import plan_tasks
+from icetide_glue.merge.planned_scan import plan_tasks
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def planned_files(
 ) -> list[PlannedFile]:
     """The data files of ``table`` in ``snapshot_id`` that may hold a key from ``low`` to ``high``,
     with their delete files, as Iceberg's planning answers on the driver (no Spark job): the
-    job's own planning of a batch's key ranges (icetide_glue.planned_scan)."""
+    job's own planning of a batch's key ranges (icetide_glue.merge.planned_scan)."""
     tasks, _ = plan_tasks(spark, iceberg_table(spark, table), table, key, [(low, high)], None, snapshot_id)
     return [
         PlannedFile(str(task.file().location()), tuple(str(delete.location()) for delete in task.deletes()))

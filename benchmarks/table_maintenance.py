@@ -19,13 +19,13 @@ snapshots behind, and every full read pays for them. This benchmark, in ONE Spar
      even files (:func:`write_fresh_copy`). It holds exactly the merged table's rows in the
      fresh table's layout;
 3. measures the merged table before maintenance: live data and delete files, snapshots kept
-   (``icetide_glue.maintenance.measure_table``) and a full scan reading every column
+   (``icetide_glue.maintenance.maintain.measure_table``) and a full scan reading every column
    (``SELECT sum(hash(*))``), timed side by side with both fresh tables in the same rounds (the
    order rotated each round). Each timed sample is the mean of ``--scan-repeats`` scans in a row
    (a 2M-row scan takes about half a second, as long as the machine's hiccups). A table's time
    against a reference is the median over rounds of the ratio of its scan to the reference's in
    the same round (:func:`round_ratio`): the machine is shared;
-4. runs one maintenance pass (``icetide_glue.maintenance.maintain_table``) with a policy fitting
+4. runs one maintenance pass (``icetide_glue.maintenance.maintain.maintain_table``) with a policy fitting
    the benchmark's clock: the merges were committed minutes ago, so ``snapshot_retention_hours=0``
    makes every snapshot older than the retention and expiry keeps the ``--min-snapshots`` newest;
 5. measures again, and reads the merged table before and after maintenance, and the fresh tables,
@@ -74,9 +74,9 @@ from icetide_contracts.maintenance import MaintenancePolicy
 from icetide_contracts.run_plan import LoadMode
 from icetide_glue.arguments import JobArguments
 from icetide_glue.columns import is_metadata_column
+from icetide_glue.commit.run_ledger import run_ledger
 from icetide_glue.job import run_job
-from icetide_glue.maintenance import even_range_bounds, maintain_table, measure_table
-from icetide_glue.run_ledger import run_ledger
+from icetide_glue.maintenance.maintain import even_range_bounds, maintain_table, measure_table
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable, create_silver_table, tombstone_table
 from icetide_local.spark import local_spark_session, runtime_versions

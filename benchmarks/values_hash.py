@@ -1,7 +1,7 @@
 """What the stored values hash saves: a run's classification comparing hashes against comparing values.
 
 A hard-delete merge table stores ``_icetide_values_hash`` with each row,
-and the classification (``icetide_glue.sql.classify_changes_sql``) compares the batch's hash with
+and the classification (``icetide_glue.merge.sql.classify_changes_sql``) compares the batch's hash with
 silver's instead of reading every value column of silver (docs/glue-job.md, "Unchanged rows: the
 values hash"). This benchmark, in ONE Spark process (``local[2]``), per table width:
 
@@ -45,13 +45,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.apply import values_hash_types, with_values_hash
 from icetide_glue.arguments import JobArguments
-from icetide_glue.changes import align_to_silver
+from icetide_glue.changes.normalize import align_to_silver
 from icetide_glue.columns import ACTION, CHANGE_SEQ, CHANGE_TS, OP, is_metadata_column
 from icetide_glue.job import run_job
+from icetide_glue.merge.apply import values_hash_types, with_values_hash
+from icetide_glue.merge.sql import classify_changes_sql
 from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id, tombstone_table
-from icetide_glue.sql import classify_changes_sql
 from icetide_local.spark import local_spark_session
 
 CATALOG = "values_hash_bench"

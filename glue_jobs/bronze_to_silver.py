@@ -21,9 +21,9 @@ from typing import Any
 from awsglue.utils import getResolvedOptions
 
 from icetide_glue.arguments import JobArguments, parse_glue_options
+from icetide_glue.commit.manifest import manifest_line
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.job import run_job
-from icetide_glue.manifest import manifest_line
 from icetide_glue.session import build_session
 
 SCRIPT_NAME = "bronze_to_silver.py"

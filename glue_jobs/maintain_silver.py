@@ -1,4 +1,4 @@
-"""Glue entrypoint of table maintenance: :func:`icetide_glue.maintenance_job.run_maintenance_job`.
+"""Glue entrypoint of table maintenance: :func:`icetide_glue.maintenance.job.run_maintenance_job`.
 
 AWS Glue runs this script, and only Glue (the maintenance state machine's "Run maintenance job"):
 arguments through awsglue's ``getResolvedOptions``, the session and its Iceberg catalog from the
@@ -16,14 +16,14 @@ from typing import Any
 from awsglue.utils import getResolvedOptions
 
 from icetide_glue.arguments import resolve_glue_options
+from icetide_glue.commit.manifest import manifest_line
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.maintenance_job import (
+from icetide_glue.maintenance.job import (
     OPTIONAL_ARGUMENTS,
     REQUIRED_ARGUMENTS,
     MaintenanceJobArguments,
     run_maintenance_job,
 )
-from icetide_glue.manifest import manifest_line
 from icetide_glue.session import build_session
 
 SCRIPT_NAME = "maintain_silver.py"

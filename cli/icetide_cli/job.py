@@ -12,7 +12,7 @@ which costs more than a small run itself, once instead of once a folder.
 ``--bronze-files`` replays one run of a continuous cdc table: only the files its bronze file
 selection lists are merged, read from ``--bronze``, a local copy of the selection's S3 folder.
 
-``icetide job maintain`` runs the maintenance step (:func:`icetide_glue.maintenance.maintain_table`)
+``icetide job maintain`` runs the maintenance step (:func:`icetide_glue.maintenance.maintain.maintain_table`)
 on one table of a local warehouse, in the same session configuration.
 """
 
@@ -38,18 +38,18 @@ from icetide_glue.arguments import (
     JobArguments,
     LoadMode,
 )
+from icetide_glue.commit.manifest import manifest_line
 from icetide_glue.errors import (
     IcetideJobError,
     InvalidBronzeFileSelection,
     InvalidJobArguments,
     MissingPrimaryKeys,
 )
-from icetide_glue.manifest import manifest_line
 
 # pyspark (the spark extra) loads when a command runs, not when `icetide --help` lists the commands;
 # so does icetide_local.spark, whose catalog name (DEFAULT_LOCAL_CATALOG) the help below spells out.
 if TYPE_CHECKING:
-    from icetide_glue.maintenance_job import MaintenanceJobArguments
+    from icetide_glue.maintenance.job import MaintenanceJobArguments
 
 
 def local_spark_session(warehouse: Path, **options: Any) -> Any:
@@ -294,7 +294,7 @@ POLICY_DEFAULTS = {key: value for key, value in MaintenancePolicy().to_json().it
 
 def maintenance_arguments(args: argparse.Namespace) -> MaintenanceJobArguments:
     """The command's options as the maintenance job's arguments (checked before Spark starts)."""
-    from icetide_glue.maintenance_job import MaintenanceJobArguments
+    from icetide_glue.maintenance.job import MaintenanceJobArguments
     from icetide_local.spark import DEFAULT_LOCAL_CATALOG
 
     return MaintenanceJobArguments.from_options(
@@ -330,7 +330,7 @@ def maintenance_lines(report: dict[str, Any]) -> list[str]:
 
 def maintain_command(args: argparse.Namespace) -> int:
     """Handler of `icetide job maintain`: the report on stdout, an error as one line on stderr."""
-    from icetide_glue.maintenance_job import run_maintenance_job
+    from icetide_glue.maintenance.job import run_maintenance_job
     from icetide_glue.silver import table_exists
     from icetide_local.spark import DEFAULT_LOCAL_CATALOG
 
@@ -460,7 +460,7 @@ def bronze_copy(args: argparse.Namespace, bronze: str) -> str | None:
 
 def read_selection_file(path: str) -> BronzeFiles:
     """The bronze file selection in the local file ``path`` (the job reads it again, through Spark)."""
-    from icetide_glue.bronze_selection import selection_from_text
+    from icetide_glue.bronze.selection import selection_from_text
 
     try:
         content = Path(path).read_bytes()

@@ -1,6 +1,6 @@
 """The run manifest (docs/contracts.md, "Run manifest"): what one run of the Glue job did.
 
-The Glue job writes `to_json()` to the plan's `manifestUri` (`icetide_glue.manifest.write_manifest`)
+The Glue job writes `to_json()` to the plan's `manifestUri` (`icetide_glue.commit.manifest.write_manifest`)
 and stores `run_stats()` in the snapshot summary of its commit, from which a rerun of a committed
 run rebuilds the manifest (`already_committed_run`). commit_watermark reads it with `from_text` and
 advances the watermark from `new_watermark` only, so a manifest that does not hold together is

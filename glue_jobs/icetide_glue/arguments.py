@@ -44,10 +44,11 @@ OPTIONAL_ARGUMENTS = (
     "bronze_files_uri",
     "verify_report_uri",
     "driver_merge_max_changes",
+    "merge_plan",
 )
 DEFAULT_TOMBSTONE_RETENTION_DAYS = 7
 # A merge batch of at most this many rows may be merged on the driver, without a Spark job
-# (icetide_glue.driver_merge); 0 turns that off.
+# (icetide_glue.driver.merge); 0 turns that off.
 DEFAULT_MAX_DRIVER_CHANGES = 500_000
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
@@ -61,6 +62,17 @@ _ROW_COUNT = re.compile(r"[0-9]+")
 _INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
 
 _Mode = TypeVar("_Mode", bound=StrEnum)
+
+
+class MergePlanChoice(StrEnum):
+    """``--merge_plan``: let the job choose how a merge runs (icetide_glue.merge.plan), or force
+    one of its plans (a run the forced plan cannot carry fails, naming why)."""
+
+    AUTO = "auto"
+    DRIVER = "driver"
+    SPARK = "spark"
+
+
 ResolveOptions = Callable[[list[str], list[str]], Mapping[str, str]]
 
 
@@ -81,7 +93,7 @@ class JobArguments:
     # The rows DMS reported its full load added for this run (FullLoadRows); the job refuses to
     # commit when the run's LOAD files hold another number. max_change_rows: the changes DMS counted
     # (Inserts + Updates + Deletes; 0 for a full-load task), more than the run's CDC files may hold
-    # (icetide_glue.row_count). expected_files: how many bronze files the run's folder held once
+    # (icetide_glue.changes.row_count). expected_files: how many bronze files the run's folder held once
     # its task had stopped; the job refuses to merge another number. None: nobody counted (a run
     # started by hand), so the job cannot check and says so.
     expected_rows: int | None = None
@@ -100,13 +112,15 @@ class JobArguments:
     # A continuous cdc run: the bronze file selection (icetide_contracts.bronze_files) naming the
     # files below --bronze_uri it merges, instead of every file there (None: the whole folder).
     bronze_files_uri: str | None = None
-    # A verify run (icetide_glue.verify): --bronze_uri holds a key-only extraction of the source,
+    # A verify run (icetide_glue.verify.compare): --bronze_uri holds a key-only extraction of the source,
     # which the job compares with silver's live keys, writing the verify report here instead of
     # merging; nothing is committed, no manifest written.
     verify_report_uri: str | None = None
     # A merge batch of at most this many rows may be merged on the driver without a Spark job
-    # (icetide_glue.driver_merge, when the run qualifies); 0: every merge runs on Spark.
+    # (icetide_glue.driver.merge, when the run qualifies); 0: every merge runs on Spark.
     driver_merge_max_changes: int = DEFAULT_MAX_DRIVER_CHANGES
+    # How a merge runs (icetide_glue.merge.plan.choose_merge_plan): chosen, or forced.
+    merge_plan: MergePlanChoice = MergePlanChoice.AUTO
 
     def __post_init__(self) -> None:
         if not _TABLE_NAME.match(self.target_table):
@@ -239,6 +253,9 @@ class JobArguments:
 
         load_mode = _choice(LoadMode, "--load_mode", optional("load_mode") or LoadMode.MERGE.value)
         delete_mode = _choice(DeleteMode, "--delete_mode", optional("delete_mode") or DeleteMode.HARD.value)
+        merge_plan = _choice(
+            MergePlanChoice, "--merge_plan", optional("merge_plan") or MergePlanChoice.AUTO.value
+        )
         retention = _row_count(optional("tombstone_retention_days"), "--tombstone_retention_days", "days")
         reconcile_rows = _row_count(optional("reconcile_expected_rows"), "--reconcile_expected_rows")
         driver_changes = _row_count(
@@ -266,6 +283,7 @@ class JobArguments:
             bronze_files_uri=optional("bronze_files_uri"),
             verify_report_uri=optional("verify_report_uri"),
             driver_merge_max_changes=DEFAULT_MAX_DRIVER_CHANGES if driver_changes is None else driver_changes,
+            merge_plan=merge_plan,
         )
 
 

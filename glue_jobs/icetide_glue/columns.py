@@ -58,11 +58,11 @@ FILE_RANK = "_icetide_file_rank"
 ROW_INDEX = "_icetide_row_index"
 ACTION = "_icetide_action"
 IN_SILVER = "_icetide_in_silver"
-IN_MEMORY = "_icetide_in_memory"
+IN_TOMBSTONES = "_icetide_in_tombstones"
 # True when silver holds the change's key: the run removes silver's row (and appends the change's).
 MATCHED = "_icetide_matched"
 # Where silver holds a matched key's row (Iceberg's _file and _pos of the row the classification
-# read): the run removes that row by position (icetide_glue.position_deletes).
+# read): the run removes that row by position (icetide_glue.merge.position_deletes).
 SILVER_FILE = "_icetide_silver_file"
 SILVER_POS = "_icetide_silver_pos"
 # With soft deletes: silver's value of each compared column (by position), which a soft delete
@@ -70,10 +70,10 @@ SILVER_POS = "_icetide_silver_pos"
 SILVER_VALUE_PREFIX = "_icetide_silver_value_"
 # True when the key's order memory (the tombstone table) already has an entry: a change to
 # remember moves that entry forward; the others are appended to the tombstone table.
-REMEMBERED = "_icetide_remembered"
+HAS_TOMBSTONE = "_icetide_has_tombstone"
 # True for a change the key's order memory (the tombstone table) must keep: a delete, or an update
 # skipped as unchanged, newer than everything silver and the memory know of its key.
-REMEMBER = "_icetide_remember"
+KEEP_TOMBSTONE = "_icetide_keep_tombstone"
 # True when a change carries values of the row: its own (an I, a U, a D with DMS's before-image),
 # or, for a keys-only D (PostgreSQL's default before-image), those of the key's latest change in
 # the batch that had values. IMAGE_TS / IMAGE_SEQ / IMAGE_PHASE: the change time, sequence and
@@ -114,3 +114,8 @@ def silver_value_column(index: int) -> str:
 def is_metadata_column(name: str) -> bool:
     """True for icetide's own columns (stored or working), whatever the case."""
     return name.lower().startswith(RESERVED_PREFIX)
+
+
+# The tombstone table's own columns after the key columns (a stored layout: icetide_glue.silver
+# creates the table with them, the merges write them).
+TOMBSTONE_COLUMNS = (CHANGE_TS, CHANGE_SEQ, OP, RUN_ID, CHANGE_PHASE)

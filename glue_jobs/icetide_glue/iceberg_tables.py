@@ -1,6 +1,6 @@
 """Silver's Iceberg tables through Iceberg's Java API, where Spark SQL has no statement for the job
 or answers it with a Spark job: a row delta of delete files the job wrote itself and of data files
-Spark wrote without a commit (icetide_glue.position_deletes, icetide_glue.unpublished_files), a
+Spark wrote without a commit (icetide_glue.merge.position_deletes, icetide_glue.commit.unpublished_files), a
 walk up main's snapshots for a run's commit (icetide_glue.silver.find_committed_run), main's
 head (icetide_glue.silver.main_snapshot_id), and whether any data file may hold rows of a kind
 (:func:`data_files_may_hold`).

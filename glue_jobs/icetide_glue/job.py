@@ -7,7 +7,7 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
    either), unless the run reconciles an existing table (the source may only have lost rows: an
    empty batch). A small merge into an existing table may be done here, without a Spark job
-   (icetide_glue.driver_merge, the same order of work on the driver: a folder's files listed and
+   (icetide_glue.driver.merge, the same order of work on the driver: a folder's files listed and
    typed by pyarrow first, Spark's read skipped when it lands);
 3. check the whole batch (a merge's in the one read that deduplicates it), its row counts against
    DMS's (``--expected_rows``, ``--max_change_rows``), a reconcile's key extraction
@@ -18,13 +18,13 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
    commit fails); then ONE new state of main that carries
    the run id and the run's statistics in its snapshot summary (a removal by position of the silver
    rows the changes replace or delete, an append of the rows they leave, or both in one Iceberg
-   commit: icetide_glue.apply; for key-less tables an append without the
+   commit: icetide_glue.merge.apply; for key-less tables an append without the
    rows silver already holds); then, if the run remembered something, forget tombstones
    older than the retention (after the commit: a retry must classify as the first attempt did);
 5. write the manifest.
 
 A verify run (``--verify_report_uri``) does none of this: it compares silver's live keys with a
-key-only extraction and writes a verify report (icetide_glue.verify).
+key-only extraction and writes a verify report (icetide_glue.verify.compare).
 """
 
 from __future__ import annotations
@@ -37,19 +37,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType
 
 from icetide_contracts.run_manifest import RunManifest
-from icetide_glue.append_once import rows_not_in_silver
-from icetide_glue.apply import (
-    append_changes,
-    classify_changes,
-    commit_changes,
-    remember_changes,
-    values_hash_types,
-)
 from icetide_glue.arguments import DeleteMode, JobArguments, LoadMode
-from icetide_glue.batch import BatchSummary, deduplicate_batch, inspect_batch
-from icetide_glue.bronze import read_bronze
-from icetide_glue.bronze_selection import read_selected_bronze
-from icetide_glue.changes import (
+from icetide_glue.bronze.read import read_bronze
+from icetide_glue.bronze.selection import read_selected_bronze
+from icetide_glue.changes.batch import BatchSummary, deduplicate_batch, inspect_batch
+from icetide_glue.changes.key_ranges import batch_key_ranges
+from icetide_glue.changes.normalize import (
     align_to_silver,
     empty_changes,
     find_column,
@@ -58,19 +51,25 @@ from icetide_glue.changes import (
     require_column,
     source_schema,
 )
+from icetide_glue.changes.row_count import BronzeRows, check_bronze_rows
+from icetide_glue.changes.schema_evolution import plan_schema_changes
 from icetide_glue.columns import is_metadata_column
-from icetide_glue.key_ranges import batch_key_ranges
-from icetide_glue.manifest import write_manifest
-from icetide_glue.reconcile import add_reconcile_deletes, read_reconcile_keys
-from icetide_glue.row_count import BronzeRows, check_bronze_rows
-from icetide_glue.run_ledger import find_run
-from icetide_glue.run_record import (
-    SPARK_MERGE_PATH,
+from icetide_glue.commit.append_once import rows_not_in_silver
+from icetide_glue.commit.manifest import write_manifest
+from icetide_glue.commit.run_ledger import find_run
+from icetide_glue.commit.run_record import (
     committed_snapshot_id,
-    forget_expired_changes_after_commit,
     snapshot_properties,
 )
-from icetide_glue.schema_evolution import plan_schema_changes
+from icetide_glue.merge.apply import (
+    append_changes,
+    classify_changes,
+    commit_changes,
+    forget_expired_changes_after_commit,
+    values_hash_types,
+    write_tombstones,
+)
+from icetide_glue.merge.plan import Chosen, MergePlan, choose_merge_plan
 from icetide_glue.silver import (
     SilverTable,
     add_missing_metadata_columns,
@@ -82,15 +81,10 @@ from icetide_glue.silver import (
     silver_schema,
     table_exists,
 )
-from icetide_glue.verify import run_verify
+from icetide_glue.verify.compare import run_verify
+from icetide_glue.verify.reconcile import add_reconcile_deletes, read_reconcile_keys
 
 logger = logging.getLogger(__name__)
-
-try:
-    from icetide_glue.driver_merge import folder_bronze, merge_on_driver, spark_bronze
-except ImportError as missing:  # a runtime without pyarrow 15 or later: every merge runs on Spark
-    logger.info("merges run on Spark only: %s", missing)
-    merge_on_driver = None  # type: ignore[assignment]
 
 # Up to this many changes, the batch's keys are broadcast into silver's scan (a few tens of MB on
 # the driver at most); a larger batch is a large share of the table anyway, and is joined by shuffle.
@@ -108,7 +102,7 @@ def run_job(spark: SparkSession, args: JobArguments, *, bronze_copy: str | None 
     """
     table = SilverTable(args.catalog, args.database, args.table_name)
     if args.verify_report_uri is not None:
-        # A verify run (icetide_glue.verify) compares and reports; it never reaches a commit.
+        # A verify run (icetide_glue.verify.compare) compares and reports; it never reaches a commit.
         return run_verify(spark, args, table)
     manifest = _load_run(spark, args, table, bronze_copy)
     if args.manifest_uri:
@@ -126,22 +120,21 @@ def _load_run(
             return RunManifest.already_committed_run(
                 args.run_id, str(table), committed.snapshot_id, committed.run_stats
             )
-    if (
-        args.load_mode is LoadMode.MERGE
-        and exists
-        and args.bronze_files_uri is None
-        and merge_on_driver is not None
-    ):
-        # A small batch that qualifies is merged without a Spark job (icetide_glue.driver_merge),
-        # its folder listed and its footers read by pyarrow; any other run, or one that path finds
-        # it cannot read as Spark would, goes on below.
-        merged = merge_on_driver(spark, args, table, lambda: folder_bronze(args.bronze_uri))
-        if merged is not None:
-            return merged
+    chosen = choose_merge_plan(args, exists) if args.load_mode is LoadMode.MERGE else None
     if args.bronze_files_uri is None:
+        if chosen is not None and chosen.plan is MergePlan.DRIVER:
+            # The folder is listed and its footers read by pyarrow, Spark's read skipped.
+            merged = _merge_on_driver(spark, args, table, chosen, None)
+            if merged is not None:
+                return merged
         bronze = read_bronze(spark, args.bronze_uri)
     else:
         bronze = read_selected_bronze(spark, args.bronze_files_uri, args.run_id, args.bronze_uri, bronze_copy)
+        if chosen is not None and chosen.plan is MergePlan.DRIVER and bronze is not None:
+            # A bronze file selection's batch, as Spark listed it.
+            merged = _merge_on_driver(spark, args, table, chosen, bronze)
+            if merged is not None:
+                return merged
     if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
         # An empty selection (no new file) is an empty run too.
@@ -153,7 +146,7 @@ def _load_run(
     else:
         changes = normalize_changes(bronze, args.timestamp_column, args.change_sequence_column, args.run_id)
     # A merge reads its batch once: the check rides in the deduplication, whose result is kept
-    # (icetide_glue.batch.deduplicate_batch). An append reads its batch three more times after the
+    # (icetide_glue.changes.batch.deduplicate_batch). An append reads its batch three more times after the
     # check (watermark range, content hashes, copies): cached. Every read sees the same files: the
     # listing is made once, when the batch is opened.
     if args.load_mode is LoadMode.APPEND:
@@ -162,6 +155,20 @@ def _load_run(
         return _land_changes(spark, args, table, exists, changes, bronze)
     finally:
         changes.unpersist()
+
+
+def _merge_on_driver(
+    spark: SparkSession, args: JobArguments, table: SilverTable, chosen: Chosen, bronze: DataFrame | None
+) -> RunManifest | None:
+    """The run merged by the driver path (icetide_glue.driver.merge), or None when the plan was
+    chosen (not forced) and that path finds the run is not one it can read exactly as Spark would:
+    nothing is written then, and the run goes on as Spark's. ``bronze``: Spark's read of a bronze
+    file selection (None: the run's folder, listed by pyarrow)."""
+    # Imported only once the plan is the driver's: it needs pyarrow, which the chooser checked.
+    from icetide_glue.driver.merge import folder_bronze, merge_on_driver, spark_bronze
+
+    files = (lambda: folder_bronze(args.bronze_uri)) if bronze is None else (lambda: spark_bronze(bronze))
+    return merge_on_driver(spark, args, table, files, forced=chosen.forced)
 
 
 def _land_changes(
@@ -184,17 +191,6 @@ def _land_changes(
             changes.columns, args.watermark_column, "watermark column (--watermark_column)"
         )
     latest = None
-    if (
-        merging
-        and exists
-        and bronze is not None
-        and merge_on_driver is not None
-        and args.bronze_files_uri is not None
-    ):
-        # A bronze file selection's batch, as Spark listed it (a folder's was tried in _load_run).
-        merged = merge_on_driver(spark, args, table, lambda: spark_bronze(bronze))
-        if merged is not None:
-            return merged
     if merging:
         # DMS's row count bounds the batch's keys before it is read: the check finds the key
         # ranges too (a wrong count fails the run just below, as before). A reconcile reads silver
@@ -289,7 +285,7 @@ def _merge(
         latest,
         keys,
         value_columns,
-        memory=tombstones,
+        tombstones=tombstones,
         soft_delete=soft,
         key_ranges=key_ranges,
         broadcast_changes=broadcast,
@@ -307,14 +303,14 @@ def _merge(
             rows_unchanged=counts.unchanged,
         )
         newest = classified.newest_change_micros
-        remembered = False
+        wrote_tombstones = False
 
-        def remember() -> None:
-            nonlocal remembered
-            remembered = remember_changes(spark, tombstones, classified, keys)
+        def tombstones_first() -> None:
+            nonlocal wrote_tombstones
+            wrote_tombstones = write_tombstones(spark, tombstones, classified, keys)
 
         if counts.changing > 0:
-            properties = snapshot_properties(manifest, SPARK_MERGE_PATH)
+            properties = snapshot_properties(manifest, MergePlan.SPARK)
             # The tombstones land before silver's commit (a rerun of a committed run writes
             # nothing, so they must be there), written beside silver's files.
             commit_changes(
@@ -325,15 +321,15 @@ def _merge(
                 properties,
                 soft,
                 base_snapshot_id,
-                before_commit=remember,
+                before_commit=tombstones_first,
             )
             manifest = replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
         else:
             # Nothing to commit (e.g. boundary rows re-read by a gte watermark): no empty snapshot.
-            remember()
+            tombstones_first()
     finally:
         classified.release()
-    if remembered and newest is not None:
+    if wrote_tombstones and newest is not None:
         forget_expired_changes_after_commit(spark, tombstones, newest, args.tombstone_retention_days)
     return manifest
 

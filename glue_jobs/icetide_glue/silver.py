@@ -6,7 +6,6 @@ data files), and a sort order on the primary key with modest file and row-group 
 key order, each data file and each Parquet row group covers a narrow band of keys, and Iceberg
 skips those whose bounds miss the batch's key ranges (key_ranges.py): a batch of recent keys, what
 a timestamp-driven delta mostly holds, reads the few newest files instead of the whole table.
-Tables created by earlier versions (bucketed on the first key) keep their layout and still work.
 """
 
 from __future__ import annotations
@@ -20,18 +19,18 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from icetide_glue.arguments import DeleteMode, LoadMode
+from icetide_glue.changes.schema_evolution import SchemaPlan, plan_schema_changes
 from icetide_glue.columns import (
     APPEND_METADATA,
     HARD_DELETE_METADATA,
     PHASE_FIELD,
     SOFT_DELETE_METADATA,
+    TOMBSTONE_COLUMNS,
     VALUES_HASH,
 )
 from icetide_glue.iceberg_tables import branch_snapshot_id, data_files_may_hold, iceberg_table, jvm
-from icetide_glue.schema_evolution import SchemaPlan, plan_schema_changes
-from icetide_glue.sql import (
+from icetide_glue.table_sql import (
     MAIN_BRANCH,
-    MEMORY_COLUMNS,
     RUN_ID_PROPERTY,
     RUN_STATS_PROPERTY,
     add_columns_sql,
@@ -56,7 +55,7 @@ MERGE_TABLE_PROPERTIES = {
 }
 # A table storing the values hash keeps only its null counts (no bounds of random numbers in the
 # manifests), whatever its width: a classification reads silver's values only in data files with
-# null hashes (icetide_glue.sql.hashed_rows_of_batch), and Iceberg keeps no metrics at all for a
+# null hashes (icetide_glue.merge.sql.hashed_rows_of_batch), and Iceberg keeps no metrics at all for a
 # column past the first 100 unless told to.
 VALUES_HASH_METRICS = {f"write.metadata.metrics.column.{VALUES_HASH}": "counts"}
 APPEND_TABLE_PROPERTIES = {"format-version": "2"}
@@ -212,7 +211,7 @@ def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapsh
     written before the table stored it): :func:`icetide_glue.iceberg_tables.data_files_may_hold`
     with ``hash IS NULL`` (a file written before the column existed has no metrics for it: it
     reads the column as null), no Spark job. When it says no, the classification reads no row for
-    its values and tests none for a null hash (:func:`icetide_glue.sql.hashed_rows_of_batch`). A
+    its values and tests none for a null hash (:func:`icetide_glue.merge.sql.hashed_rows_of_batch`). A
     needless yes only costs that read; a wrong no would cost a needless rewrite, not a change (a
     null stored hash never equals a batch's hash: the row would count as updated and get its hash).
     """
@@ -225,7 +224,7 @@ def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapsh
 def find_committed_run(spark: SparkSession, table: SilverTable, run_id: str) -> CommittedRun | None:
     """The snapshot this run id committed, if an earlier attempt got that far: the newest of main's
     ancestors whose summary names the run. A snapshot rolled back is no ancestor: its run must be
-    loaded again. A snapshot expired is gone: the run ledger remembers it (icetide_glue.run_ledger).
+    loaded again. A snapshot expired is gone: the run ledger remembers it (icetide_glue.commit.run_ledger).
 
     A walk up main's parents in the table's metadata (Iceberg's Java API), not a query of its
     ``snapshots`` and ``history`` tables: that is a Spark job of its own, and every run asks twice
@@ -257,15 +256,15 @@ def ensure_tombstone_table(
 
     A tombstone table created before a memory column existed gets it (its entries read it as
     null: ordered by time alone, as when they were written)."""
-    memory = tombstone_table(table)
+    tombstones = tombstone_table(table)
     metadata = {f.name: f.dataType.simpleString() for f in [*APPEND_METADATA.fields, PHASE_FIELD]}
-    if table_exists(spark, memory):
-        present = {name.lower() for name in silver_schema(spark, memory).fieldNames()}
-        missing = [(c, metadata[c]) for c in MEMORY_COLUMNS if c.lower() not in present]
+    if table_exists(spark, tombstones):
+        present = {name.lower() for name in silver_schema(spark, tombstones).fieldNames()}
+        missing = [(c, metadata[c]) for c in TOMBSTONE_COLUMNS if c.lower() not in present]
         if missing:
-            spark.sql(add_columns_sql(memory.sql_name, missing))
-        return memory
+            spark.sql(add_columns_sql(tombstones.sql_name, missing))
+        return tombstones
     types = {f.name.lower(): f.dataType.simpleString() for f in silver.fields}
-    definitions = [(k, types[k.lower()]) for k in keys] + [(c, metadata[c]) for c in MEMORY_COLUMNS]
-    spark.sql(create_table_sql(memory.sql_name, definitions, APPEND_TABLE_PROPERTIES))
-    return memory
+    definitions = [(k, types[k.lower()]) for k in keys] + [(c, metadata[c]) for c in TOMBSTONE_COLUMNS]
+    spark.sql(create_table_sql(tombstones.sql_name, definitions, APPEND_TABLE_PROPERTIES))
+    return tombstones

@@ -102,9 +102,9 @@ def test_a_silver_row_missing_fails_the_run(
 def test_the_job_s_planned_reads_are_counted_and_the_planner_s_logger_left_as_found(
     merge_cost: ModuleType, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Without Spark: the scan figures icetide_glue.planned_scan logs (its staged reads report none
+    """Without Spark: the scan figures icetide_glue.merge.planned_scan logs (its staged reads report none
     to Spark) are summed per figure; records without them count nothing; none reaches the root."""
-    planner = logging.getLogger("icetide_glue.planned_scan")
+    planner = logging.getLogger("icetide_glue.merge.planned_scan")
     as_found = (planner.level, planner.propagate, list(planner.handlers))
     first = {"table": "a", "data_files": 3, "data_bytes": 100, "skipped_data_files": 2}
     second = {"table": "b", "data_files": 4, "data_bytes": 50, "skipped_data_files": 0}

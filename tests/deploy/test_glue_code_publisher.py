@@ -64,6 +64,10 @@ GLUE_LAYER = {
     "python/icetide_glue/__init__.py": b"",
     "python/icetide_glue/sql.py": b"MERGE = 'MERGE INTO'\n",
     "python/icetide_glue/__pycache__/sql.cpython-311.pyc": b"\x00compiled",
+    # A subpackage (the job's run stages are packages of the package) is published with it.
+    "python/icetide_glue/merge/__init__.py": b'"""The merge."""\n',
+    "python/icetide_glue/merge/__pycache__/plan.cpython-311.pyc": b"\x00compiled",
+    "python/icetide_glue/merge/plan.py": b"PLANS = ('driver', 'spark')\n",
     "python/other_package/util.py": b"X = 1\n",
 }
 CONTRACTS_LAYER = {
@@ -77,6 +81,8 @@ CONTRACTS_LAYER_ARN = "arn:aws:lambda:eu-west-1:123456789012:layer:icetide-contr
 PACKAGE_ENTRIES = {
     "icetide_glue/__init__.py": b"",
     "icetide_glue/sql.py": b"MERGE = 'MERGE INTO'\n",
+    "icetide_glue/merge/__init__.py": b'"""The merge."""\n',
+    "icetide_glue/merge/plan.py": b"PLANS = ('driver', 'spark')\n",
     "icetide_contracts/__init__.py": b"",
     "icetide_contracts/run_manifest.py": b"KEYS = ('runId',)\n",
 }
@@ -152,7 +158,7 @@ def test_the_real_glue_package_imports_from_the_published_zip(tmp_path: Path) ->
             "-c",
             f"import sys; sys.path.insert(0, {str(extra_py_files)!r}); "
             "import icetide_glue.arguments as a; print(a.__file__); "
-            "import icetide_glue.manifest as m; print(sys.modules[m.RunManifest.__module__].__file__)",
+            "import icetide_glue.commit.manifest as m; print(sys.modules[m.RunManifest.__module__].__file__)",
         ],
         capture_output=True,
         text=True,
@@ -326,12 +332,7 @@ def test_create_publishes_script_and_package_under_a_content_named_folder(invoke
     }
     assert _object(s3, answer["Data"]["ScriptLocation"]) == SCRIPT
     assert _object(s3, answer["Data"]["MaintenanceScriptLocation"]) == MAINTENANCE_SCRIPT
-    assert set(zip_entries(_object(s3, answer["Data"]["ExtraPyFiles"]))) == {
-        "icetide_glue/__init__.py",
-        "icetide_glue/sql.py",
-        "icetide_contracts/__init__.py",
-        "icetide_contracts/run_manifest.py",
-    }
+    assert set(zip_entries(_object(s3, answer["Data"]["ExtraPyFiles"]))) == set(PACKAGE_ENTRIES)
 
 
 def test_changed_code_is_published_to_another_folder(invoke: Any) -> None:

@@ -33,7 +33,7 @@ from deploy.template_model import (
     template,
 )
 from icetide.settings import Settings
-from icetide_glue.maintenance_job import OPTIONAL_ARGUMENTS, REQUIRED_ARGUMENTS
+from icetide_glue.maintenance.job import OPTIONAL_ARGUMENTS, REQUIRED_ARGUMENTS
 
 ASL_PATH = REPO_ROOT / "statemachine" / "table_maintenance.asl.json"
 GLUE_ROLE = "MaintenanceGlueJobRole"
@@ -301,7 +301,7 @@ def test_maintenance_role_reads_and_updates_only_this_stacks_database_tables() -
 
 
 def test_maintenance_role_creates_only_run_ledgers() -> None:
-    # The first maintenance of a table creates <table>__icetide_runs (icetide_glue.run_ledger).
+    # The first maintenance of a table creates <table>__icetide_runs (icetide_glue.commit.run_ledger).
     creates = [s for s in _allowed(GLUE_ROLE) if "glue:CreateTable" in _as_list(s["Action"])]
     arn = "arn:${AWS::Partition}:glue:${AWS::Region}:${AWS::AccountId}"
 

@@ -19,7 +19,6 @@ from pyspark.sql import SparkSession
 
 from glue.awsglue_fake import awsglue_installed
 from glue.silver_tables import CATALOG, load_into_silver
-from icetide_glue import job as job_module
 
 LoadRun = Callable[..., dict[str, Any]]
 
@@ -39,9 +38,14 @@ def spark(warehouse: Path) -> Iterator[SparkSession]:
 
 
 @pytest.fixture
-def load_run(spark: SparkSession) -> LoadRun:
-    """``load_run(table, run_id, bronze, keys=..., ...)``: the job into the test warehouse."""
-    return functools.partial(load_into_silver, spark)
+def load_run(spark: SparkSession, request: pytest.FixtureRequest) -> LoadRun:
+    """``load_run(table, run_id, bronze, keys=..., ...)``: the job into the test warehouse, with
+    the test module's ``MERGE_PLAN`` (``--merge_plan``; default auto) unless a call names one: a
+    module testing the Spark path's own mechanics (its writes, threads, Spark jobs) says "spark",
+    which a small batch would otherwise skip by merging on the driver."""
+    return functools.partial(
+        load_into_silver, spark, merge_plan=getattr(request.module, "MERGE_PLAN", "auto")
+    )
 
 
 @pytest.fixture
@@ -60,11 +64,3 @@ def maintenance_entrypoint() -> Iterator[ModuleType]:
         sys.modules.pop("maintain_silver", None)
         yield importlib.import_module("maintain_silver")
     sys.modules.pop("maintain_silver", None)
-
-
-@pytest.fixture
-def merges_on_spark(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every merge of the test on the job's Spark path: for tests of that path's own mechanics
-    (its writes, threads, Spark jobs), which a small batch would otherwise skip by merging on the
-    driver (icetide_glue.driver_merge)."""
-    monkeypatch.setattr(job_module, "merge_on_driver", lambda *args, **kwargs: None)

@@ -15,6 +15,7 @@ from icetide_glue.arguments import (
     DeleteMode,
     JobArguments,
     LoadMode,
+    MergePlanChoice,
 )
 from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.job import run_job
@@ -67,10 +68,11 @@ def load_into_silver(
     expected_rows: int | None = None,
     driver_merge_max_changes: int = DEFAULT_MAX_DRIVER_CHANGES,
     max_change_rows: int | None = None,
+    merge_plan: MergePlanChoice | str = MergePlanChoice.AUTO,
 ) -> dict[str, Any]:
     """Run the job on a bronze folder into ``silver.<table>`` and return its manifest
     (``expected_rows``, ``max_change_rows``: DMS's counts, as the state machine passes them;
-    ``driver_merge_max_changes`` 0: every merge on the Spark path)."""
+    ``merge_plan``: ``--merge_plan``, auto, driver or spark)."""
     arguments = JobArguments(
         target_table=f"{SILVER_DATABASE}.{table}",
         run_id=run_id,
@@ -88,6 +90,7 @@ def load_into_silver(
         expected_rows=expected_rows,
         max_change_rows=max_change_rows,
         driver_merge_max_changes=driver_merge_max_changes,
+        merge_plan=MergePlanChoice(merge_plan),
     )
     return run_job(spark, arguments)
 

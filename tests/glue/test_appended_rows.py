@@ -1,5 +1,5 @@
 """The rows a run appends to silver: a small write is one task's, one data file sorted by key
-(icetide_glue.apply.append_changes); a larger one keeps Spark's range distribution."""
+(icetide_glue.merge.apply.append_changes); a larger one keeps Spark's range distribution."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-import icetide_glue.apply as apply_module
+import icetide_glue.merge.apply as apply_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import silver_table, tagged_snapshots

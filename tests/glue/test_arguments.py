@@ -137,6 +137,10 @@ def test_merge_without_keys_is_refused_with_the_way_out() -> None:
             ["--primary_keys", "id", "--driver_merge_max_changes", "-5"],
             "--driver_merge_max_changes '-5' must be a whole number of changes",
         ),
+        (
+            ["--primary_keys", "id", "--merge_plan", "local"],
+            "--merge_plan 'local' is not one of auto, driver, spark",
+        ),
     ],
 )
 def test_bad_values_name_the_argument(extra: list[str], message: str) -> None:

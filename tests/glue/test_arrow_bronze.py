@@ -1,5 +1,5 @@
-"""The driver path's own reading of a bronze folder (icetide_glue.arrow_bronze) held to Spark's
-reader (icetide_glue.bronze.read_bronze) on seeded random folders: the same files listed, the
+"""The driver path's own reading of a bronze folder (icetide_glue.driver.bronze) held to Spark's
+reader (icetide_glue.bronze.read.read_bronze) on seeded random folders: the same files listed, the
 same merged schema, or NotEligible where the two might differ (the Spark path then reads it)."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide_glue.arrow_bronze import listed_bronze_files, merged_bronze_schema
-from icetide_glue.arrow_files import local_path
-from icetide_glue.arrow_types import NotEligible
-from icetide_glue.bronze import read_bronze
+from icetide_glue.bronze.read import read_bronze
 from icetide_glue.columns import FILE_RANK, ROW_INDEX
+from icetide_glue.driver.arrow_types import NotEligible
+from icetide_glue.driver.bronze import listed_bronze_files, merged_bronze_schema
+from icetide_glue.driver.files import local_path
 
 # Column name -> the Arrow types a file may give it (Spark merges equal types only).
 _COLUMNS: dict[str, list[pa.DataType]] = {

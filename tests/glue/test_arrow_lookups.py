@@ -13,11 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from icetide_glue.arrow_batch import _latest_per_key, _one_change_per_key
-from icetide_glue.arrow_labels import MEMORY_SIDE, SILVER_SIDE, _joined
-from icetide_glue.arrow_silver import _among
-from icetide_glue.arrow_types import NotEligible
 from icetide_glue.columns import CHANGE_PHASE, CHANGE_SEQ, CHANGE_TS, FILE_RANK, ROW_INDEX
+from icetide_glue.driver.arrow_types import NotEligible
+from icetide_glue.driver.batch import _latest_per_key, _one_change_per_key
+from icetide_glue.driver.labels import SILVER_SIDE, TOMBSTONE_SIDE, _joined
+from icetide_glue.driver.silver import _among
 
 
 def _rows(keys: list[int], key_type: pa.DataType, **columns: list[Any]) -> pa.Table:
@@ -40,7 +40,7 @@ def test_each_change_meets_its_key_s_row_and_entry_or_none(seed: int, composite:
     )
     changes = rng.sample(universe, rng.randint(0, 25))
     silver = {key: rng.randint(0, 9) for key in rng.sample(universe, rng.randint(0, 30))}
-    memory = {key: rng.randint(0, 9) for key in rng.sample(universe, rng.randint(0, 10))}
+    tombstones = {key: rng.randint(0, 9) for key in rng.sample(universe, rng.randint(0, 10))}
     keys = ["id", "k2"] if composite else ["id"]
 
     def table(keyed: list[int], **columns: list[Any]) -> pa.Table:
@@ -49,14 +49,16 @@ def test_each_change_meets_its_key_s_row_and_entry_or_none(seed: int, composite:
 
     silver_keys = rng.sample(list(silver), len(silver))  # in no order
     silver_rows = table(silver_keys, v=pa.array([silver[k] for k in silver_keys], pa.int64()))
-    memory_keys = list(memory)
-    memory_rows = table(memory_keys, **{CHANGE_TS: pa.array([memory[k] for k in memory_keys], pa.int64())})
+    tombstone_keys = list(tombstones)
+    tombstone_rows = table(
+        tombstone_keys, **{CHANGE_TS: pa.array([tombstones[k] for k in tombstone_keys], pa.int64())}
+    )
     if key_type == pa.int32() and not composite and rng.random() < 0.5:
         # Rows whose key column is wider than the changes' (both are cast alike today; not relied on).
         silver_rows = silver_rows.set_column(0, "id", silver_rows.column("id").cast(pa.int64()))
-    joined = _joined(table(changes), silver_rows, memory_rows, keys)
+    joined = _joined(table(changes), silver_rows, tombstone_rows, keys)
     assert joined.column(SILVER_SIDE + "v").to_pylist() == _oracle_side(changes, silver)
-    assert joined.column(MEMORY_SIDE + CHANGE_TS).to_pylist() == _oracle_side(changes, memory)
+    assert joined.column(TOMBSTONE_SIDE + CHANGE_TS).to_pylist() == _oracle_side(changes, tombstones)
 
 
 @pytest.mark.parametrize("composite", [False, True])

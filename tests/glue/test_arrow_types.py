@@ -25,8 +25,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from icetide_glue.arrow_files import local_path
-from icetide_glue.arrow_types import NotEligible, arrow_type, micros, spark_type_of
+from icetide_glue.decision import micros
+from icetide_glue.driver.arrow_types import NotEligible, arrow_type, spark_type_of
+from icetide_glue.driver.files import local_path
 
 PAIRS: list[tuple[DataType, pa.DataType]] = [
     (ByteType(), pa.int8()),

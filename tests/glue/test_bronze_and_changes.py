@@ -17,9 +17,9 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal
 from glue.silver_tables import load_into_silver, silver_table
-from icetide_glue.batch import inspect_batch
-from icetide_glue.bronze import file_rank, read_bronze, unreadable_file_in
-from icetide_glue.changes import latest_change_per_key, normalize_changes
+from icetide_glue.bronze.read import file_rank, read_bronze, unreadable_file_in
+from icetide_glue.changes.batch import inspect_batch
+from icetide_glue.changes.normalize import latest_change_per_key, normalize_changes
 from icetide_glue.errors import BronzeSchemaError, NoParquetInBronze, UnreadableBronzeFile
 from icetide_glue.session import session_settings
 

@@ -24,9 +24,9 @@ from glue.dms_files import utc, write_dms_file
 from glue.frames import assert_frame_equal
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
 from glue.sql_plans import plans_of
-from icetide_glue.apply import forget_expired_changes
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.errors import BronzeRowCountMismatch, MissingReconcileExtraction
+from icetide_glue.merge.apply import forget_expired_changes
 from icetide_glue.silver import SilverTable, tombstone_table
 
 pytestmark = pytest.mark.spark
@@ -355,21 +355,23 @@ def test_pruning_asks_the_manifests_and_queries_the_tombstones_only_to_delete(
         [("I", "2026-11-20 08:00:00", "01", 1, "a"), ("D", "2026-11-20 09:00:00", "02", 1, "a")],
     )
     load_into_silver(spark, table, "p1", tmp_path / "p1")
-    memory = tombstone_table(SilverTable(CATALOG, SILVER_DATABASE, table))
+    tombstone_silver = tombstone_table(SilverTable(CATALOG, SILVER_DATABASE, table))
     entry = [(1, utc("2026-11-20 09:00:00"), "02", "D")]
     assert_frame_equal(tombstones(spark, table), entry, TOMBSTONES)
-    snapshots = snapshot_ids(spark, memory.name)
+    snapshots = snapshot_ids(spark, tombstone_silver.name)
     day = 86_400_000_000
     deleted_at = int(utc("2026-11-20 09:00:00").timestamp()) * 1_000_000
 
     def queries_of_pruning(newest: int) -> list[str]:
-        return plans_of(spark, lambda: forget_expired_changes(spark, memory, newest, retention_days=1))[1]
+        return plans_of(
+            spark, lambda: forget_expired_changes(spark, tombstone_silver, newest, retention_days=1)
+        )[1]
 
     # The entry is exactly one day old: kept, and nothing queried the table.
     assert queries_of_pruning(deleted_at + day) == []
-    assert snapshot_ids(spark, memory.name) == snapshots
+    assert snapshot_ids(spark, tombstone_silver.name) == snapshots
     assert_frame_equal(tombstones(spark, table), entry, TOMBSTONES)
     # A microsecond later it is expired: deleted in a commit of its own.
     assert queries_of_pruning(deleted_at + day + 1) != []
     assert tombstones(spark, table).count() == 0
-    assert len(snapshot_ids(spark, memory.name)) == len(snapshots) + 1
+    assert len(snapshot_ids(spark, tombstone_silver.name)) == len(snapshots) + 1

@@ -1,4 +1,4 @@
-"""The merge on the driver (icetide_glue.driver_merge) against the Spark path it stands in for.
+"""The merge on the driver (icetide_glue.driver.merge) against the Spark path it stands in for.
 
 The random workloads (test_random_workloads.py) hold both paths to one oracle; these tests hold
 the driver's reading of a batch to Spark's on seeded random batches (DMS's spellings of times,
@@ -26,15 +26,15 @@ from pyspark.sql.types import StructType
 
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, merge_path, silver_table
-from icetide_glue import driver_merge as driver_module
-from icetide_glue.arrow_batch import file_rank, read_batch
-from icetide_glue.arrow_types import NotEligible
-from icetide_glue.batch import deduplicate_batch
-from icetide_glue.bronze import file_rank as spark_file_rank
-from icetide_glue.bronze import read_bronze
-from icetide_glue.changes import normalize_changes
+from icetide_glue.bronze.read import file_rank as spark_file_rank
+from icetide_glue.bronze.read import read_bronze
+from icetide_glue.changes.batch import deduplicate_batch
+from icetide_glue.changes.normalize import normalize_changes
 from icetide_glue.columns import CHANGE_SEQ, CHANGE_TS, OP, RUN_ID, VALUES_HASH
-from icetide_glue.driver_merge import folder_bronze, spark_bronze
+from icetide_glue.driver import merge as driver_module
+from icetide_glue.driver.arrow_types import NotEligible
+from icetide_glue.driver.batch import file_rank, read_batch
+from icetide_glue.driver.merge import folder_bronze, spark_bronze
 from icetide_glue.errors import InvalidChangeData
 from icetide_glue.iceberg_tables import iceberg_table
 
@@ -128,7 +128,7 @@ def test_the_driver_reads_a_batch_as_spark_deduplicates_it(
     spark: SparkSession, tmp_path: Path, seed: int, listing: str
 ) -> None:
     """The files and schema as Spark read them (a bronze file selection's run), or as the driver
-    finds them in the folder itself (icetide_glue.arrow_bronze)."""
+    finds them in the folder itself (icetide_glue.driver.bronze)."""
     rng = random.Random(seed)
     _random_batch(rng, tmp_path)
     expected, summary = _spark_latest(spark, tmp_path)
@@ -228,7 +228,7 @@ class BothPaths:
 
     def run(self, run_id: str, bronze: Path, driver: bool, **arguments: Any) -> dict[str, Any]:
         by_spark = load_into_silver(
-            self.spark, self.spark_table, run_id, bronze, driver_merge_max_changes=0, **arguments
+            self.spark, self.spark_table, run_id, bronze, merge_plan="spark", **arguments
         )
         by_driver = load_into_silver(self.spark, self.driver_table, run_id, bronze, **arguments)
         assert _manifest(by_driver, self.driver_table) == _manifest(by_spark, self.spark_table), run_id
@@ -530,7 +530,7 @@ def _fails(what: str) -> Callable[..., Any]:
         ("_data_files",),
         ("write_position_deletes",),
         ("_data_files", "write_position_deletes"),
-        ("_read_memory",),
+        ("_read_tombstones",),
     ],
 )
 def test_a_failure_beside_the_run_s_own_work_leaves_silver_as_it_was_and_the_rerun_lands(

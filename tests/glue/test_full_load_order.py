@@ -249,18 +249,19 @@ def test_full_load_rows_come_before_the_task_s_changes_whatever_the_clocks(
                 continue  # DMS writes no folder for a window without rows
             bronze = tmp_path / table / f"run{number}"
             write_run(run, bronze)
-            on_driver = rng.random() < 0.6
+            # Each run forces its merge plan: the driver's where it may (a hard-delete merge into
+            # an existing table), or Spark's.
+            exists = spark.catalog.tableExists(silver_table(table))
+            plan = "driver" if not workload.soft and exists and rng.random() < 0.6 else "spark"
             manifest = load_into_silver(
-                spark,
-                table,
-                f"{table}-{number}",
-                bronze,
-                delete_mode=mode,
-                **({} if on_driver else {"driver_merge_max_changes": 0}),
+                spark, table, f"{table}-{number}", bronze, delete_mode=mode, merge_plan=plan
             )
             oracle.deliver(run)
             if manifest["snapshotId"] is not None:
-                paths.add(str(merge_path(spark, table, manifest["snapshotId"])))
+                path = str(merge_path(spark, table, manifest["snapshotId"]))
+                paths.add(path)
+                if path != plan:
+                    mismatches.append(f"seed {seed} run {number}: committed by {path}, forced {plan}")
             actual, expected = silver_rows(spark, table, workload.soft), oracle.expected()
             if actual != expected:
                 mismatches.append(

@@ -10,11 +10,11 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-import icetide_glue.batch as batch_module
+import icetide_glue.changes.batch as batch_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, silver_table
-from icetide_glue.batch import BatchSummary
+from icetide_glue.changes.batch import BatchSummary
 from icetide_glue.errors import BronzeSchemaError, InvalidChangeData
 
 pytestmark = pytest.mark.spark

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
 from glue.silver_tables import load_into_silver, silver_table
-from icetide_glue.key_ranges import (
+from icetide_glue.changes.key_ranges import (
     MAX_KEY_RANGES,
     MAX_KEYS_FOR_RANGES,
     SORTED_KEYS,
@@ -158,7 +158,7 @@ def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
             # DMS's counts: no full-load row, len(rows) changes, which bound the batch's keys.
             expected_rows=0 if counted else None,
             max_change_rows=len(rows) if counted else None,
-            driver_merge_max_changes=0,
+            merge_plan="spark",
         )
         assert (manifest["rowsUpdated"], manifest["rowsInserted"]) == (63, 2)
         assert spark.table(silver_table(table)).where("v < 0").count() == 65

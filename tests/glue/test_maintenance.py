@@ -20,7 +20,7 @@ from glue.frames import assert_frame_equal
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
 from icetide_contracts.json_fields import ContractViolation
 from icetide_contracts.maintenance import MaintenancePolicy, TableFiles
-from icetide_glue.maintenance import maintain_table, measure_table
+from icetide_glue.maintenance.maintain import maintain_table, measure_table
 from icetide_glue.silver import SilverTable
 
 BRONZE = pa.schema(

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table
 from icetide_contracts.maintenance import MaintenancePolicy
-from icetide_glue.maintenance import (
+from icetide_glue.maintenance.maintain import (
     LiveFiles,
     even_range_bounds,
     live_data_bytes,

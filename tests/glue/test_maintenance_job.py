@@ -14,7 +14,7 @@ from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver
 from icetide_contracts.maintenance import MaintenanceReport
 from icetide_glue.errors import InvalidJobArguments
-from icetide_glue.maintenance_job import NO_TABLE_YET, MaintenanceJobArguments, run_maintenance_job
+from icetide_glue.maintenance.job import NO_TABLE_YET, MaintenanceJobArguments, run_maintenance_job
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]

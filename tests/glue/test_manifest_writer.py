@@ -11,8 +11,8 @@ import pytest
 from moto import mock_aws
 
 from icetide_contracts.run_manifest import RunManifest
+from icetide_glue.commit.manifest import write_manifest
 from icetide_glue.errors import ManifestWriteError
-from icetide_glue.manifest import write_manifest
 
 MANIFEST = RunManifest(
     run_id="dbo_orders-20261121T0700Z",

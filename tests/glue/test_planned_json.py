@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icetide_glue.arrow_silver import key_bounds, planned_file, referenced_data_file
-from icetide_glue.arrow_types import NotEligible
-from icetide_glue.planned_scan import ranges_filter_json
+from icetide_glue.driver.arrow_types import NotEligible
+from icetide_glue.driver.silver import key_bounds, planned_file, referenced_data_file
+from icetide_glue.merge.planned_scan import ranges_filter_json
 
 
 def test_ranges_become_one_or_chain_of_closed_ranges() -> None:

@@ -6,7 +6,7 @@ which files the ranges meet (a range meets a file when they overlap). The read m
 live row whose key is in a range, and no row of another file (Iceberg's reader may also skip row
 groups of a met file), each at the data file and position Iceberg's ordinary read gives it,
 whatever rows were deleted; and the ranges must be nowhere in Spark's plan (the point of planning
-them in Iceberg: icetide_glue.planned_scan says why).
+them in Iceberg: icetide_glue.merge.planned_scan says why).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-import icetide_glue.apply as apply_module
+import icetide_glue.merge.apply as apply_module
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table
 from icetide_glue.columns import VALUES_HASH
 from icetide_glue.iceberg_tables import iceberg_table, jvm
-from icetide_glue.planned_scan import rows_in_key_ranges
-from icetide_glue.sql import qualified_name
+from icetide_glue.merge.planned_scan import rows_in_key_ranges
+from icetide_glue.table_sql import qualified_name
 
 DATABASE = "planned"
 MERGE_ON_READ = "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')"
@@ -92,7 +92,7 @@ def test_the_read_holds_the_rows_in_the_ranges_and_none_of_the_files_they_miss(
     met = [band for band in bands if any(band[0] <= r_high and band[-1] >= r_low for r_low, r_high in ranges)]
     live = ordinary_rows(spark, table)
 
-    with caplog.at_level(logging.INFO, logger="icetide_glue.planned_scan"):
+    with caplog.at_level(logging.INFO, logger="icetide_glue.merge.planned_scan"):
         found = staged_rows(spark, table, ranges)
 
     in_ranges = {row for key, row in live.items() if any(low <= key <= high for low, high in ranges)}
@@ -233,7 +233,6 @@ BRONZE = pa.schema(
 )
 
 
-@pytest.mark.usefixtures("merges_on_spark")
 def test_a_run_plans_silver_at_its_base_snapshot_and_its_tombstones_without_positions(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,7 +252,7 @@ def test_a_run_plans_silver_at_its_base_snapshot_and_its_tombstones_without_posi
     def run(number: int, rows: list[tuple[object, ...]]) -> dict[str, Any]:
         bronze = tmp_path / f"run{number}"
         write_dms_file(bronze, f"20261121-07{number:04d}000.parquet", BRONZE, rows)
-        return load_into_silver(spark, table, f"{table}-{number}", bronze)
+        return load_into_silver(spark, table, f"{table}-{number}", bronze, merge_plan="spark")
 
     def main_snapshot() -> int:
         return int(iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId())

@@ -20,15 +20,15 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import icetide_glue.apply as apply_module
 import icetide_glue.job as job_module
-import icetide_glue.position_deletes as position_deletes_module
+import icetide_glue.merge.apply as apply_module
+import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.position_deletes import (
+from icetide_glue.merge.position_deletes import (
     DELETE_FILE_PATH_ID,
     DELETE_FILE_POS_ID,
     LiveDeleteFile,
@@ -40,7 +40,9 @@ from icetide_glue.position_deletes import (
 from icetide_glue.silver import SilverTable
 
 # These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
+pytestmark = pytest.mark.spark
+# Every run on the Spark path: its own mechanics are tested here (conftest.load_run).
+MERGE_PLAN = "spark"
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
@@ -235,57 +237,16 @@ def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(
     assert _rows(spark, "pos_compacted") == AFTER_REMOVALS
 
 
-def test_a_bucketed_table_from_before_the_sorted_layout_gets_its_deletes_in_their_partitions(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_partitioned_table_icetide_did_not_create_is_refused_and_left_as_it_was(
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path
 ) -> None:
-    # Every touch replaces the data file's delete file: the replaced files must be found in their
-    # partitions too.
-    monkeypatch.setattr(position_deletes_module, "MAX_DELETE_FILES_PER_DATA_FILE", 1)
-    first, second = _batches(
-        tmp_path,
-        [
-            *ONLY_REMOVALS,
-            ("U", "2026-11-21 07:00:00", 7, 71),
-            ("U", "2026-11-21 07:00:00", 8, 81),
-            ("I", "2026-11-21 07:00:00", 9, 90),
-        ],
-    )
-    load_run("pos_bucketed", "bucketed-1", first)
-    spark.sql(f"ALTER TABLE {silver_table('pos_bucketed')} ADD PARTITION FIELD bucket(4, id)")
-    # Rewritten under the bucket spec, as a table created by an earlier icetide was.
-    spark.sql(
-        "CALL local.system.rewrite_data_files(table => 'silver.pos_bucketed', "
-        "options => map('rewrite-all', 'true'))"
-    ).collect()
-    manifest = load_run("pos_bucketed", "bucketed-2", second)
-    assert (manifest["rowsDeleted"], manifest["rowsUpdated"], manifest["rowsInserted"]) == (2, 2, 1)
-    assert _rows(spark, "pos_bucketed") == {**AFTER_REMOVALS, 7: 71, 8: 81, 9: 90}
-    pairs = spark.sql(
-        f"SELECT d.partition AS deleted_in, f.partition AS data_in "  # noqa: S608
-        f"FROM {silver_table('pos_bucketed')}.delete_files d "
-        f"JOIN {silver_table('pos_bucketed')}.data_files f ON d.referenced_data_file = f.file_path"
-    ).collect()
-    assert pairs and all(row["deleted_in"] == row["data_in"] for row in pairs)
-    assert {row["data_in"][0] for row in pairs} != {None}
-
-    # Every remaining original row goes: the bucket files' delete files are replaced in their
-    # partitions (a wrong partition would make Iceberg miss them: "Missing required files to delete").
-    third = tmp_path / "third"
-    write_dms_file(
-        third,
-        "20261121-080000000.parquet",
-        BRONZE,
-        [("D", "2026-11-21 08:00:00", k, 0) for k in (1, 3, 4, 6)],
-    )
-    manifest = load_run("pos_bucketed", "bucketed-3", third)
-    assert manifest["rowsDeleted"] == 4
-    assert _rows(spark, "pos_bucketed") == {7: 71, 8: 81, 9: 90}
-    summary = spark.sql(
-        f"SELECT summary FROM {silver_table('pos_bucketed')}.snapshots "  # noqa: S608
-        f"WHERE snapshot_id = {manifest['snapshotId']}"
-    ).first()
-    assert summary is not None and int(summary[0]["removed-delete-files"]) >= 1
-    assert all(len(counts) == 1 for counts in _live_delete_files(spark, "pos_bucketed").values())
+    first, second = _batches(tmp_path, ONLY_REMOVALS)
+    load_run("pos_partitioned", "partitioned-1", first)
+    spark.sql(f"ALTER TABLE {silver_table('pos_partitioned')} ADD PARTITION FIELD bucket(4, id)")
+    before = _rows(spark, "pos_partitioned")
+    with pytest.raises(IcetideJobError, match="silver is partitioned"):
+        load_run("pos_partitioned", "partitioned-2", second, merge_plan="spark")
+    assert _rows(spark, "pos_partitioned") == before
 
 
 def test_a_written_delete_file_is_matched_to_its_data_file_by_its_folder() -> None:

@@ -356,20 +356,20 @@ def run_workload(
         # Every other run with DMS's row count: its key ranges come from the batch check.
         loaded = len(workload.load) if number == 0 and workload.load_schema is not None else 0
         counted = {"expected_rows": loaded, "max_change_rows": len(batch) - loaded} if number % 2 else {}
-        # Each run picks its merge path: the driver's where it may (a hard-delete merge into an
-        # existing table with every metadata column, no reconcile), or Spark's.
+        # Each run forces its merge plan (--merge_plan): the driver's where it may (a hard-delete
+        # merge into an existing table with every metadata column, no reconcile), or Spark's.
+        qualifies = not workload.soft and number > 0 and not reconcile and not dropped
         on_driver = rng.random() < 0.6
-        paths = {} if on_driver else {"driver_merge_max_changes": 0}
+        plan = "driver" if qualifies and on_driver else "spark"
         manifest = load_into_silver(
-            spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted, **paths
+            spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted, merge_plan=plan
         )
         expected = oracle.deliver(batch, workload.reconciles.get(number))
         where = f"{table} run {number} ({workload}):"
-        qualifies = not workload.soft and number > 0 and not reconcile and not dropped
         if manifest["snapshotId"] is not None:
             path = merge_path(spark, table, manifest["snapshotId"])
-            if path != ("driver" if qualifies and on_driver else "spark"):
-                mismatches.append(f"{where} committed by the {path} merge path (driver: {on_driver})")
+            if path != plan:
+                mismatches.append(f"{where} committed by the {path} merge path, forced {plan}")
             if path == "driver":
                 unhashed_runs.add(number)
             if qualifies:
@@ -389,7 +389,9 @@ def run_workload(
                 f"{where} silver {sorted(actual, key=repr)} != oracle {sorted(oracle.rows(), key=repr)}"
             )
         if rng.random() < 0.3:
-            again = load_into_silver(spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted)
+            again = load_into_silver(
+                spark, table, run_id, bronze, delete_mode=mode, **reconcile, **counted, merge_plan=plan
+            )
             committed = manifest["snapshotId"] is not None
             # A run that committed nothing runs again: its schema changes are made already.
             changes = manifest["schemaChanges"] if committed else []

@@ -32,7 +32,7 @@ from icetide_glue.errors import BronzeRowCountMismatch
 from icetide_glue.job import run_job
 
 # These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
+pytestmark = pytest.mark.spark
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
@@ -155,7 +155,7 @@ def test_without_a_count_the_job_loads_and_says_it_did_not_check(
     bronze = tmp_path / "by_hand"
     write_dms_file(bronze, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 06:00:00", 1, "a")])
 
-    with caplog.at_level(logging.WARNING, logger="icetide_glue.row_count"):
+    with caplog.at_level(logging.WARNING, logger="icetide_glue.changes.row_count"):
         manifest = _run(spark, "uncounted", "uncounted-1", bronze, expected_rows=None)
 
     assert (manifest["rowsRead"], manifest["rowsInserted"]) == (1, 1)
@@ -202,11 +202,12 @@ def test_a_file_that_lands_after_the_batch_check_waits_for_the_next_run(
         return summary
 
     monkeypatch.setattr(job_module, check, check_then_dms_writes)
-    manifest = load_into_silver(spark, table, "late-1", bronze, load_mode=load_mode)
+    # The Spark path's reads are what this test watches.
+    manifest = load_into_silver(spark, table, "late-1", bronze, load_mode=load_mode, merge_plan="spark")
     assert (manifest["rowsRead"], manifest["rowsInserted"]) == (1, 1)
     assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1]
     monkeypatch.undo()
-    load_into_silver(spark, table, "late-2", bronze, load_mode=load_mode)
+    load_into_silver(spark, table, "late-2", bronze, load_mode=load_mode, merge_plan="spark")
     assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1, 2]
 
 
@@ -226,7 +227,9 @@ def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path
     changes.append(("D", "2026-11-21 08:00:00", 3, None))
     write_dms_file(second, "20261121-080000000.parquet", BRONZE, changes)
     counts = {"expected_rows": 0, "max_change_rows": 4} if counted else {}
-    manifest, plans = plans_of(spark, lambda: load_into_silver(spark, table, "read-once-2", second, **counts))
+    manifest, plans = plans_of(
+        spark, lambda: load_into_silver(spark, table, "read-once-2", second, **counts, merge_plan="spark")
+    )
     assert sum(str(second) in plan for plan in plans) == 1, [p[:300] for p in plans if str(second) in p]
     assert (manifest["rowsRead"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (4, 2, 1)
     silver = {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()}

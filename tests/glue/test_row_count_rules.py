@@ -1,4 +1,4 @@
-"""What the row count check compares (icetide_glue.row_count), without Spark: a seeded random
+"""What the row count check compares (icetide_glue.changes.row_count), without Spark: a seeded random
 healthy DMS run, read with the counters any way the documentation allows, is never refused; the
 same run with a stray or a missing file is refused wherever the counts can tell.
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from icetide_glue.arguments import JobArguments
+from icetide_glue.changes.row_count import BronzeRows, check_bronze_rows, is_full_load_file
 from icetide_glue.errors import BronzeRowCountMismatch
-from icetide_glue.row_count import BronzeRows, check_bronze_rows, is_full_load_file
 
 RUNS = 2000
 # The rows' cases ask nothing of the number of files (no --expected_files): any will do.

@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from glue.frames import assert_frame_equal
-from icetide_glue.apply import ChangeCounts, ClassifiedChanges, rows_to_write
 from icetide_glue.columns import ACTION, CHANGE_TS, DELETED_AT, MATCHED, TAKE_IMAGE, silver_value_column
+from icetide_glue.merge.apply import ChangeCounts, ClassifiedChanges, rows_to_write
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 
 The rows the changes replace or delete are removed by position (found by the classification); the
 rows the changes leave are written, without a commit of their own, while the delete files are
-(icetide_glue.unpublished_files), and one ``RowDelta`` commits both. Readers of main must never see
+(icetide_glue.commit.unpublished_files), and one ``RowDelta`` commits both. Readers of main must never see
 one without the other, a failure of either write must leave main as it was, and the rerun must
 land the run exactly once.
 """
@@ -20,21 +20,20 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-import icetide_glue.apply as apply_module
 import icetide_glue.job as job_module
-import icetide_glue.position_deletes as position_deletes_module
+import icetide_glue.merge.apply as apply_module
+import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
 from glue.silver_tables import silver_table
 from glue.sql_plans import plans_of
 from icetide_glue.errors import IcetideJobError
-from icetide_glue.maintenance import maintain_table
-from icetide_glue.planned_scan import ROW_POSITION_COLUMNS
-from icetide_glue.silver import SilverTable
-from icetide_glue.sql import STAGING_BRANCH
+from icetide_glue.merge.planned_scan import ROW_POSITION_COLUMNS
 
 # These tests are of the Spark path's commit mechanics (the driver's: test_driver_merge.py).
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("merges_on_spark")]
+pytestmark = pytest.mark.spark
+# Every run on the Spark path: its own mechanics are tested here (conftest.load_run).
+MERGE_PLAN = "spark"
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
@@ -223,15 +222,15 @@ def test_the_appended_rows_and_the_tombstones_are_written_while_the_delete_files
         events.append(("deletes", threading.current_thread().name))
         both_started.wait()
 
-    real_remember = job_module.remember_changes
+    real_write_tombstones = job_module.write_tombstones
 
     def remember(*args: Any) -> bool:
         events.append(("tombstones", threading.current_thread().name))
-        return real_remember(*args)
+        return real_write_tombstones(*args)
 
     append_hook(append_starts, lambda _: events.append(("append written", threading.current_thread().name)))
     delete_write_hook(delete_write_starts)
-    monkeypatch.setattr(job_module, "remember_changes", remember)
+    monkeypatch.setattr(job_module, "write_tombstones", remember)
     load_run("one_commit_overlap", "one_commit_overlap-2", second)
     threads = dict(events)
     assert threads["append"] != threads["deletes"] == threading.current_thread().name
@@ -442,26 +441,6 @@ def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_lande
     assert _rows(spark, name) == AFTER_SECOND
 
 
-def test_a_staging_branch_an_earlier_version_left_stays_out_of_runs_and_maintenance_drops_it(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
-) -> None:
-    """Versions before one commit per run staged a run on ``icetide_staging``; a failed run left it."""
-    first, second = _two_batches(tmp_path)
-    load_run("one_commit_old_branch", "old-1", first)
-    spark.sql(f"ALTER TABLE {silver_table('one_commit_old_branch')} CREATE BRANCH {STAGING_BRANCH}")
-    branch_head = _current_snapshot(spark, "one_commit_old_branch")
-    load_run("one_commit_old_branch", "old-2", second)
-    assert _rows(spark, "one_commit_old_branch") == AFTER_SECOND
-    refs = {
-        row["name"]: row["snapshot_id"]
-        for row in spark.table(f"{silver_table('one_commit_old_branch')}.refs").collect()
-    }
-    assert refs[STAGING_BRANCH] == branch_head and refs["main"] != branch_head
-    maintain_table(spark, SilverTable("local", "silver", "one_commit_old_branch"))
-    assert _branches(spark, "one_commit_old_branch") == ["main"]
-    assert _rows(spark, "one_commit_old_branch") == AFTER_SECOND
-
-
 def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position_deletes(
     spark: SparkSession, load_run: LoadRun, tmp_path: Path
 ) -> None:
@@ -505,13 +484,13 @@ def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun
     )
     load_run("one_commit_memory", "memory-1", first)
     load_run("one_commit_memory", "memory-2", second)  # remembers the delete of 3
-    real = apply_module.memory_merge_sql
+    real = apply_module.tombstone_merge_sql
 
     def merge_then_fail(*args: Any) -> str:
         spark.sql(real(*args))
         raise InjectedFailure("the tombstone append never ran")
 
-    monkeypatch.setattr(apply_module, "memory_merge_sql", merge_then_fail)
+    monkeypatch.setattr(apply_module, "tombstone_merge_sql", merge_then_fail)
     with pytest.raises(InjectedFailure):
         load_run("one_commit_memory", "memory-3", third)
     assert _rows(spark, "one_commit_memory") == AFTER_SECOND

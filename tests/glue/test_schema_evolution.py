@@ -19,8 +19,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from icetide_glue.changes.schema_evolution import AddColumn, SchemaPlan, WidenColumn, plan_schema_changes
 from icetide_glue.errors import BronzeSchemaError, IncompatibleSchemaChange
-from icetide_glue.schema_evolution import AddColumn, SchemaPlan, WidenColumn, plan_schema_changes
 
 
 def schema(*fields: tuple[str, object]) -> StructType:

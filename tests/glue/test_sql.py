@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from icetide_glue.maintenance_sql import (
+from icetide_glue.maintenance.sql import (
     expire_snapshots_sql,
     file_counts_sql,
     remove_orphan_files_sql,
@@ -14,22 +14,23 @@ from icetide_glue.maintenance_sql import (
     rewrite_position_delete_files_sql,
     snapshot_count_sql,
 )
-from icetide_glue.sql import (
+from icetide_glue.merge.sql import (
+    classify_changes_sql,
+    order_guard,
+    reconcile_candidates_sql,
+    take_image,
+    tombstone_merge_sql,
+    values_hash_sql,
+)
+from icetide_glue.table_sql import (
     add_columns_sql,
     alter_column_type_sql,
-    classify_changes_sql,
     create_namespace_sql,
     create_table_sql,
-    drop_branch_sql,
-    memory_merge_sql,
-    order_guard,
     qualified_name,
     quote_identifier,
-    reconcile_candidates_sql,
     set_properties_sql,
     string_literal,
-    take_image,
-    values_hash_sql,
     write_ordered_by_sql,
 )
 
@@ -60,26 +61,7 @@ def test_string_literals_escape_quotes_and_backslashes() -> None:
     assert string_literal("a\\b") == "'a\\\\b'"
 
 
-def test_create_table_is_bucketed_iceberg_v2() -> None:
-    statement = create_table_sql(
-        TABLE,
-        [("order_id", "bigint"), ("amount", "decimal(38,4)")],
-        {"format-version": "2", "write.merge.mode": "merge-on-read"},
-        bucket_column="order_id",
-        buckets=16,
-    )
-    assert statement == (
-        "CREATE TABLE `glue_catalog`.`silver`.`orders` (\n"
-        "  `order_id` bigint,\n"
-        "  `amount` decimal(38,4)\n"
-        ")\n"
-        "USING iceberg\n"
-        "PARTITIONED BY (bucket(16, `order_id`))\n"
-        "TBLPROPERTIES ('format-version' = '2', 'write.merge.mode' = 'merge-on-read')"
-    )
-
-
-def test_create_table_without_bucket_column_is_unpartitioned() -> None:
+def test_create_table_is_unpartitioned() -> None:
     statement = create_table_sql(TABLE, [("line", "string")], {"format-version": "2"})
     assert statement == (
         "CREATE TABLE `glue_catalog`.`silver`.`orders` (\n"
@@ -90,11 +72,9 @@ def test_create_table_without_bucket_column_is_unpartitioned() -> None:
     )
 
 
-def test_create_table_refuses_no_columns_and_no_buckets() -> None:
+def test_create_table_refuses_no_columns() -> None:
     with pytest.raises(ValueError, match="at least one column"):
         create_table_sql(TABLE, [], {})
-    with pytest.raises(ValueError, match="bucket count for order_id must be positive"):
-        create_table_sql(TABLE, [("order_id", "bigint")], {}, bucket_column="order_id", buckets=0)
 
 
 def test_create_namespace() -> None:
@@ -136,9 +116,9 @@ def test_classification_labels_each_change_with_the_commit_s_action_and_silver_s
         "END AS `_icetide_action`,\n"
         "t.`_icetide_in_silver` IS NOT NULL AS `_icetide_matched`,\n"
         "t.`_icetide_silver_file`, t.`_icetide_silver_pos`,\n"
-        "FALSE AS `_icetide_remembered`,\n"
+        "FALSE AS `_icetide_has_tombstone`,\n"
         f"(TRUE AND {GUARD} AND (s.`_icetide_op` = 'D' OR (t.`_icetide_in_silver` IS NOT NULL AND FALSE))) "
-        "AS `_icetide_remember`\n"
+        "AS `_icetide_keep_tombstone`\n"
         "FROM `icetide_changes` s\n"
         "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
         "r.`_icetide_change_phase`, "
@@ -176,13 +156,13 @@ def test_classification_calls_an_update_with_silver_s_values_unchanged() -> None
 
 
 def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
-    # The key ranges are Iceberg's planning (icetide_glue.planned_scan), never a filter in the text.
+    # The key ranges are Iceberg's planning (icetide_glue.merge.planned_scan), never a filter in the text.
     statement = classify_changes_sql(
         "`planned_silver`",
         "icetide_changes",
         ["tenant", "order_id"],
         broadcast_changes=True,
-        memory_table="`m`.`t`",
+        tombstone_table="`m`.`t`",
     )
     assert (
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
@@ -194,12 +174,12 @@ def test_classification_reads_silver_only_where_the_batch_can_match() -> None:
     ) in statement
     assert "WHERE" not in statement
     # With a tombstone table, a change to remember says whether its key already has an entry.
-    assert "m.`_icetide_in_memory` IS NOT NULL AS `_icetide_remembered`,\n" in statement
+    assert "m.`_icetide_in_tombstones` IS NOT NULL AS `_icetide_has_tombstone`,\n" in statement
     # The tombstone table is read the same way.
     assert statement.endswith(
         "LEFT JOIN (SELECT /*+ BROADCAST(k) */ r.`tenant`, r.`order_id`, r.`_icetide_change_ts`, "
         "r.`_icetide_change_seq`, "
-        "r.`_icetide_change_phase`, r.`_icetide_op`, TRUE AS `_icetide_in_memory` FROM `m`.`t` r "
+        "r.`_icetide_change_phase`, r.`_icetide_op`, TRUE AS `_icetide_in_tombstones` FROM `m`.`t` r "
         "LEFT SEMI JOIN `icetide_changes` k ON r.`tenant` = k.`tenant` AND r.`order_id` = k.`order_id`) m\n"
         "ON m.`tenant` = s.`tenant` AND m.`order_id` = s.`order_id`"
     )
@@ -226,7 +206,7 @@ def test_reconcile_candidates_are_live_unchanged_since_the_start_and_not_extract
 def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest_known() -> None:
     # The values arriving beat silver's row of the other phase; a skipped update's entry (stored)
     # of the other phase never counts as newer than them.
-    assert take_image(memory=True) == (
+    assert take_image(tombstones=True).sql() == (
         "(s.`_icetide_has_image` AND (t.`_icetide_in_silver` IS NULL OR "
         "(coalesce(s.`_icetide_image_phase` = 0 OR "
         "(s.`_icetide_image_phase` = 1 AND t.`_icetide_change_phase` = 0), FALSE) OR "
@@ -234,7 +214,7 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
         "s.`_icetide_image_ts` > t.`_icetide_change_ts` OR "
         "(s.`_icetide_image_ts` = t.`_icetide_change_ts` AND "
         "coalesce(s.`_icetide_image_seq`, '') > coalesce(t.`_icetide_change_seq`, ''))))) AND "
-        "(m.`_icetide_in_memory` IS NULL OR m.`_icetide_op` = 'D' OR NOT "
+        "(m.`_icetide_in_tombstones` IS NULL OR m.`_icetide_op` = 'D' OR NOT "
         "(NOT coalesce(s.`_icetide_image_phase` = 0 OR "
         "(s.`_icetide_image_phase` = 1 AND m.`_icetide_change_phase` = 0), FALSE) AND "
         "(s.`_icetide_image_ts` IS NULL OR "
@@ -244,8 +224,8 @@ def test_a_soft_delete_keeps_the_values_it_carries_only_when_they_are_the_newest
     )
 
 
-def test_the_order_memory_merge_only_moves_entries_it_holds_forward() -> None:
-    statement = memory_merge_sql("`m`.`t`", "remembered", ["order_id"])
+def test_the_tombstone_merge_only_moves_tombstones_it_holds_forward() -> None:
+    statement = tombstone_merge_sql("`m`.`t`", "remembered", ["order_id"])
     guard = GUARD.replace("s.", "r.").replace("t.", "m.")
     assert statement == (
         "MERGE INTO `m`.`t` m\n"
@@ -265,13 +245,7 @@ def test_sort_order_statement() -> None:
         write_ordered_by_sql(TABLE, [])
 
 
-def test_branch_statements_name_the_quoted_branch() -> None:
-    assert drop_branch_sql(TABLE, "st`age") == (
-        "ALTER TABLE `glue_catalog`.`silver`.`orders` DROP BRANCH IF EXISTS `st``age`"
-    )
-
-
-# Table maintenance (icetide_glue.maintenance_sql): Iceberg's procedures as text.
+# Table maintenance (icetide_glue.maintenance.sql): Iceberg's procedures as text.
 
 
 def test_rewrite_data_files_names_the_quoted_table_strategy_and_options() -> None:

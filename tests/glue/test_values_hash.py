@@ -31,11 +31,11 @@ from glue.dms_files import write_dms_file
 from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table
 from glue.values_hash import int_text, values_hash
 from icetide_glue import job
-from icetide_glue.apply import classify_changes
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
+from icetide_glue.merge.apply import classify_changes
+from icetide_glue.merge.sql import values_hash_sql
 from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id
-from icetide_glue.sql import values_hash_sql
 
 pytestmark = pytest.mark.spark
 
@@ -160,13 +160,25 @@ def stored_hashes(spark: SparkSession, table: str) -> dict[int, int | None]:
 
 
 def load_changes(
-    spark: SparkSession, folder: Path, table: str, number: int, schema: pa.Schema, rows: list[tuple[Any, ...]]
+    spark: SparkSession,
+    folder: Path,
+    table: str,
+    number: int,
+    schema: pa.Schema,
+    rows: list[tuple[Any, ...]],
+    merge_plan: str = "auto",
 ) -> dict[str, Any]:
     """Run ``number`` of ``table``: one DMS file of ``rows``; its manifest."""
     bronze = folder / f"run{number}"
     write_dms_file(bronze, f"20261121-07{number:04d}000.parquet", schema, rows)
     return load_into_silver(
-        spark, table, f"{table}-{number}", bronze, expected_rows=0, max_change_rows=len(rows)
+        spark,
+        table,
+        f"{table}-{number}",
+        bronze,
+        expected_rows=0,
+        max_change_rows=len(rows),
+        merge_plan=merge_plan,
     )
 
 
@@ -250,7 +262,6 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
     }
 
 
-@pytest.mark.usefixtures("merges_on_spark")  # what the Spark path's classification is told
 def test_files_without_null_counts_may_hold_rows_without_a_hash(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,7 +277,8 @@ def test_files_without_null_counts_may_hold_rows_without_a_hash(
     monkeypatch.setattr(job, "classify_changes", recording)
 
     def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-        return load_changes(spark, tmp_path, table, number, CHANGES, rows)
+        # What the Spark path's classification is told: that path, forced.
+        return load_changes(spark, tmp_path, table, number, CHANGES, rows, merge_plan="spark")
 
     assert counts(run(1, [("I", "2026-11-21 07:00:01", 1, "one", 1)])) == (1, 0, 0, 0)
     assert unhashed_rows(spark, table) is False

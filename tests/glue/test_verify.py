@@ -19,7 +19,7 @@ from icetide_contracts.verify import Difference, VerifyReport
 from icetide_glue.arguments import DeleteMode, JobArguments
 from icetide_glue.errors import BronzeRowCountMismatch, InvalidChangeData, InvalidJobArguments
 from icetide_glue.job import run_job
-from icetide_glue.verify import SilverKeysMissing
+from icetide_glue.verify.compare import SilverKeysMissing
 
 pytestmark = pytest.mark.spark
 

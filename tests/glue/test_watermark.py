@@ -19,8 +19,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from icetide_glue.changes.watermark import check_watermark_type, watermark_json
 from icetide_glue.errors import BronzeSchemaError
-from icetide_glue.watermark import check_watermark_type, watermark_json
 
 
 def test_timestamps_are_utc_text_with_microseconds_only_when_present() -> None:

@@ -14,7 +14,7 @@ from icetide.control.model import RESERVED_NAME_PART, ControlItem
 from icetide.errors import InvalidControlItem
 from icetide.run.plan import RunTiming, build_run_plan
 from icetide_cli.main import main
-from icetide_glue.run_ledger import RUN_LEDGER_SUFFIX
+from icetide_glue.commit.run_ledger import RUN_LEDGER_SUFFIX
 from icetide_glue.silver import TOMBSTONE_TABLE_SUFFIX
 
 BASE = {"sourceSchema": "dbo", "sourceTable": "orders", "primaryKeys": "id"}

@@ -29,10 +29,10 @@ from botocore.exceptions import ClientError
 from pyspark.sql import SparkSession
 
 from icetide_glue.arguments import DEFAULT_CATALOG, JobArguments
-from icetide_glue.bronze_selection import selection_from_text
+from icetide_glue.bronze.selection import selection_from_text
 from icetide_glue.errors import InvalidBronzeFileSelection
 from icetide_glue.job import run_job
-from icetide_glue.maintenance_job import MaintenanceJobArguments, run_maintenance_job
+from icetide_glue.maintenance.job import MaintenanceJobArguments, run_maintenance_job
 from icetide_local.spark import hadoop_catalog_conf, local_spark_session
 
 
@@ -125,7 +125,7 @@ class LocalSparkJob:
 
 @dataclass
 class SparkMaintenanceJob(LocalSparkJob):
-    """The maintenance Glue job's runs on local Spark (`icetide_glue.maintenance_job`).
+    """The maintenance Glue job's runs on local Spark (`icetide_glue.maintenance.job`).
 
     Nothing to stage: the job works on the silver table in the warehouse, and writes its report to
     the run's ``--report_uri`` in moto's S3, where record_maintenance reads it.

@@ -37,6 +37,7 @@ from icetide_glue.arguments import (
     DeleteMode,
     JobArguments,
     LoadMode,
+    MergePlanChoice,
 )
 from icetide_glue.commit.manifest import manifest_line
 from icetide_glue.errors import (
@@ -205,6 +206,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "a qualifying merge (hard deletes, no schema change, a small planned read of silver) of at "
             "most this many bronze rows runs on the driver without a Spark job; 0: every merge on Spark "
             f"(default {DEFAULT_MAX_DRIVER_CHANGES})"
+        ),
+    )
+    run.add_argument(
+        "--merge-plan",
+        choices=[plan.value for plan in MergePlanChoice],
+        default=MergePlanChoice.AUTO.value,
+        help=(
+            "how a merge runs: 'auto' lets the job choose the driver or Spark (the driver only for a "
+            "run it can take); 'spark' merges on Spark; 'driver' merges on the driver with no limit on "
+            "the changes, and fails a run the driver cannot merge, naming why, instead of going to "
+            "Spark (default auto)"
         ),
     )
     run.add_argument(
@@ -444,6 +456,7 @@ def runs_arguments(args: argparse.Namespace) -> list[JobArguments]:
                 "delete_mode": args.delete_mode,
                 "tombstone_retention_days": args.tombstone_retention_days,
                 "driver_merge_max_changes": args.driver_merge_max_changes,
+                "merge_plan": args.merge_plan,
                 "reconcile_uri": str(Path(args.reconcile).resolve()) if args.reconcile else "",
                 "reconcile_expected_rows": args.reconcile_expected_rows,
                 "reconcile_started_at": args.reconcile_started_at,

@@ -4,10 +4,10 @@ A page that names a moved or renamed file sends its reader nowhere; this test re
 inline code spans (fenced blocks are commands and output, left alone) and checks two kinds:
 
 - a repository path: a span with a ``/`` ending in one of :data:`PATH_SUFFIXES`, or starting with a
-  top-level directory of the repository. One starting with a top-level directory must exist there;
-  a shorter one (``standins/glue.py``, named inside the page about its package) must be the tail of
-  a repository file or directory. A pytest node id (``tests/x.py::test_y``) names its file, and
-  the test in it.
+  top-level directory of the repository (in a command, each of its words that starts with one).
+  One starting with a top-level directory must exist there; a shorter one (``standins/glue.py``,
+  named inside the page about its package) must be the tail of a repository file or directory.
+  A pytest node id (``tests/x.py::test_y``) names its file, and the test in it.
 - a dotted name under one of :data:`PACKAGES`: the longest prefix that is a module is found with
   :func:`importlib.util.find_spec` (only packages are imported, for their ``__path__``: their
   ``__init__`` files import nothing heavy); the rest must be defined in that module's source,
@@ -103,6 +103,16 @@ def repository_path(span: str, root: Path) -> tuple[str, str | None] | None:
     if not (starts_at_top or looks_like_file):
         return None
     return path, (test.split("[", 1)[0].replace("::", ".") or None)
+
+
+def path_candidates(span: str, root: Path) -> list[str]:
+    """The span, or in a command (``.venv/bin/python -m pytest tests/glue -q``) its words that start
+    with a top-level directory: a command's other words are options and values, not paths."""
+    words = span.split()
+    if len(words) == 1:
+        return words
+    tops = tuple(f"{name}/" for name in top_level_directories(root))
+    return [word for word in words if word.startswith(tops)]
 
 
 def path_finding(path: str, test: str | None, root: Path) -> str | None:
@@ -205,11 +215,12 @@ def page_findings(page: Path, root: Path = REPO_ROOT) -> list[Finding]:
     shown = str(page.relative_to(root)) if page.is_relative_to(root) else str(page)
     findings = []
     for line, span in code_spans(page.read_text(encoding="utf-8")):
-        named = repository_path(span, root)
-        if named is not None:
-            why = path_finding(*named, root)
-            if why is not None:
-                findings.append(Finding(shown, line, span, why))
+        for candidate in path_candidates(span, root):
+            named = repository_path(candidate, root)
+            if named is not None:
+                why = path_finding(*named, root)
+                if why is not None:
+                    findings.append(Finding(shown, line, candidate, why))
         for name in DOTTED.findall(span):
             why = dotted_finding(name)
             if why is not None:
@@ -227,6 +238,7 @@ def test_a_page_naming_gone_code_is_reported_at_its_line(tmp_path: Path) -> None
                 "test_a_page_naming_gone_code_is_reported_at_its_line`, `standins/glue.py`, `docs/`.",
                 "Patterns, not paths: `<schema>/<table>/`, `s3://RAW/x/y.json`, `statemachine/*.asl.json`,",
                 "`DIR/state/runs.json`, `../shared/design.md`, `icetide.run-id`, `DIR/logs/handlers.log`.",
+                "A command: `.venv/bin/python -m pytest tests/glue -q`, `pytest tests/gone -k x`.",
                 "```",
                 "glue_jobs/icetide_glue/gone_in_a_fence.py `glue_jobs/icetide_glue/gone_in_a_fence.py`",
                 "```",
@@ -241,15 +253,16 @@ def test_a_page_naming_gone_code_is_reported_at_its_line(tmp_path: Path) -> None
     found = [(f.line, f.missing) for f in page_findings(page)]
 
     assert found == [
-        (8, "glue_jobs/icetide_glue/driver_merge.py"),
-        (8, "icetide_glue.planned_scan"),
-        (9, "icetide_glue.merge.plan.DRIVER_MERGE_PATH"),
-        (9, "icetide_glue.merge.plan.MergePlan.BOTH"),
-        (10, "tests/unit/test_docs_name_real_code.py::test_that_never_was"),
-        (10, "standins/gone.py"),
+        (5, "tests/gone"),
+        (9, "glue_jobs/icetide_glue/driver_merge.py"),
+        (9, "icetide_glue.planned_scan"),
+        (10, "icetide_glue.merge.plan.DRIVER_MERGE_PATH"),
+        (10, "icetide_glue.merge.plan.MergePlan.BOTH"),
+        (11, "tests/unit/test_docs_name_real_code.py::test_that_never_was"),
+        (11, "standins/gone.py"),
     ]
-    assert str(page_findings(page)[0]) == (
-        f"{page}:8: `glue_jobs/icetide_glue/driver_merge.py` is not a file or directory of the repository"
+    assert str(page_findings(page)[1]) == (
+        f"{page}:9: `glue_jobs/icetide_glue/driver_merge.py` is not a file or directory of the repository"
     )
 
 

@@ -48,6 +48,7 @@ def widest_gap_ranges(keys: set[int], max_ranges: int) -> list[tuple[int, int]]:
     return [*ranges, (start, ordered[-1])]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("seed", range(6))
 def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, seed: int) -> None:
     rng = random.Random(seed)
@@ -78,6 +79,7 @@ def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed: int)
     assert ranges_of_sorted_keys(sorted(keys), max_ranges) == widest_gap_ranges(keys, max_ranges)
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("seed", range(3))
 def test_the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
     spark: SparkSession, seed: int
@@ -107,6 +109,7 @@ def test_no_range_at_all_is_refused() -> None:
         ranges_of_sorted_keys([1, 5], max_ranges=0)
 
 
+@pytest.mark.spark
 def test_an_int_key_and_a_whole_decimal_key_get_ranges(spark: SparkSession) -> None:
     ints = spark.createDataFrame([(1,), (2,), (3,), (90,)], "k int")
     assert batch_key_ranges(ints, "k", 4, max_ranges=2) == [(1, 3), (90, 90)]
@@ -114,6 +117,7 @@ def test_an_int_key_and_a_whole_decimal_key_get_ranges(spark: SparkSession) -> N
     assert batch_key_ranges(decimals, "k", 2) == [(5, 6)]
 
 
+@pytest.mark.spark
 def test_no_ranges_where_they_cannot_be_exact_or_would_not_pay(spark: SparkSession) -> None:
     strings = spark.createDataFrame([("a",), ("b",)], "k string")
     assert batch_key_ranges(strings, "k", 2) == []
@@ -124,6 +128,7 @@ def test_no_ranges_where_they_cannot_be_exact_or_would_not_pay(spark: SparkSessi
     assert batch_key_ranges(ints, "k", MAX_KEYS_FOR_RANGES + 1) == []
 
 
+@pytest.mark.spark
 def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from seeds import EachSeed, each_seed_of
-from tiers import POSTGRES, FilesAndGroupsScheduling, TierGuard, unmarked_fixture_uses
+from tiers import POSTGRES, FilesAndGroupsScheduling, TierGuard, mark_by_directory, unmarked_fixture_uses
 
 # No test may reach AWS: moto intercepts boto3, and these make sure nothing falls through to real
 # credentials or a real region.
@@ -71,6 +71,7 @@ _tier_guard = TierGuard()
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_by_directory(items)
     unmarked = unmarked_fixture_uses(items)
     if unmarked:
         raise pytest.UsageError("\n".join(["tests that need a tier's resource lack its marker:", *unmarked]))

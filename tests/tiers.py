@@ -2,9 +2,11 @@
 
 A test that needs a SparkSession carries ``@pytest.mark.spark``, one that needs a PostgreSQL server
 ``@pytest.mark.postgres``, one that runs a deployment tool installed outside .venv
-``@pytest.mark.tools``; every other test is in the fast tier, which ``make test`` runs first and
-``make test-fast`` runs alone. The markers are checked twice, because a missing one would put a
-Spark or PostgreSQL test in the fast tier, where it would start a JVM or a server unannounced:
+``@pytest.mark.tools``, one that runs the state machines on the local stack ``@pytest.mark.stack``
+(seconds each, without Spark: every test in tests/statemachine has it by its directory); every
+other test is in the fast tier, which ``make test`` runs first and ``make test-fast`` runs alone.
+The markers are checked twice, because a missing one would put a slow test in the fast tier, where
+it would start a JVM, a server or a tool's installation unannounced:
 
 - at collection, a test that asks for a fixture of ``FIXTURE_TIERS``, itself or through another
   fixture, without the marker is an error of the whole run (``unmarked_fixture_uses``; the tools
@@ -26,7 +28,10 @@ from xdist.scheduler import LoadGroupScheduling
 SPARK = "spark"
 POSTGRES = "postgres"
 TOOLS = "tools"
-TIER_MARKERS = (SPARK, POSTGRES, TOOLS)
+STACK = "stack"
+TIER_MARKERS = (SPARK, POSTGRES, TOOLS, STACK)
+# Directories whose every test is in a tier, whatever its own markers say.
+DIRECTORY_TIERS = {"statemachine": STACK}
 # The fixtures that hand a test the tier's resource, and the marker a test using them carries.
 FIXTURE_TIERS = {
     "spark": SPARK,
@@ -35,6 +40,10 @@ FIXTURE_TIERS = {
     "lint_deploy": TOOLS,
     "transformed": TOOLS,
     "asl_validator": TOOLS,
+    "make_stack": STACK,
+    "stack": STACK,
+    "deploy": STACK,
+    "deployed": STACK,
 }
 # The tier expression of the fast tier, for `pytest -m`.
 FAST = " and ".join(f"not {marker}" for marker in TIER_MARKERS)
@@ -42,6 +51,13 @@ FAST = " and ".join(f"not {marker}" for marker in TIER_MARKERS)
 
 def missing_marker(item: pytest.Item, marker: str, what: str) -> str:
     return f"{item.nodeid} {what} without @pytest.mark.{marker} (tests/tiers.py)"
+
+
+def mark_by_directory(items: Iterable[pytest.Item]) -> None:
+    for item in items:
+        tier = DIRECTORY_TIERS.get(item.path.parent.name)
+        if tier and item.path.parent.parent.name == "tests":
+            item.add_marker(tier)
 
 
 def unmarked_fixture_uses(items: Iterable[pytest.Item]) -> list[str]:

@@ -9,15 +9,15 @@ JARS_DIR ?= $(HOME)/.cache/icetide/jars
 # Spark test starts its own local[2] JVM, once; every PostgreSQL test goes to one worker, which starts
 # the run's one server: tests/conftest.py). Two, for the two cores of this project's machine.
 TEST_WORKERS ?= 2
-# The tiers (tests/tiers.py): a test needing Spark, PostgreSQL or a deployment tool carries that
-# marker; the fast tier is every test without one.
+# The tiers (tests/tiers.py): a test needing Spark, PostgreSQL, a deployment tool or the local stack's
+# state machines carries that marker; the fast tier is every test without one.
 FAST_TIER := not spark and not postgres and not tools and not stack
 PYTEST := $(BIN)/python -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
 # Arguments for benchmarks/merge_cost.py, e.g. make bench BENCH_ARGS="--scale 0.01"
 BENCH_ARGS ?=
 export ICETIDE_JARS_DIR := $(JARS_DIR)
 
-.PHONY: help venv jars test test-fast test-spark test-postgres test-tools test-aws demo lint build clean bench bench-maintenance bench-hash
+.PHONY: help venv jars test test-fast test-spark test-postgres test-tools test-stack test-aws demo lint build clean bench bench-maintenance bench-hash
 .DEFAULT_GOAL := help
 
 help: ## list the targets
@@ -36,12 +36,12 @@ venv: $(STAMP) ## create .venv with icetide and its dev dependencies
 jars: venv ## fetch the Iceberg runtime jars and the local file system's jar from Maven Central (cached outside git)
 	$(BIN)/python -m icetide_local.jars
 
-test: lint ## ruff and mypy, then the fast tier, then the Spark, PostgreSQL and tools tiers (each step stops make test when it fails)
+test: lint ## ruff and mypy, then the fast tier, then the slower ones: Spark, PostgreSQL, tools, stack (a failing step stops make test)
 	$(PYTEST) -m "$(FAST_TIER)"
 	$(MAKE) --no-print-directory jars
 	$(PYTEST) -m "not ($(FAST_TIER))"
 
-test-fast: venv ## the fast tier alone (no Spark, no PostgreSQL, no deployment tools): the inner loop, under a minute
+test-fast: venv ## the fast tier alone (no Spark, PostgreSQL, deployment tools or local stack runs): the inner loop, under a minute
 	$(PYTEST) -m "$(FAST_TIER)" -q
 
 test-spark: venv jars ## the Spark tier alone (its PostgreSQL tests too)
@@ -52,6 +52,9 @@ test-postgres: venv jars ## the PostgreSQL tier alone (one server, on one worker
 
 test-tools: venv ## the deployment tools' tier alone (installs .venv-sam and .venv-checkov when missing)
 	$(PYTEST) -m tools
+
+test-stack: venv ## the local stack's tier alone: the state machines on the Step Functions stand-in
+	$(PYTEST) -m stack
 
 test-aws: venv ## the acceptance scenario against a deployed stack and its source (ICETIDE_STACK, ICETIDE_SOURCE_URL, AWS credentials; costs money: docs/acceptance.md)
 	@$(BIN)/python -m icetide_acceptance --preflight

@@ -27,6 +27,7 @@ from icetide_glue.key_ranges import (
     ranges_of_sorted_keys,
     sorted_keys_aggregate,
 )
+from seeds import EachSeed
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
@@ -49,8 +50,20 @@ def widest_gap_ranges(keys: set[int], max_ranges: int) -> list[tuple[int, int]]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("seed", range(6))
-def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, seed: int) -> None:
+def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(
+    spark: SparkSession,
+    each_seed: EachSeed,
+) -> None:
+    def check(seed: int) -> None:
+        _ranges_cover_every_key_and_cut_at_the_widest_gaps(seed=seed, spark=spark)
+
+    each_seed(range(6), check)
+
+
+def _ranges_cover_every_key_and_cut_at_the_widest_gaps(
+    spark: SparkSession,
+    seed: int,
+) -> None:
     rng = random.Random(seed)
     # Recent keys in a dense band, a few old ones scattered, sometimes negative or beyond 2**62.
     base = rng.choice([0, -(10**6), 2**62])
@@ -65,10 +78,21 @@ def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, 
     assert all(any(low <= key <= high for low, high in ranges) for key in keys)
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed: int) -> None:
+def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(
+    each_seed: EachSeed,
+) -> None:
     """Both ways of ranking the gaps (numpy's for keys that fit in 64 bits, Python's beyond: a
     decimal(38,0) key), many keys and many equal gaps (ties), as the driver's batches bring them."""
+
+    def check(seed: int) -> None:
+        _ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed=seed)
+
+    each_seed(range(20), check)
+
+
+def _ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(
+    seed: int,
+) -> None:
     rng = random.Random(seed)
     base = rng.choice([0, -(2**63), 2**63 - 2 * 10**5, 10**30, -(10**37)])
     step = rng.choice([1, 2, 3])
@@ -80,9 +104,19 @@ def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed: int)
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("seed", range(3))
 def test_the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
-    spark: SparkSession, seed: int
+    spark: SparkSession,
+    each_seed: EachSeed,
+) -> None:
+    def check(seed: int) -> None:
+        _the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(seed=seed, spark=spark)
+
+    each_seed(range(3), check)
+
+
+def _the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
+    spark: SparkSession,
+    seed: int,
 ) -> None:
     rng = random.Random(seed)
     keys = {rng.randrange(0, 10**6) for _ in range(rng.randrange(1, 200))}

@@ -6,18 +6,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS_DIR ?= $(HOME)/.cache/icetide/jars
 # Worker processes of make test (pytest-xdist, whole test files per worker; each worker that runs a
-# Spark test starts its own local[2] JVM). On a 2-core machine two workers finish the suite well
-# before one does: most of a Spark test's time is spent in one core's Python or JVM work.
+# Spark test starts its own local[2] JVM, once; every PostgreSQL test goes to one worker, which starts
+# the run's one server: tests/conftest.py). Two, for the two cores of this project's machine.
 TEST_WORKERS ?= 2
+# The tiers (tests/tiers.py): a test needing Spark, PostgreSQL, a deployment tool or the local stack's
+# state machines carries that marker; the fast tier is every test without one.
+FAST_TIER := not spark and not postgres and not tools and not stack
+PYTEST := $(BIN)/python -m pytest --numprocesses $(TEST_WORKERS) --dist loadgroup
 # Arguments for benchmarks/merge_cost.py, e.g. make bench BENCH_ARGS="--scale 0.01"
 BENCH_ARGS ?=
 export ICETIDE_JARS_DIR := $(JARS_DIR)
 
-.PHONY: help venv jars test test-fast test-aws demo lint build clean bench bench-maintenance bench-hash
+.PHONY: help venv jars test test-fast test-spark test-postgres test-tools test-stack test-aws demo lint build clean bench bench-maintenance bench-hash
 .DEFAULT_GOAL := help
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "icetide needs $(PYTHON) (the Python of AWS Glue 5.1)"; exit 1; }
@@ -32,11 +36,25 @@ venv: $(STAMP) ## create .venv with icetide and its dev dependencies
 jars: venv ## fetch the Iceberg runtime jars and the local file system's jar from Maven Central (cached outside git)
 	$(BIN)/python -m icetide_local.jars
 
-test: lint jars ## ruff and mypy (tests included), then the whole test suite in two worker processes (TEST_WORKERS=2; Spark and PostgreSQL included)
-	$(BIN)/python -m pytest --numprocesses $(TEST_WORKERS) --dist loadfile
+test: lint ## ruff and mypy, then the fast tier, then the slower ones: Spark, PostgreSQL, tools, stack (a failing step stops make test)
+	$(PYTEST) -m "$(FAST_TIER)"
+	$(MAKE) --no-print-directory jars
+	$(PYTEST) -m "not ($(FAST_TIER))"
 
-test-fast: venv ## the inner loop: unit and handler tests only (no Spark, no PostgreSQL, no AWS tools), well under a minute
-	$(BIN)/python -m pytest tests/unit tests/handlers -q
+test-fast: venv ## the fast tier alone (no Spark, PostgreSQL, deployment tools or local stack runs): the inner loop, under a minute
+	$(PYTEST) -m "$(FAST_TIER)" -q
+
+test-spark: venv jars ## the Spark tier alone (its PostgreSQL tests too)
+	$(PYTEST) -m spark
+
+test-postgres: venv jars ## the PostgreSQL tier alone (one server, on one worker)
+	$(PYTEST) -m postgres
+
+test-tools: venv ## the deployment tools' tier alone (installs .venv-sam and .venv-checkov when missing)
+	$(PYTEST) -m tools
+
+test-stack: venv ## the local stack's tier alone: the state machines on the Step Functions stand-in
+	$(PYTEST) -m stack
 
 test-aws: venv ## the acceptance scenario against a deployed stack and its source (ICETIDE_STACK, ICETIDE_SOURCE_URL, AWS credentials; costs money: docs/acceptance.md)
 	@$(BIN)/python -m icetide_acceptance --preflight

@@ -2,9 +2,13 @@
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 
 import pytest
+
+from seeds import EachSeed, each_seed_of
+from tiers import POSTGRES, FilesAndGroupsScheduling, TierGuard, mark_by_directory, unmarked_fixture_uses
 
 # No test may reach AWS: moto intercepts boto3, and these make sure nothing falls through to real
 # credentials or a real region.
@@ -23,6 +27,7 @@ import importlib
 import pkgutil
 
 import handlers
+from icetide_local.postgres import temporary_postgres
 
 # Handler modules bind names such as `utc_now` at import, and the local stack imports a handler on
 # its first invocation. Importing them all now, before any test patches `icetide.clock.utc_now`,
@@ -42,3 +47,74 @@ def unused_tcp_port() -> Iterator[int]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         yield int(probe.getsockname()[1])
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--seed",
+        action="append",
+        type=int,
+        default=[],
+        metavar="N",
+        help="run a seeded test's loop for seed N only (repeatable): how a failing seed is reproduced",
+    )
+
+
+@pytest.fixture
+def each_seed(request: pytest.FixtureRequest) -> EachSeed:
+    """``each_seed(seeds, check)``: ``check(seed)`` for every seed, as one test (tests/seeds.py)."""
+    return each_seed_of(request.node.nodeid, request.config.getoption("--seed"))
+
+
+_tier_guard = TierGuard()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_by_directory(items)
+    unmarked = unmarked_fixture_uses(items)
+    if unmarked:
+        raise pytest.UsageError("\n".join(["tests that need a tier's resource lack its marker:", *unmarked]))
+    for item in items:
+        if item.get_closest_marker(POSTGRES):
+            item.add_marker(pytest.mark.xdist_group(POSTGRES))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist loadgroup`` (make test): whole files per worker, as ``--dist loadfile``, and
+    every PostgreSQL test on one worker, so the run starts one server (``postgres_server``).
+
+    One worker, not one server shared by both: the local DMS stand-in reads a replication slot by
+    its name, which is unique in the whole server, and tests on two workers would take each other's
+    changes from a slot of the same name.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return FilesAndGroupsScheduling(config, log)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The process's PostgreSQL server (icetide_local.postgres), started by the first test that
+    needs it: the URL of its ``icetide_test`` database."""
+    _tier_guard.require(POSTGRES, "started the run's PostgreSQL server")
+    with temporary_postgres(database="icetide_test") as url:
+        yield url
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    _tier_guard.enter(item)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """Fails the test, at its teardown, for what it did without its tier's marker: then the test's
+    own fixtures and assertions have run, and code that caught an error cannot hide the finding."""
+    try:
+        yield
+    finally:
+        found = _tier_guard.leave()
+        if found:
+            pytest.fail("\n".join(found), pytrace=False)

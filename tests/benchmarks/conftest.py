@@ -1,5 +1,8 @@
 """Fixtures of the benchmark tests: the benchmark modules, and the process's one Spark session.
 
+Only test_smoke.py, the Spark tier's one benchmark test, uses the session; the other files test the
+benchmarks' pieces without Spark.
+
 ``benchmarks/`` is a folder of scripts, not a package: each module is loaded from its file. The
 benchmark reuses an active session (``getOrCreate``) and leaves it running, so these tests share
 the JVM with every other Spark test of the worker process instead of starting a second one.
@@ -47,6 +50,11 @@ def one_process_floor() -> ModuleType:
 @pytest.fixture(scope="session")
 def values_hash_benchmark() -> ModuleType:
     return load_benchmark("values_hash")
+
+
+@pytest.fixture(scope="session")
+def table_maintenance() -> ModuleType:
+    return load_benchmark("table_maintenance")
 
 
 @pytest.fixture(scope="session")

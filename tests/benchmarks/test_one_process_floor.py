@@ -13,13 +13,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from seeds import EachSeed
+
 
 def dms_time(second: int) -> str:
     return f"2026-11-30 {second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.{second % 7:06d}"
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_each_key_keeps_its_latest_change(one_process_floor: ModuleType, seed: int) -> None:
+def test_each_key_keeps_its_latest_change(one_process_floor: ModuleType, each_seed: EachSeed) -> None:
+    each_seed([1, 2, 3], lambda seed: _keeps_the_latest_change(one_process_floor, seed))
+
+
+def _keeps_the_latest_change(one_process_floor: ModuleType, seed: int) -> None:
     rng = random.Random(seed)
     rows = []
     for key in rng.sample(range(10_000), 300):
@@ -46,10 +51,16 @@ def test_each_key_keeps_its_latest_change(one_process_floor: ModuleType, seed: i
     ) == sorted((key, stamp, name) for key, (stamp, name) in newest.items())
 
 
-@pytest.mark.parametrize("seed", [1, 2])
 def test_the_live_rows_of_a_key_range_carry_their_positions(
-    one_process_floor: ModuleType, tmp_path: Path, seed: int
+    one_process_floor: ModuleType, tmp_path: Path, each_seed: EachSeed
 ) -> None:
+    each_seed(
+        [1, 2], lambda seed: _live_rows_carry_positions(one_process_floor, tmp_path / f"seed-{seed}", seed)
+    )
+
+
+def _live_rows_carry_positions(one_process_floor: ModuleType, tmp_path: Path, seed: int) -> None:
+    tmp_path.mkdir()
     rng = random.Random(seed)
     keys = sorted(rng.sample(range(100_000), 5_000))
     data_file = tmp_path / "data.parquet"

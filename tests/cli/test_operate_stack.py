@@ -21,6 +21,8 @@ from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions.faults import Fault
 from statemachine.orders import PREVIOUS_WATERMARK, TABLE, orders_item, orders_replication
 
+pytestmark = pytest.mark.stack
+
 NOW = datetime(2026, 11, 24, 10, 30, tzinfo=UTC)
 ACCOUNT = "123456789012"
 EXECUTIONS = f"arn:aws:states:eu-west-1:{ACCOUNT}:execution:{NAMES.state_machine}"

@@ -30,6 +30,8 @@ from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import TableRunHarness
 from statemachine.orders import FAST_SUBSTITUTIONS, PREVIOUS_WATERMARK, TABLE, orders_item, orders_replication
 
+pytestmark = pytest.mark.stack
+
 STACK = "icetide-prod"
 NOW = datetime(2026, 11, 24, 10, 15, 30, tzinfo=UTC)
 REQUESTED = "2026-11-24T10:15:30Z"

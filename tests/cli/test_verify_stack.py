@@ -29,6 +29,8 @@ from icetide_local.stepfunctions import TableRunHarness
 from icetide_local.stepfunctions.harness import StackNames
 from statemachine.orders import FAST_SUBSTITUTIONS, TABLE, orders_item, orders_replication
 
+pytestmark = pytest.mark.stack
+
 STACK = "icetide-prod"
 NOW = datetime(2026, 11, 24, 10, 15, 30, tzinfo=UTC)
 RUN_ID = "dbo_orders-verify-20261124T101530Z"

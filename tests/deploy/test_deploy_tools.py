@@ -24,6 +24,8 @@ from deploy.template_model import (
     resources_of_type,
 )
 
+pytestmark = pytest.mark.tools
+
 # pydantic-core's compiled module for Linux on Graviton: present only in an arm64 build.
 ARM64_PYDANTIC_CORE = "pydantic_core/_pydantic_core.cpython-311-aarch64-linux-gnu.so"
 

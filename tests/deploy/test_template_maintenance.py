@@ -501,6 +501,7 @@ def test_maintenance_schedule_default_is_an_eventbridge_cron() -> None:
     assert [day_of_month, day_of_week].count("?") == 1
 
 
+@pytest.mark.tools
 def test_the_maintenance_schedule_rule_alone_invokes_start_maintenance(transformed: dict[str, Any]) -> None:
     target = {"Fn::GetAtt": ["StartMaintenanceFunction", "Arn"]}
     rules = {

@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from icetide_cli.main import main
-from icetide_local.postgres import temporary_postgres
+
+E2E_DATABASE = "icetide_e2e"
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,15 @@ def write_tables(tmp_path) -> Callable[[list[dict[str, Any]]], Path]:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server for the session (installed and started by icetide_local.postgres)."""
-    with temporary_postgres(database="icetide_e2e") as url:
-        yield url
+def postgres_url(postgres_server: str) -> str:
+    """A database of its own on the run's PostgreSQL server (tests/conftest.py): the end-to-end
+    tests' replication slot decodes the changes of its database only, none of the tests/local ones."""
+    url = sa.engine.make_url(postgres_server)
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {E2E_DATABASE}"))
+    engine.dispose()
+    return url.set(database=E2E_DATABASE).render_as_string(hide_password=False)
 
 
 @pytest.fixture

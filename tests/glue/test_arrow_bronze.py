@@ -47,6 +47,7 @@ def _random_folder(rng: random.Random, root: Path) -> None:
     (root / "notes.csv").write_text("a,b\n")
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("seed", range(16))
 def test_the_driver_lists_and_types_a_folder_as_spark_does(
     spark: SparkSession, tmp_path: Path, seed: int
@@ -72,6 +73,7 @@ def test_the_driver_lists_and_types_a_folder_as_spark_does(
     assert [(f.name, f.dataType) for f in schema.fields] == spark_fields
 
 
+@pytest.mark.spark
 def test_int96_times_read_as_spark_reads_them(spark: SparkSession, tmp_path: Path) -> None:
     table = pa.table({"id": [1], "at": pa.array([1_000_000], pa.timestamp("us"))})
     pq.write_table(table, tmp_path / "a.parquet", use_deprecated_int96_timestamps=True)

@@ -18,6 +18,7 @@ from icetide_glue.driver.arrow_types import NotEligible
 from icetide_glue.driver.batch import _latest_per_key, _one_change_per_key
 from icetide_glue.driver.labels import SILVER_SIDE, TOMBSTONE_SIDE, _joined
 from icetide_glue.driver.silver import _among
+from seeds import EachSeed
 
 
 def _rows(keys: list[int], key_type: pa.DataType, **columns: list[Any]) -> pa.Table:
@@ -28,10 +29,23 @@ def _oracle_side(changes: list[int], rows: dict[int, Any]) -> list[Any]:
     return [rows.get(key) for key in changes]
 
 
-@pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("composite", [False, True])
-def test_each_change_meets_its_key_s_row_and_entry_or_none(seed: int, composite: bool) -> None:
+def test_each_change_meets_its_key_s_row_and_entry_or_none(
+    composite: bool,
+    each_seed: EachSeed,
+) -> None:
     """``composite`` adds a second key column (always 0), which takes the hash join instead."""
+
+    def check(seed: int) -> None:
+        _each_change_meets_its_key_s_row_and_entry_or_none(seed=seed, composite=composite)
+
+    each_seed(range(12), check)
+
+
+def _each_change_meets_its_key_s_row_and_entry_or_none(
+    seed: int,
+    composite: bool,
+) -> None:
     rng = random.Random(seed)
     key_type = rng.choice([pa.int32(), pa.int64()])
     # Negative keys as often as positive ones.
@@ -78,8 +92,18 @@ def test_a_key_with_two_silver_rows_is_not_for_the_driver(composite: bool) -> No
         )
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_a_row_group_s_wanted_keys_are_its_keys_in_the_batch(seed: int) -> None:
+def test_a_row_group_s_wanted_keys_are_its_keys_in_the_batch(
+    each_seed: EachSeed,
+) -> None:
+    def check(seed: int) -> None:
+        _a_row_group_s_wanted_keys_are_its_keys_in_the_batch(seed=seed)
+
+    each_seed(range(20), check)
+
+
+def _a_row_group_s_wanted_keys_are_its_keys_in_the_batch(
+    seed: int,
+) -> None:
     rng = random.Random(seed)
     wanted = sorted(set(rng.sample(range(-(2**40), 2**40), rng.randint(1, 60))))
     found = [rng.choice(wanted) if rng.random() < 0.5 else rng.randint(-(2**40), 2**40) for _ in range(80)]
@@ -97,11 +121,22 @@ def test_a_row_group_with_a_null_key_or_decimal_keys_is_hashed_as_before() -> No
     assert _among(found, wanted, ordered).tolist() == [True, False, True]
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_a_batch_keeps_each_key_s_latest_change(seed: int) -> None:
+def test_a_batch_keeps_each_key_s_latest_change(
+    each_seed: EachSeed,
+) -> None:
     """Unique keys come back as they are; a repeated key takes the sort, latest change kept: by
     phase first (docs/glue-job.md "Ordering": every CDC change, phase 1, after every full-load row,
     phase 0, whatever their times), then by time, then by position."""
+
+    def check(seed: int) -> None:
+        _a_batch_keeps_each_key_s_latest_change(seed=seed)
+
+    each_seed(range(30), check)
+
+
+def _a_batch_keeps_each_key_s_latest_change(
+    seed: int,
+) -> None:
     rng = random.Random(seed)
     rows = rng.randint(1, 30)
     ids = [rng.randint(1, 40) for _ in range(rows)] if seed % 2 else rng.sample(range(1, 100), rows)

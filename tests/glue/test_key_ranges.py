@@ -27,6 +27,7 @@ from icetide_glue.changes.key_ranges import (
     ranges_of_sorted_keys,
     sorted_keys_aggregate,
 )
+from seeds import EachSeed
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.int64())]
@@ -48,8 +49,21 @@ def widest_gap_ranges(keys: set[int], max_ranges: int) -> list[tuple[int, int]]:
     return [*ranges, (start, ordered[-1])]
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, seed: int) -> None:
+@pytest.mark.spark
+def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(
+    spark: SparkSession,
+    each_seed: EachSeed,
+) -> None:
+    def check(seed: int) -> None:
+        _ranges_cover_every_key_and_cut_at_the_widest_gaps(seed=seed, spark=spark)
+
+    each_seed(range(6), check)
+
+
+def _ranges_cover_every_key_and_cut_at_the_widest_gaps(
+    spark: SparkSession,
+    seed: int,
+) -> None:
     rng = random.Random(seed)
     # Recent keys in a dense band, a few old ones scattered, sometimes negative or beyond 2**62.
     base = rng.choice([0, -(10**6), 2**62])
@@ -64,10 +78,21 @@ def test_ranges_cover_every_key_and_cut_at_the_widest_gaps(spark: SparkSession, 
     assert all(any(low <= key <= high for low, high in ranges) for key in keys)
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed: int) -> None:
+def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(
+    each_seed: EachSeed,
+) -> None:
     """Both ways of ranking the gaps (numpy's for keys that fit in 64 bits, Python's beyond: a
     decimal(38,0) key), many keys and many equal gaps (ties), as the driver's batches bring them."""
+
+    def check(seed: int) -> None:
+        _ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed=seed)
+
+    each_seed(range(20), check)
+
+
+def _ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(
+    seed: int,
+) -> None:
     rng = random.Random(seed)
     base = rng.choice([0, -(2**63), 2**63 - 2 * 10**5, 10**30, -(10**37)])
     step = rng.choice([1, 2, 3])
@@ -78,9 +103,20 @@ def test_ranges_of_many_keys_near_and_beyond_64_bits_match_the_oracle(seed: int)
     assert ranges_of_sorted_keys(sorted(keys), max_ranges) == widest_gap_ranges(keys, max_ranges)
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.spark
 def test_the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
-    spark: SparkSession, seed: int
+    spark: SparkSession,
+    each_seed: EachSeed,
+) -> None:
+    def check(seed: int) -> None:
+        _the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(seed=seed, spark=spark)
+
+    each_seed(range(3), check)
+
+
+def _the_first_column_of_a_longer_key_repeats_and_gets_the_same_ranges(
+    spark: SparkSession,
+    seed: int,
 ) -> None:
     rng = random.Random(seed)
     keys = {rng.randrange(0, 10**6) for _ in range(rng.randrange(1, 200))}
@@ -107,6 +143,7 @@ def test_no_range_at_all_is_refused() -> None:
         ranges_of_sorted_keys([1, 5], max_ranges=0)
 
 
+@pytest.mark.spark
 def test_an_int_key_and_a_whole_decimal_key_get_ranges(spark: SparkSession) -> None:
     ints = spark.createDataFrame([(1,), (2,), (3,), (90,)], "k int")
     assert batch_key_ranges(ints, "k", 4, max_ranges=2) == [(1, 3), (90, 90)]
@@ -114,6 +151,7 @@ def test_an_int_key_and_a_whole_decimal_key_get_ranges(spark: SparkSession) -> N
     assert batch_key_ranges(decimals, "k", 2) == [(5, 6)]
 
 
+@pytest.mark.spark
 def test_no_ranges_where_they_cannot_be_exact_or_would_not_pay(spark: SparkSession) -> None:
     strings = spark.createDataFrame([("a",), ("b",)], "k string")
     assert batch_key_ranges(strings, "k", 2) == []
@@ -124,6 +162,7 @@ def test_no_ranges_where_they_cannot_be_exact_or_would_not_pay(spark: SparkSessi
     assert batch_key_ranges(ints, "k", MAX_KEYS_FOR_RANGES + 1) == []
 
 
+@pytest.mark.spark
 def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

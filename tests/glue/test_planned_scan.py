@@ -64,6 +64,7 @@ def ordinary_rows(spark: SparkSession, table: str) -> dict[int, tuple[object, ..
     return {row[0]: tuple(row) for row in rows}
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("seed", range(5))
 def test_the_read_holds_the_rows_in_the_ranges_and_none_of_the_files_they_miss(
     spark: SparkSession, seed: int, caplog: pytest.LogCaptureFixture
@@ -105,6 +106,7 @@ def test_the_read_holds_the_rows_in_the_ranges_and_none_of_the_files_they_miss(
     )
 
 
+@pytest.mark.spark
 def test_no_range_reads_every_file_and_the_plan_holds_no_range(spark: SparkSession) -> None:
     table = create_table(spark, "no_range_in_plan")
     append_band(spark, table, [10, 11, 12])
@@ -123,6 +125,7 @@ def _staged_set_ids(spark: SparkSession, table: str) -> list[str]:
     return list(manager.fetchSetIds(iceberg_table(spark, table)))
 
 
+@pytest.mark.spark
 def test_no_staged_task_outlives_the_read_even_when_it_fails(spark: SparkSession) -> None:
     table = create_table(spark, "staged_tasks_go")
     append_band(spark, table, [1, 2, 3])
@@ -136,6 +139,7 @@ def test_no_staged_task_outlives_the_read_even_when_it_fails(spark: SparkSession
     assert _staged_set_ids(spark, table) == []
 
 
+@pytest.mark.spark
 def test_ranges_that_meet_no_file_and_a_table_without_a_snapshot_read_no_rows(spark: SparkSession) -> None:
     table = create_table(spark, "nothing_to_read")
     assert staged_rows(spark, table, [(1, 5)]) == set()
@@ -153,6 +157,7 @@ def test_ranges_that_meet_no_file_and_a_table_without_a_snapshot_read_no_rows(sp
         ("id", "decimal(38, 0)", [-(10**37), 3, 10**37]),
     ],
 )
+@pytest.mark.spark
 def test_every_whole_number_key_type_is_planned_to_its_limits(
     spark: SparkSession, key: str, key_type: str, values: list[int]
 ) -> None:
@@ -178,6 +183,7 @@ def staged_row_key(spark: SparkSession, table: str, key: str) -> object:
         return row[0]
 
 
+@pytest.mark.spark
 def test_with_nulls_in_reads_only_files_that_may_hold_a_null_columns_added_later_too(
     spark: SparkSession,
 ) -> None:
@@ -197,6 +203,7 @@ def test_with_nulls_in_reads_only_files_that_may_hold_a_null_columns_added_later
     assert [live[key][2] for key in (1, 2, 5)] == [None, None, None]
 
 
+@pytest.mark.spark
 def test_positions_hold_across_row_groups_and_splits_and_row_groups_out_of_range_are_skipped(
     spark: SparkSession,
 ) -> None:
@@ -221,6 +228,7 @@ def test_positions_hold_across_row_groups_and_splits_and_row_groups_out_of_range
     assert len(found) < len(live)  # the row groups far from both ranges were skipped
 
 
+@pytest.mark.spark
 def test_an_unknown_key_is_refused_by_name(spark: SparkSession) -> None:
     table = create_table(spark, "unknown_key")
     append_band(spark, table, [1])
@@ -233,6 +241,7 @@ BRONZE = pa.schema(
 )
 
 
+@pytest.mark.spark
 def test_a_run_plans_silver_at_its_base_snapshot_and_its_tombstones_without_positions(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

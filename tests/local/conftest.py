@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from icetide_local.postgres import temporary_postgres
 from icetide_local.standins.dms.replicator import ReplicationResult, run_full_load
 from icetide_local.standins.dms.s3_target import LocalDirectorySink
 from local.dms_cdc import selection_rule
@@ -23,10 +22,9 @@ BUCKET_FOLDER = "bronze/orders/orders-20261121T0700Z"
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server for the whole session; it fails (never skips) if it cannot start."""
-    with temporary_postgres(database="icetide_test") as url:
-        yield url
+def postgres_url(postgres_server: str) -> str:
+    """The run's PostgreSQL server (tests/conftest.py); it fails (never skips) if it cannot start."""
+    return postgres_server
 
 
 @dataclass

@@ -57,6 +57,7 @@ def test_every_placeholder_is_a_substitution_key_and_every_key_is_used() -> None
     assert in_substitutions - in_definition - maintenance_only == set(), "keys no ASL uses"
 
 
+@pytest.mark.tools
 def test_asl_validator_accepts_the_definition(asl_validator: AslValidator) -> None:
     result = asl_validator(DEFINITION_PATH)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -113,6 +113,7 @@ def test_every_failure_is_recorded_then_notified_then_fails(states: dict[str, di
     assert fails == {"Maintenance failed"}
 
 
+@pytest.mark.tools
 def test_asl_validator_accepts_the_definition(asl_validator: AslValidator) -> None:
     result = asl_validator(MAINTENANCE_DEFINITION_PATH)
     assert result.returncode == 0, result.stdout + result.stderr

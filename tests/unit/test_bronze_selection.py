@@ -21,6 +21,7 @@ from icetide.run.bronze_selection import (
     listing_start,
     select_files,
 )
+from seeds import EachSeed
 
 FOLDER = "dbo/orders/"
 
@@ -58,8 +59,7 @@ def _random_folder(chooser: random.Random) -> list[ListedFile]:
     return [ListedFile(FOLDER + name, chooser.randint(1, 50)) for name in names]
 
 
-@pytest.mark.parametrize("seed", range(300))
-def test_random_folders_select_what_the_oracle_selects(seed: int) -> None:
+def _selects_what_the_oracle_selects(seed: int) -> None:
     chooser = random.Random(seed)
     files = _random_folder(chooser)
     dms_files = [file.key for file in files if not file.key.rsplit("/", 1)[-1].startswith(("_", "."))]
@@ -70,6 +70,10 @@ def test_random_folders_select_what_the_oracle_selects(seed: int) -> None:
     taken = select_files(shuffled, table_folder=FOLDER, after=after, max_files=max_files, max_bytes=max_bytes)
 
     assert [file.key for file in taken] == _oracle(files, after, max_files, max_bytes)
+
+
+def test_random_folders_select_what_the_oracle_selects(each_seed: EachSeed) -> None:
+    each_seed(range(300), _selects_what_the_oracle_selects)
 
 
 def test_a_file_larger_than_the_byte_bound_is_taken_alone_so_the_table_never_stalls() -> None:

@@ -46,13 +46,15 @@ def test_every_function_that_calls_dms_is_checked() -> None:
         for name in icetide_functions()
         if any(action.startswith("dms:") for action in derived_actions(index, name))
     }
-    # The cleanup of runs that end outside the state machine, the sweep, continuous tasks and
-    # StartWorkflow (retiring a table's continuous task) act on resources the scenario's windowed runs
-    # do not have; the scenario checks the six functions a windowed run calls.
+    # The cleanup of runs that end outside the state machine, the sweep, continuous tasks, a
+    # continuous run's file selection (it reads its task's counters) and StartWorkflow (retiring a
+    # table's continuous task) act on resources the scenario's windowed runs do not have; the
+    # scenario checks the six functions a windowed run calls.
     assert set(RUN_NEEDS) <= calling_dms
     assert calling_dms - set(RUN_NEEDS) == {
         "CleanUpExecutionFunction",
         "EnsureContinuousTaskFunction",
+        "SelectBronzeFilesFunction",
         "StartWorkflowFunction",
         "SweepDmsResourcesFunction",
     }

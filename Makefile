@@ -41,7 +41,7 @@ test: lint ## ruff and mypy, then the fast tier, then the slower ones: Spark, Po
 	$(MAKE) --no-print-directory jars
 	$(PYTEST) -m "not ($(FAST_TIER))"
 
-test-fast: venv ## the fast tier alone (no Spark, PostgreSQL, deployment tools or local stack runs): the inner loop, under a minute
+test-fast: venv ## the fast tier alone (no Spark, PostgreSQL, deployment tools or local stack runs): the inner loop
 	$(PYTEST) -m "$(FAST_TIER)" -q
 
 test-spark: venv jars ## the Spark tier alone (its PostgreSQL tests too)

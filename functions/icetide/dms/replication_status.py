@@ -154,7 +154,7 @@ def _count(table: Mapping[str, Any], name: str) -> int:
     return int(table.get(name) or 0)
 
 
-def _change_rows(table: Mapping[str, Any]) -> int:
+def change_actions(table: Mapping[str, Any]) -> int:
     # The insert, update and delete "actions performed on a table" (API reference, TableStatistics).
     # Each CDC row DMS writes is one of them (S3Settings.CdcInsertsOnly: a record's I/U/D says how
     # "the row was inserted, updated, or deleted at the source"), but not each of them is a row: a
@@ -165,7 +165,7 @@ def _change_rows(table: Mapping[str, Any]) -> int:
 def _max_change_rows(task: Mapping[str, Any] | None, change_rows: int) -> int:
     """At most how many rows the task's CDC files may hold: none for a ``full-load`` task (it
     migrates existing data and captures no change, so every file it writes is a LOAD file),
-    otherwise the changes DMS counted (:func:`_change_rows`)."""
+    otherwise the changes DMS counted (:func:`change_actions`)."""
     return 0 if (task or {}).get("MigrationType") == "full-load" else change_rows
 
 
@@ -194,7 +194,7 @@ def statistics(
             "schema": table.get("SchemaName"),
             "table": table.get("TableName"),
             "fullLoadRows": _count(table, "FullLoadRows"),
-            "changeRows": _change_rows(table),
+            "changeRows": change_actions(table),
             "state": table.get("TableState"),
         }
         for table in tables

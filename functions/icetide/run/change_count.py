@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from icetide.dms.replication_status import change_actions
 from icetide.errors import IcetideError
 from icetide_contracts.change_count import ChangeCount, ClosedStart
 
@@ -69,10 +70,9 @@ def table_changes(statistics: Sequence[Mapping[str, Any]], schema: str, table: s
     """Inserts + Updates + Deletes of ``schema.table`` (0 when DMS lists no line for it: it counted
     nothing for the table yet)."""
     return sum(
-        int(line.get(name) or 0)
+        change_actions(line)
         for line in statistics
         if line.get("SchemaName") == schema and line.get("TableName") == table
-        for name in ("Inserts", "Updates", "Deletes")
     )
 
 

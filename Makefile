@@ -4,6 +4,11 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# uv installs (into .venv and the tools' venvs) what pip would, resolving and downloading in parallel:
+# the deployment tools' venvs take seconds instead of minutes, which make test's tools tier pays once.
+UV := $(BIN)/uv
+# A venv of its own for a tool whose pins clash with ours: $(call tool_venv,<dir>,<package>,<command>)
+tool_venv = test -x $(1)/bin/$(3) || { $(UV) venv --quiet --allow-existing --seed --python $(PYTHON) $(1) && $(UV) pip install --quiet --python $(1)/bin/python $(2); }
 JARS_DIR ?= $(HOME)/.cache/icetide/jars
 # Worker processes of make test (pytest-xdist, whole test files per worker; each worker that runs a
 # Spark test starts its own local[2] JVM, once; every PostgreSQL test goes to one worker, which starts
@@ -23,12 +28,14 @@ export ICETIDE_JARS_DIR := $(JARS_DIR)
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(UV):
 	@command -v $(PYTHON) >/dev/null || { echo "icetide needs $(PYTHON) (the Python of AWS Glue 5.1)"; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet 'uv>=0.9'
+
+$(STAMP): pyproject.toml $(UV)
 	@echo "installing icetide and its dev dependencies into $(VENV) (pyspark builds a wheel once: ~1 min)"
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(UV) pip install --quiet --python $(BIN)/python -e '.[dev]'
 	@touch $(STAMP)
 
 venv: $(STAMP) ## create .venv with icetide and its dev dependencies
@@ -58,7 +65,7 @@ test-stack: venv ## the local stack's tier alone: the state machines on the Step
 
 test-aws: venv ## the acceptance scenario against a deployed stack and its source (ICETIDE_STACK, ICETIDE_SOURCE_URL, AWS credentials; costs money: docs/acceptance.md)
 	@$(BIN)/python -m icetide_acceptance --preflight
-	@$(BIN)/python -c 'import pymysql, pyiceberg.catalog.glue' 2>/dev/null || { echo "installing the acceptance extra (pymysql, pyiceberg's Glue catalog) into $(VENV)"; $(BIN)/pip install --quiet -e '.[dev,acceptance]'; }
+	@$(BIN)/python -c 'import pymysql, pyiceberg.catalog.glue' 2>/dev/null || { echo "installing the acceptance extra (pymysql, pyiceberg's Glue catalog) into $(VENV)"; $(UV) pip install --quiet --python $(BIN)/python -e '.[dev,acceptance]'; }
 	@$(BIN)/python -m icetide_acceptance
 
 demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step Functions -> Spark/Iceberg)
@@ -70,7 +77,7 @@ lint: venv ## ruff (rules and formatting) and mypy over every package, the Glue 
 	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher deploy/run_bounds glue_jobs/icetide_glue cli/icetide_cli local/icetide_local acceptance/icetide_acceptance glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/one_process_floor.py benchmarks/table_maintenance.py benchmarks/values_hash.py tests
 
 bench: venv jars ## what a merge costs as the table grows: icetide, append, naive MERGE, reload, a bare MERGE, the floor, the floor in one process (BENCH_ARGS="--scale 0.01")
-	@$(BIN)/python -c 'import matplotlib' 2>/dev/null || { echo "installing the bench extra (matplotlib) into $(VENV)"; $(BIN)/pip install --quiet -e '.[dev,bench]'; }
+	@$(BIN)/python -c 'import matplotlib' 2>/dev/null || { echo "installing the bench extra (matplotlib) into $(VENV)"; $(UV) pip install --quiet --python $(BIN)/python -e '.[dev,bench]'; }
 	$(BIN)/python benchmarks/merge_cost.py $(BENCH_ARGS)
 
 bench-maintenance: venv jars ## 24 hourly merges into 2M rows, then maintenance, against a fresh table (BENCH_ARGS="--rows 20000")
@@ -79,8 +86,8 @@ bench-maintenance: venv jars ## 24 hourly merges into 2M rows, then maintenance,
 bench-hash: venv jars ## a run's classification comparing the stored values hash against comparing values, narrow and wide tables (BENCH_ARGS="--rows 20000")
 	$(BIN)/python benchmarks/values_hash.py $(BENCH_ARGS)
 
-build: venv ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
-	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }
+build: venv $(UV) ## sam build (aws-sam-cli lives in its own venv: it pins older boto3/pydantic)
+	@$(call tool_venv,.venv-sam,aws-sam-cli,sam)
 	.venv-sam/bin/sam build
 
 clean: ## remove build output and local workspaces (keeps .venv and the jar cache)
@@ -88,9 +95,9 @@ clean: ## remove build output and local workspaces (keeps .venv and the jar cach
 
 .PHONY: lint-deploy
 # The tools live in their own venvs: aws-sam-cli pins older boto3/pydantic, checkov pins its own set.
-lint-deploy: venv ## sam validate --lint, cfn-lint and checkov on template.yaml (creates .venv-sam, .venv-checkov)
-	@test -x .venv-sam/bin/sam || { $(PYTHON) -m venv .venv-sam && .venv-sam/bin/pip install --quiet aws-sam-cli; }
-	@test -x .venv-checkov/bin/checkov || { $(PYTHON) -m venv .venv-checkov && .venv-checkov/bin/pip install --quiet checkov; }
+lint-deploy: venv $(UV) ## sam validate --lint, cfn-lint and checkov on template.yaml (creates .venv-sam, .venv-checkov)
+	@$(call tool_venv,.venv-sam,aws-sam-cli,sam)
+	@$(call tool_venv,.venv-checkov,checkov,checkov)
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint --template template.yaml
 	$(BIN)/cfn-lint template.yaml
 	.venv-checkov/bin/checkov --file template.yaml --framework cloudformation --skip-download --quiet --compact

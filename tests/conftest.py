@@ -1,10 +1,13 @@
 """Shared pytest configuration. Fixtures that belong to one area live in that area's conftest."""
 
+import functools
 import os
 import socket
 from collections.abc import Generator, Iterator
 from typing import Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 from seeds import EachSeed, each_seed_of
@@ -28,6 +31,13 @@ import pkgutil
 
 import handlers
 from icetide_local.postgres import temporary_postgres
+
+# moto's mock_aws gives every test a new default boto3 session, and each new session parses
+# botocore's service and endpoint models (megabytes of JSON) again for its first client: most of a
+# moto-backed test's time. The models are data files of the installed botocore; one loader for every
+# session parses each once per worker. A session still builds its own clients, credentials and
+# event handlers, so nothing a test changes is shared through it.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 # Handler modules bind names such as `utc_now` at import, and the local stack imports a handler on
 # its first invocation. Importing them all now, before any test patches `icetide.clock.utc_now`,

@@ -10,8 +10,9 @@ import botocore.loaders
 import botocore.session
 import pytest
 
+from scheduling import FilesAndGroupsScheduling, costliest_first, take_scopes_as_ordered
 from seeds import EachSeed, each_seed_of
-from tiers import POSTGRES, FilesAndGroupsScheduling, TierGuard, mark_by_directory, unmarked_fixture_uses
+from tiers import POSTGRES, TierGuard, mark_by_directory, unmarked_fixture_uses
 
 # No test may reach AWS: moto intercepts boto3, and these make sure nothing falls through to real
 # credentials or a real region.
@@ -88,11 +89,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker(POSTGRES):
             item.add_marker(pytest.mark.xdist_group(POSTGRES))
+    costliest_first(items)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With ``--dist loadgroup`` (make test): whole files per worker, as ``--dist loadfile``, and
-    every PostgreSQL test on one worker, so the run starts one server (``postgres_server``).
+    every PostgreSQL test on one worker, so the run starts one server (``postgres_server``); the
+    costliest scopes first (tests/scheduling.py).
 
     One worker, not one server shared by both: the local DMS stand-in reads a replication slot by
     its name, which is unique in the whole server, and tests on two workers would take each other's
@@ -100,6 +103,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """
     if config.getvalue("dist") != "loadgroup":
         return None
+    take_scopes_as_ordered(config)
     return FilesAndGroupsScheduling(config, log)
 
 

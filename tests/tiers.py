@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from xdist.scheduler import LoadGroupScheduling
 
 SPARK = "spark"
 POSTGRES = "postgres"
@@ -119,13 +118,3 @@ class TierGuard:
 
         builder.getOrCreate = watched
         self._spark_watched = True
-
-
-class FilesAndGroupsScheduling(LoadGroupScheduling):
-    """pytest-xdist's ``loadgroup``, where a test without an ``xdist_group`` goes with its file
-    (``loadfile``) instead of alone: a file's module fixtures and its session's JVM start once."""
-
-    def _split_scope(self, nodeid: str) -> str:
-        if nodeid.rfind("@") > nodeid.rfind("]"):  # xdist's own test: an '@' inside [...] is a parameter
-            return nodeid.rsplit("@", 1)[-1]
-        return nodeid.split("::", 1)[0]

@@ -42,7 +42,9 @@ def test_sam_build_builds_every_function_and_the_glue_layer_for_arm64(
     assert SAM.exists(), "make lint-deploy creates .venv-sam"
     build_dir = tmp_path / "build"
 
-    result = run_tool(str(SAM), "build", "--parallel", "--template-file", "template.yaml", "--build-dir", str(build_dir))
+    result = run_tool(
+        str(SAM), "build", "--parallel", "--template-file", "template.yaml", "--build-dir", str(build_dir)
+    )
 
     assert result.returncode == 0, output(result)
     for name in resources_of_type(SERVERLESS_FUNCTION):

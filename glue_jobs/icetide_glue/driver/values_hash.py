@@ -117,17 +117,20 @@ def _double_text(values: pa.Array, java: Any) -> pa.Array:
     ``CAST(CASE WHEN v = 0 THEN 0.0D ELSE CAST(v AS DOUBLE) END AS STRING)``), from the JVM."""
     if java is None:
         raise ValueError("a double's text is the JVM's: values_hash needs the driver's JVM")
-    doubles = values.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False).astype("<f8")
-    doubles = np.where(doubles == 0, 0.0, doubles)
-    if not len(doubles):
+    doubles = values.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+    # Each distinct value crosses to the JVM once (columns of prices, rates and flags repeat).
+    distinct, where = np.unique(np.where(doubles == 0, 0.0, doubles), return_inverse=True)
+    if not len(distinct):
         return pa.array([], pa.string())
-    held = java.java.nio.ByteBuffer.wrap(bytearray(doubles.tobytes()))
-    held = held.order(java.java.nio.ByteOrder.LITTLE_ENDIAN).asDoubleBuffer()
-    array = _new_double_array(java, len(doubles))
+    # A byte buffer's doubles are big-endian unless told otherwise: ">f8" needs no further call.
+    held = java.java.nio.ByteBuffer.wrap(bytearray(distinct.astype(">f8").tobytes())).asDoubleBuffer()
+    array = _new_double_array(java, len(distinct))
     held.get(array)
     # "[a, b, c]": Arrays.toString writes each element as String.valueOf(double) does.
-    listed = str(java.java.util.Arrays.toString(array))[1:-1].split(", ")
-    return pa.array(listed, pa.string(), mask=pc.is_null(values).to_numpy(zero_copy_only=False))
+    listed = str(java.java.util.Arrays.toString(array))[1:-1]
+    texts = pc.list_flatten(pc.split_pattern(pa.array([listed], pa.string()), ", "))
+    text = texts.take(pa.array(where.reshape(-1)))
+    return pc.if_else(pc.is_null(values), pa.scalar(None, pa.string()), text)
 
 
 def _new_double_array(java: Any, size: int) -> Any:

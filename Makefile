@@ -74,7 +74,7 @@ demo: venv jars ## run the local end-to-end demo (SQLite -> DMS stand-in -> Step
 lint: venv ## ruff (rules and formatting) and mypy over every package, the Glue entrypoint and the tests (make test runs it first)
 	$(BIN)/ruff check contracts functions deploy glue_jobs cli local acceptance tests benchmarks
 	$(BIN)/ruff format --check contracts functions deploy glue_jobs cli local acceptance tests benchmarks
-	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher deploy/run_bounds glue_jobs/icetide_glue cli/icetide_cli local/icetide_local acceptance/icetide_acceptance glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/one_process_floor.py benchmarks/table_maintenance.py benchmarks/values_hash.py tests
+	$(BIN)/mypy contracts/icetide_contracts functions/icetide functions/handlers deploy/glue_code_publisher deploy/run_bounds glue_jobs/icetide_glue cli/icetide_cli local/icetide_local acceptance/icetide_acceptance glue_jobs/bronze_to_silver.py glue_jobs/maintain_silver.py benchmarks/merge_cost.py benchmarks/one_process_floor.py benchmarks/table_maintenance.py benchmarks/values_hash.py benchmarks/driver_values_hash.py tests
 
 bench: venv jars ## what a merge costs as the table grows: icetide, append, naive MERGE, reload, a bare MERGE, the floor, the floor in one process (BENCH_ARGS="--scale 0.01")
 	@$(BIN)/python -c 'import matplotlib' 2>/dev/null || { echo "installing the bench extra (matplotlib) into $(VENV)"; $(UV) pip install --quiet --python $(BIN)/python -e '.[dev,bench]'; }

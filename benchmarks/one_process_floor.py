@@ -72,7 +72,7 @@ def planned_files(
     """The data files of ``table`` in ``snapshot_id`` that may hold a key from ``low`` to ``high``,
     with their delete files, as Iceberg's planning answers on the driver (no Spark job): the
     job's own planning of a batch's key ranges (icetide_glue.merge.planned_scan)."""
-    tasks, _ = plan_tasks(spark, iceberg_table(spark, table), table, key, [(low, high)], None, snapshot_id)
+    tasks, _ = plan_tasks(spark, iceberg_table(spark, table), table, key, [(low, high)], snapshot_id)
     return [
         PlannedFile(str(task.file().location()), tuple(str(delete.location()) for delete in task.deletes()))
         for task in tasks

@@ -51,7 +51,7 @@ from icetide_glue.columns import ACTION, CHANGE_SEQ, CHANGE_TS, OP, is_metadata_
 from icetide_glue.job import run_job
 from icetide_glue.merge.apply import values_hash_types, with_values_hash
 from icetide_glue.merge.sql import classify_changes_sql
-from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id, tombstone_table
+from icetide_glue.silver import SilverTable, tombstone_table
 from icetide_local.spark import local_spark_session
 
 CATALOG = "values_hash_bench"
@@ -135,13 +135,10 @@ def statements(spark: SparkSession, table: SilverTable, batch: DataFrame) -> dic
     with_values_hash(batch, types).createOrReplaceTempView("hashed")
     batch.createOrReplaceTempView("valued")
     # As the job asks it: every row of a table its job built stores a hash, so silver is read once.
-    unhashed = has_rows_without_values_hash(spark, table, main_snapshot_id(spark, table))
     shared: dict[str, Any] = {"broadcast_changes": True}
     sql_name = table.sql_name
     return {
-        "hash": classify_changes_sql(
-            sql_name, "hashed", [KEY], value_columns, value_types=types, unhashed_rows=unhashed, **shared
-        ),
+        "hash": classify_changes_sql(sql_name, "hashed", [KEY], value_columns, compare_hashes=True, **shared),
         "values": classify_changes_sql(sql_name, "valued", [KEY], value_columns, **shared),
     }
 

@@ -65,6 +65,7 @@ from icetide_glue.merge.apply import (
     append_changes,
     classify_changes,
     commit_changes,
+    fill_values_hashes,
     forget_expired_changes_after_commit,
     values_hash_types,
     write_tombstones,
@@ -76,7 +77,6 @@ from icetide_glue.silver import (
     create_silver_table,
     ensure_tombstone_table,
     evolve_silver_table,
-    has_rows_without_values_hash,
     main_snapshot_id,
     silver_schema,
     table_exists,
@@ -274,11 +274,12 @@ def _merge(
             first_key = find_column(latest.columns, keys[0]) or keys[0]
             key_ranges = batch_key_ranges(latest, first_key, manifest.rows_read, unique=len(keys) == 1)
     broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
+    value_types = values_hash_types(silver, value_columns, keys, soft)
+    if value_types is not None:
+        fill_values_hashes(spark, table, value_types, main_snapshot_id(spark, table))
     # Before the classification reads silver: the run's commit is validated against this state of
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.
     base_snapshot_id = main_snapshot_id(spark, table)
-    value_types = values_hash_types(silver, value_columns, keys, soft)
-    unhashed_rows = value_types is not None and has_rows_without_values_hash(spark, table, base_snapshot_id)
     classified = classify_changes(
         spark,
         table,
@@ -290,7 +291,6 @@ def _merge(
         key_ranges=key_ranges,
         broadcast_changes=broadcast,
         value_types=value_types,
-        unhashed_rows=unhashed_rows,
         snapshot_id=base_snapshot_id,
     )
     try:

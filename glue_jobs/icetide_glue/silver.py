@@ -54,9 +54,9 @@ MERGE_TABLE_PROPERTIES = {
     "write.parquet.row-group-size-bytes": str(8 * _MB),
 }
 # A table storing the values hash keeps only its null counts (no bounds of random numbers in the
-# manifests), whatever its width: a classification reads silver's values only in data files with
-# null hashes (icetide_glue.merge.sql.hashed_rows_of_batch), and Iceberg keeps no metrics at all for a
-# column past the first 100 unless told to.
+# manifests), whatever its width: the job fills the hash of rows stored without one only when a
+# data file's null counts say it may hold one (has_rows_without_values_hash), and Iceberg keeps no
+# metrics at all for a column past the first 100 unless told to.
 VALUES_HASH_METRICS = {f"write.metadata.metrics.column.{VALUES_HASH}": "counts"}
 APPEND_TABLE_PROPERTIES = {"format-version": "2"}
 # The tombstone table beside each merge table: `<table>__icetide_tombstones` in the same database.
@@ -210,10 +210,10 @@ def has_rows_without_values_hash(spark: SparkSession, table: SilverTable, snapsh
     """Whether a data file of ``snapshot_id`` may hold a row without a stored values hash (one
     written before the table stored it): :func:`icetide_glue.iceberg_tables.data_files_may_hold`
     with ``hash IS NULL`` (a file written before the column existed has no metrics for it: it
-    reads the column as null), no Spark job. When it says no, the classification reads no row for
-    its values and tests none for a null hash (:func:`icetide_glue.merge.sql.hashed_rows_of_batch`). A
-    needless yes only costs that read; a wrong no would cost a needless rewrite, not a change (a
-    null stored hash never equals a batch's hash: the row would count as updated and get its hash).
+    reads the column as null), no Spark job. When it says yes, the job fills those hashes before
+    it classifies (:func:`icetide_glue.merge.apply.fill_values_hashes`). A needless yes only costs
+    the fill's scan of those files; a wrong no would cost a needless rewrite, not a change (a null
+    stored hash never equals a batch's hash: the row would count as updated and get its hash).
     """
     if snapshot_id is None:
         return False

@@ -37,6 +37,7 @@ from icetide_glue.driver.batch import file_rank, read_batch
 from icetide_glue.driver.merge import folder_bronze, spark_bronze
 from icetide_glue.errors import InvalidChangeData
 from icetide_glue.iceberg_tables import iceberg_table
+from icetide_glue.merge.sql import values_hash_sql
 
 pytestmark = pytest.mark.spark
 
@@ -195,11 +196,79 @@ def test_change_times_pyarrow_cannot_read_as_spark_does_take_the_spark_path(tmp_
         read_batch([str(path)], spark_schema, ["id"], None, "dms_timestamp", "AR_H_CHANGE_SEQ", "run-1")
 
 
+# --- the values hash the driver stores ---------------------------------------------------------------
+
+HASHED = pa.schema(
+    [
+        ("Op", pa.string()),
+        ("dms_timestamp", pa.string()),
+        ("id", pa.int64()),
+        ("name", pa.string()),
+        ("amount", pa.decimal128(12, 6)),
+        ("score", pa.float64()),
+        ("blob", pa.binary()),
+        ("at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def _hashed(
+    op: str, seconds: int, key: int, name: str | None, amount: str, score: float | None
+) -> tuple[Any, ...]:
+    at = datetime(1969, 7, 20, 20, 17, tzinfo=UTC) + timedelta(microseconds=key)
+    time = (BASE + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S")
+    return (op, time, key, name, Decimal(amount), score, name.encode() if name else None, at)
+
+
+def _stored_and_spark_hashes(spark: SparkSession, table: str) -> list[tuple[int, Any, Any]]:
+    """Each silver row's key, stored hash and the hash Spark's ``values_hash_sql`` gives its values."""
+    columns = [(f.name, f.dataType.simpleString()) for f in spark.table(silver_table(table)).schema.fields]
+    compared = [(name, kind) for name, kind in columns if name != "id" and not name.startswith("_icetide")]
+    frame = spark.table(silver_table(table)).select(
+        "id", VALUES_HASH, F.expr(values_hash_sql(compared)).alias("spark_hash")
+    )
+    return [(row["id"], row[VALUES_HASH], row["spark_hash"]) for row in frame.collect()]
+
+
+def test_rows_the_driver_writes_store_the_hash_the_spark_path_compares(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    table = "driver_hashes"
+    load = [_hashed("I", 0, key, f"row {key}", "1.5", float(key)) for key in range(1, 11)]
+    write_dms_file(tmp_path / "1", "LOAD00000001.parquet", HASHED, load)
+    load_into_silver(spark, table, "h-1", tmp_path / "1", merge_plan="spark")
+    # Updates and inserts with text Jackson escapes, tiny decimals, doubles Java prints its own way.
+    merged = [
+        _hashed("U", 10, 1, 'quote " back \\ tab \t bell \x07 é 中', "0.000001", 1e23),
+        _hashed("U", 10, 2, "", "-0.000000", -0.0),
+        _hashed("U", 10, 3, None, "123456.000000", None),
+        _hashed("I", 10, 30, "new\n", "-42.100000", 1e-3),
+        _hashed("I", 10, 31, "😀", "0.000010", 9999999.0),
+    ]
+    write_dms_file(tmp_path / "2", "20261121-070000000.parquet", HASHED, merged)
+    manifest = load_into_silver(spark, table, "h-2", tmp_path / "2", merge_plan="driver")
+    assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
+    assert (manifest["rowsUpdated"], manifest["rowsInserted"]) == (3, 2)
+    hashes = _stored_and_spark_hashes(spark, table)
+    assert len(hashes) == 12
+    assert [key for key, stored, _ in hashes if stored is None] == []
+    assert [(key, stored, got) for key, stored, got in hashes if stored != got] == []
+    # The Spark path reads the driver's rows again unchanged, and one changed.
+    again = [*merged[:2], merged[3], _hashed("U", 20, 31, "😀", "0.000011", 9999999.0)]
+    again = [
+        (op, (BASE + timedelta(seconds=20)).strftime("%Y-%m-%d %H:%M:%S"), *rest) for op, _, *rest in again
+    ]
+    write_dms_file(tmp_path / "3", "20261121-070100000.parquet", HASHED, again)
+    manifest = load_into_silver(spark, table, "h-3", tmp_path / "3", merge_plan="spark")
+    assert (manifest["rowsUnchanged"], manifest["rowsUpdated"], manifest["rowsInserted"]) == (3, 1, 0)
+
+
 # --- both paths, one silver ----------------------------------------------------------------------
 
 
 def _silver(spark: SparkSession, table: str) -> set[tuple[Any, ...]]:
-    frame = spark.table(silver_table(table)).drop(VALUES_HASH, RUN_ID)
+    """Silver's rows but their run ids, values hash included: both paths store the same."""
+    frame = spark.table(silver_table(table)).drop(RUN_ID)
     return {_comparable(list(row)) for row in frame.collect()}
 
 

@@ -274,18 +274,15 @@ def silver_rows(spark: SparkSession, table: str, soft: bool) -> set[tuple[Any, .
     }
 
 
-def wrong_hashes(spark: SparkSession, table: str, hashed_from: int, unhashed_runs: set[int]) -> list[str]:
-    """Silver's rows whose stored values hash is not the oracle's (glue.values_hash): null is
-    right only for a row written by a run before ``hashed_from`` (the column was dropped since)
-    or by one of ``unhashed_runs`` (merged on the driver, which stores no hash)."""
+def wrong_hashes(spark: SparkSession, table: str) -> list[str]:
+    """Silver's rows whose stored values hash is not the oracle's (glue.values_hash): every row
+    stores it, whichever path wrote it, and rows stored without one are filled by the next run."""
     if not spark.catalog.tableExists(silver_table(table)):
         return []
     columns = ("id", "name", "v", "_icetide_run_id", VALUES_HASH)
     wrong = []
     for row in spark.table(silver_table(table)).select(*columns).collect():
         stored, run = row[VALUES_HASH], int(row["_icetide_run_id"].rsplit("-", 1)[1])
-        if stored is None and (run < hashed_from or run in unhashed_runs):
-            continue
         if stored != values_hash({"name": row["name"], "v": int_text(row["v"])}):
             wrong.append(f"key {row['id']} (run {run}) stores hash {stored} of {row['name']!r}, {row['v']!r}")
     return wrong
@@ -342,23 +339,23 @@ def run_workload(
     the committed runs per merge path, of those either path may merge."""
     mode = DeleteMode.SOFT if workload.soft else DeleteMode.HARD
     oracle, mismatches = Oracle(workload.soft), []
-    # Rows written by this run or a later one must store a hash (the column was there), unless
-    # the run was merged on the driver.
-    hashed_from, unhashed_runs = 0, set()
     for number in range(len(workload.runs)):
         bronze, batch, reconcile = write_run(workload, number, folder)
         run_id = f"{table}-{number}"
-        dropped = not workload.soft and number > 0 and rng.random() < 0.3
-        if dropped:
-            # As if an earlier icetide had written silver: no stored hash, values compared.
+        # As if an earlier icetide had written silver without the hash (its rows, or some rows
+        # of its driver path): the run, Spark's, fills it before it classifies.
+        unhashed = not workload.soft and number > 0 and rng.random() < 0.3
+        if unhashed and number % 2:
             spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
-            hashed_from = number
+        elif unhashed:
+            nulls = f"SET {VALUES_HASH} = NULL WHERE id % 3 = {number % 3}"
+            spark.sql(f"UPDATE {silver_table(table)} {nulls}")
         # Every other run with DMS's row count: its key ranges come from the batch check.
         loaded = len(workload.load) if number == 0 and workload.load_schema is not None else 0
         counted = {"expected_rows": loaded, "max_change_rows": len(batch) - loaded} if number % 2 else {}
         # Each run forces its merge plan (--merge_plan): the driver's where it may (a hard-delete
         # merge into an existing table with every metadata column, no reconcile), or Spark's.
-        qualifies = not workload.soft and number > 0 and not reconcile and not dropped
+        qualifies = not workload.soft and number > 0 and not reconcile and not unhashed
         on_driver = rng.random() < 0.6
         plan = "driver" if qualifies and on_driver else "spark"
         manifest = load_into_silver(
@@ -370,8 +367,6 @@ def run_workload(
             path = merge_path(spark, table, manifest["snapshotId"])
             if path != plan:
                 mismatches.append(f"{where} committed by the {path} merge path, forced {plan}")
-            if path == "driver":
-                unhashed_runs.add(number)
             if qualifies:
                 taken[path] = taken.get(path, 0) + 1
         got = {k: manifest[k] for k in COUNTS}
@@ -380,9 +375,7 @@ def run_workload(
                 f"{where} counts {got} read {manifest['rowsRead']}, oracle {expected} read {len(batch)}"
             )
         if not workload.soft:
-            mismatches += [
-                f"{where} {wrong}" for wrong in wrong_hashes(spark, table, hashed_from, unhashed_runs)
-            ]
+            mismatches += [f"{where} {wrong}" for wrong in wrong_hashes(spark, table)]
         actual = silver_rows(spark, table, workload.soft)
         if actual != oracle.rows():
             mismatches.append(

@@ -16,6 +16,7 @@ from icetide_glue.maintenance.sql import (
 )
 from icetide_glue.merge.sql import (
     classify_changes_sql,
+    fill_values_hash_sql,
     order_guard,
     reconcile_candidates_sql,
     take_image,
@@ -321,63 +322,38 @@ def test_the_values_hash_is_xxhash64_of_exact_json_text_of_each_value() -> None:
         values_hash_sql([])
 
 
-def hashed_classification(unhashed_rows: bool) -> str:
-    """The classification of a table storing the values hash; its rows without a stored hash are
-    read from a view of their own (Iceberg planned it with the hash's null counts)."""
-    return classify_changes_sql(
-        TABLE,
-        "icetide_changes",
-        ["order_id"],
-        ["order_id", "note"],
-        value_types={"note": "string"},
-        unhashed_rows=unhashed_rows,
-        unhashed_table="`unhashed_orders`",
+def test_a_hashed_classification_reads_silver_s_stored_hash_and_none_of_its_values() -> None:
+    statement = classify_changes_sql(
+        TABLE, "icetide_changes", ["order_id"], ["order_id", "note"], compare_hashes=True
     )
-
-
-# Silver's rows with their stored hash, up to where the WHERE clause would be.
-STORED_HASH_READ = (
-    "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
-    "r.`_icetide_change_phase`, "
-    "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-    "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r"
-)
-
-
-def test_a_hashed_classification_reads_silver_s_values_only_for_rows_without_a_stored_hash() -> None:
-    statement = hashed_classification(unhashed_rows=True)
     assert (
         "  WHEN s.`_icetide_op` <> 'D' AND s.`_icetide_values_hash` <=> t.`_icetide_values_hash` "
         "THEN 'unchanged'\n"
     ) in statement
     assert (
-        (
-            STORED_HASH_READ  # noqa: S608 (an expected text, not a query to run)
-            + " WHERE r.`_icetide_values_hash` IS NOT NULL "
-            "UNION ALL "
-            "SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
-            "r.`_icetide_change_phase`, "
-            "xxhash64(to_json(named_struct('note', CAST(r.`note` AS STRING)), "
-            "map('ignoreNullFields', 'true'))) AS `_icetide_values_hash`, "
-            "r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
-            "TRUE AS `_icetide_in_silver` FROM `unhashed_orders` r "
-            "WHERE r.`_icetide_values_hash` IS NULL) t\n"
-        )
-        in statement
-    )
-
-
-def test_a_table_whose_rows_all_store_a_hash_is_read_once_and_never_tested_for_null() -> None:
-    statement = hashed_classification(unhashed_rows=False)
-    assert STORED_HASH_READ + ") t\n" in statement
+        "LEFT JOIN (SELECT r.`order_id`, r.`_icetide_change_ts`, r.`_icetide_change_seq`, "
+        "r.`_icetide_change_phase`, "
+        "r.`_icetide_values_hash`, r._file AS `_icetide_silver_file`, r._pos AS `_icetide_silver_pos`, "
+        "TRUE AS `_icetide_in_silver` FROM `glue_catalog`.`silver`.`orders` r) t\n"
+    ) in statement
+    assert "`note`" not in statement.split("LEFT JOIN", 1)[1]
     assert "UNION" not in statement
     assert "`_icetide_values_hash` IS" not in statement
+
+
+def test_the_fill_stores_the_values_hash_in_rows_stored_without_one() -> None:
+    assert fill_values_hash_sql(TABLE, [("note", "string"), ("it's", "binary")]) == (
+        "UPDATE `glue_catalog`.`silver`.`orders` SET `_icetide_values_hash` = "
+        "xxhash64(to_json(named_struct('note', CAST(`note` AS STRING), 'it\\'s', hex(`it's`)), "
+        "map('ignoreNullFields', 'true'))) "
+        "WHERE `_icetide_values_hash` IS NULL"
+    )
 
 
 def test_soft_deletes_never_compare_hashes() -> None:
     with pytest.raises(ValueError, match="soft deletes compare values"):
         classify_changes_sql(
-            TABLE, "v", ["order_id"], ["order_id", "note"], soft_delete=True, value_types={"note": "string"}
+            TABLE, "v", ["order_id"], ["order_id", "note"], soft_delete=True, compare_hashes=True
         )
 
 

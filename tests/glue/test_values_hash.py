@@ -33,7 +33,8 @@ from glue.values_hash import int_text, values_hash
 from icetide_glue import job
 from icetide_glue.arguments import DeleteMode
 from icetide_glue.columns import VALUES_HASH
-from icetide_glue.merge.apply import classify_changes
+from icetide_glue.iceberg_tables import iceberg_table
+from icetide_glue.merge.apply import fill_values_hashes
 from icetide_glue.merge.sql import values_hash_sql
 from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id
 
@@ -201,13 +202,37 @@ def oracle(name: str | None, qty: int | None) -> int:
     return values_hash({"name": name, "qty": int_text(qty)})
 
 
-def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change(
+def fill_commits(spark: SparkSession, table: str, run_snapshot: int) -> list[str]:
+    """The operations of the snapshots a run committed before its own (``run_snapshot``: the
+    run's fills), back to the snapshot main had before the run (:func:`before_run`)."""
+    iceberg = iceberg_table(spark, silver_table(table), refreshed=True)
+    found = []
+    snapshot = iceberg.snapshot(iceberg.snapshot(run_snapshot).parentId())
+    while int(snapshot.snapshotId()) != BEFORE_RUN[table]:
+        found.append(str(snapshot.operation()))
+        snapshot = iceberg.snapshot(snapshot.parentId())
+    return found
+
+
+# Main's snapshot before each table's latest run (before_run).
+BEFORE_RUN: dict[str, int] = {}
+
+
+def before_run(spark: SparkSession, table: str) -> None:
+    silver = SilverTable(CATALOG, SILVER_DATABASE, table)
+    if spark.catalog.tableExists(silver.sql_name):
+        BEFORE_RUN[table] = main_snapshot_id(spark, silver) or 0
+
+
+def test_rows_stored_without_the_hash_are_filled_in_a_commit_of_their_own_before_the_run_classifies(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    table = "values_hash_upgrade"
+    table = "values_hash_fill"
 
     def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-        return load_changes(spark, tmp_path, table, number, CHANGES, rows)
+        # The Spark path fills (a driver run compares values and stores the hash of its own rows).
+        before_run(spark, table)
+        return load_changes(spark, tmp_path, table, number, CHANGES, rows, merge_plan="spark")
 
     first = [
         ("I", "2026-11-21 07:00:01", 1, "one", 1),
@@ -223,7 +248,8 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         4: oracle("four", 4),
     }
     assert unhashed_rows(spark, table) is False
-    # An earlier icetide's table: no hash column. The next run adds it, null in every old row.
+    # An earlier icetide's table: no hash column. The next run adds it, null in every old row,
+    # and fills it before it classifies: re-reads are unchanged.
     spark.sql(f"ALTER TABLE {silver_table(table)} DROP COLUMN {VALUES_HASH}")
     second = [
         ("U", "2026-11-21 08:00:01", 1, "one", 1),  # re-read, unchanged
@@ -231,53 +257,61 @@ def test_a_table_without_the_hash_is_classified_exactly_and_fills_as_rows_change
         ("U", "2026-11-21 08:00:01", 3, "three", None),  # re-read, unchanged (a null value)
         ("I", "2026-11-21 08:00:01", 5, "five", 5),
     ]
-    assert counts(run(2, second)) == (1, 1, 0, 2)
+    manifest = run(2, second)
+    assert counts(manifest) == (1, 1, 0, 2)
+    assert fill_commits(spark, table, manifest["snapshotId"]) == ["overwrite"]
     assert stored_hashes(spark, table) == {
-        1: None,
+        1: oracle("one", 1),
         2: oracle("two", 20),
-        3: None,
-        4: None,
+        3: oracle("three", None),
+        4: oracle("four", 4),
         5: oracle("five", 5),
     }
-    assert unhashed_rows(spark, table) is True
     assert metrics_mode(spark, table) == "counts"
     # A run that stopped between the column and its property: the next run sets the property.
     spark.sql(f"ALTER TABLE {silver_table(table)} UNSET TBLPROPERTIES ('{METRICS_PROPERTY}')")
     assert metrics_mode(spark, table) is None
-    # Stored and legacy rows side by side: re-reads are unchanged, changes are found in both.
+    # Rows an earlier icetide's driver path wrote without a hash, beside rows with one.
+    forget_hashes(spark, table, "id IN (1, 3, 5)")
     third = [
-        ("U", "2026-11-21 09:00:01", 1, "one", 1),  # legacy row, unchanged
+        ("U", "2026-11-21 09:00:01", 1, "one", 1),  # no stored hash, unchanged
         ("U", "2026-11-21 09:00:01", 2, "two", 20),  # stored hash, unchanged
-        ("U", "2026-11-21 09:00:01", 3, "three", 3),  # legacy row: null became 3
-        ("U", "2026-11-21 09:00:01", 5, None, 5),  # stored hash: a value became null
+        ("U", "2026-11-21 09:00:01", 3, "three", 3),  # no stored hash: null became 3
+        ("U", "2026-11-21 09:00:01", 5, None, 5),  # no stored hash: a value became null
         ("D", "2026-11-21 09:00:01", 4, "four", 4),
     ]
-    assert counts(run(3, third)) == (0, 2, 1, 2)
+    manifest = run(3, third)
+    assert counts(manifest) == (0, 2, 1, 2)
+    assert fill_commits(spark, table, manifest["snapshotId"]) == ["overwrite"]
     assert metrics_mode(spark, table) == "counts"
     assert stored_hashes(spark, table) == {
-        1: None,
+        1: oracle("one", 1),
         2: oracle("two", 20),
         3: oracle("three", 3),
         5: oracle(None, 5),
     }
+    # Every row stores its hash now: the next run fills nothing.
+    manifest = run(4, [("U", "2026-11-21 10:00:01", 1, "uno", 1)])
+    assert counts(manifest) == (0, 1, 0, 0)
+    assert fill_commits(spark, table, manifest["snapshotId"]) == []
 
 
 def test_files_without_null_counts_may_hold_rows_without_a_hash(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An owner's metrics mode "none" keeps no null counts: the job cannot rule a null hash out,
-    and its classification reads silver twice again (what each run told it is recorded)."""
+    """An owner's metrics mode "none" keeps no null counts: Iceberg's metadata cannot rule a null
+    hash out, and the job's query of those files answers every run (what each run's fill did is
+    recorded)."""
     table = "values_hash_no_metrics"
-    told: list[bool] = []
+    filled: list[bool] = []
 
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        told.append(kwargs["unhashed_rows"])
-        return classify_changes(*args, **kwargs)
+    def recording(*args: Any, **kwargs: Any) -> bool:
+        filled.append(fill_values_hashes(*args, **kwargs))
+        return filled[-1]
 
-    monkeypatch.setattr(job, "classify_changes", recording)
+    monkeypatch.setattr(job, "fill_values_hashes", recording)
 
     def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-        # What the Spark path's classification is told: that path, forced.
         return load_changes(spark, tmp_path, table, number, CHANGES, rows, merge_plan="spark")
 
     assert counts(run(1, [("I", "2026-11-21 07:00:01", 1, "one", 1)])) == (1, 0, 0, 0)
@@ -290,13 +324,25 @@ def test_files_without_null_counts_may_hold_rows_without_a_hash(
     assert counts(run(2, second)) == (1, 0, 0, 1)
     assert metrics_mode(spark, table) == "none"
     assert unhashed_rows(spark, table) is True
-    third = [
-        ("U", "2026-11-21 09:00:01", 2, "two", 2),  # re-read, unchanged: its file has no counts
-        ("U", "2026-11-21 09:00:01", 1, "one", 10),
+    third = [("U", "2026-11-21 09:00:01", 1, "one", 10)]
+    assert counts(run(3, third)) == (0, 1, 0, 0)
+    forget_hashes(spark, table, "id = 2")
+    fourth = [
+        ("U", "2026-11-21 10:00:01", 2, "two", 2),  # re-read, unchanged: its hash is filled first
+        ("U", "2026-11-21 10:00:01", 1, "one", 11),
     ]
-    assert counts(run(3, third)) == (0, 1, 0, 1)
-    # The first run met no table; the second, files with null counts of 0; the third, one without.
-    assert told == [False, False, True]
+    assert counts(run(4, fourth)) == (0, 1, 0, 1)
+    assert stored_hashes(spark, table) == {1: oracle("one", 11), 2: oracle("two", 2)}
+    # A new table; files with null counts of 0; a file without counts, whose rows store their
+    # hash; a row without its hash.
+    assert filled == [False, False, False, True]
+
+
+def forget_hashes(spark: SparkSession, table: str, condition: str) -> None:
+    """Clear the stored hash of ``table``'s rows that meet ``condition``, as an earlier icetide's
+    driver path left its rows."""
+    spark.sql(f"UPDATE {silver_table(table)} SET {VALUES_HASH} = NULL WHERE {condition}")  # noqa: S608
+    assert unhashed_rows(spark, table) is True
 
 
 def test_a_soft_delete_table_stores_no_hash(spark: SparkSession, tmp_path: Path) -> None:

@@ -64,8 +64,8 @@ def parquet_codec(iceberg: Any) -> str:
 
 def write_data_file(spark: SparkSession, iceberg: Any, rows: pa.Table, schema: pa.Schema) -> Any:
     """``rows`` (already in the table's order) written as one Parquet data file of ``iceberg``
-    with ``schema``'s types and field ids (a column ``rows`` lacks, such as the values hash the
-    driver's rows do not store, is null); its Iceberg ``DataFile`` (not committed)."""
+    with ``schema``'s types and field ids (a column ``rows`` lacks, such as the values hash of a
+    table that stores none, is null); its Iceberg ``DataFile`` (not committed)."""
     api = jvm(spark).org.apache.iceberg
     path = str(iceberg.locationProvider().newDataLocation(f"icetide-driver-{uuid.uuid4()}.parquet"))
     typed = pa.Table.from_arrays(

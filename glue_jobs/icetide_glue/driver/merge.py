@@ -19,8 +19,10 @@ reconcile, whose batch needs no schema change and has the table's very column ty
 other run, and any run this path finds it cannot read exactly as Spark would
 (:class:`~icetide_glue.driver.arrow_types.NotEligible`, raised before anything is written), takes the
 Spark path; so does every batch a check refuses, which the Spark path names. The rows it writes
-store no values hash (the Spark path reads their values instead, as for rows from before the
-hash). The snapshot summary says which path committed (``icetide.merge-path``).
+store the values hash exactly when the Spark path's would (icetide_glue.merge.apply.values_hash_types),
+computed here to the Spark path's very number (icetide_glue.driver.values_hash), so the Spark
+path's next classification compares them by their stored hash. The snapshot summary says which
+path committed (``icetide.merge-path``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from icetide_glue.columns import (
     ROW_INDEX,
     RUN_ID,
     TOMBSTONE_COLUMNS,
+    VALUES_HASH,
     is_metadata_column,
 )
 from icetide_glue.commit.run_record import (
@@ -72,9 +75,10 @@ from icetide_glue.driver.commit import (
 from icetide_glue.driver.files import file_size
 from icetide_glue.driver.labels import Labels, label_changes
 from icetide_glue.driver.silver import PlannedDataFile, iceberg_arrow_schema, read_rows_of_keys
+from icetide_glue.driver.values_hash import hashable_kind, values_hash
 from icetide_glue.errors import BronzeSchemaError, IcetideJobError, InvalidJobArguments
-from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table
-from icetide_glue.merge.apply import forget_expired_changes_after_commit
+from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table, jvm
+from icetide_glue.merge.apply import forget_expired_changes_after_commit, values_hash_types
 from icetide_glue.merge.plan import MergePlan
 from icetide_glue.merge.position_deletes import POSITION_DELETES_FORMAT, files_to_replace
 from icetide_glue.merge.sql import compared_columns, tombstone_merge_sql
@@ -110,6 +114,8 @@ class _Run:
     tombstone_keys: list[str]
     base_snapshot_id: int
     planned: list[PlannedDataFile]
+    # The compared columns' Spark types when silver's rows store their values hash (None: they do not).
+    value_types: dict[str, str] | None
 
 
 # A run's bronze files and their merged schema (without Spark's file-rank and row-index columns).
@@ -276,7 +282,11 @@ def _label(
     base_snapshot_id = branch_snapshot_id(iceberg, MAIN_BRANCH)
     _require(base_snapshot_id is not None, "silver has no snapshot")
     assert base_snapshot_id is not None  # (for the type checker)
-    compared = compared_columns([n for n in silver.fieldNames() if not is_metadata_column(n)], keys)
+    value_columns = [n for n in silver.fieldNames() if not is_metadata_column(n)]
+    compared = compared_columns(value_columns, keys)
+    value_types = values_hash_types(silver, value_columns, keys, soft_delete=False)
+    if value_types is not None:
+        _require(all(hashable_kind(kind) for kind in value_types.values()), "a compared column's hash")
     ranges = batch.summary.key_ranges or []
     wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
     read = StructType([silver[name] for name in [*silver_keys, *ORDER_COLUMNS, *compared]])
@@ -323,6 +333,7 @@ def _label(
         tombstone_schema.keys,
         base_snapshot_id,
         planned,
+        value_types,
     )
 
 
@@ -443,6 +454,9 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
         iceberg = run.iceberg
         properties = snapshot_properties(manifest, MergePlan.DRIVER)
         rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
+        if run.value_types is not None:
+            hashed = values_hash(rows, list(run.value_types.items()), jvm(spark))
+            rows = rows.append_column(VALUES_HASH, hashed)
         rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
         schema = iceberg_arrow_schema(spark, iceberg, run.silver)
         # Silver's data file is written while the delete files and the tombstones are

@@ -85,7 +85,7 @@ def planned_data_files(
     JVM per task: asking the task for each field takes several calls per delete file, which adds
     up once silver's recent files have their four delete files each (over a thousand calls)."""
     parser = jvm(spark).org.apache.iceberg.ScanTaskParser
-    tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, None, snapshot_id, residuals=False)
+    tasks, _ = plan_tasks(spark, iceberg, sql_name, key, key_ranges, snapshot_id, residuals=False)
     planned = []
     # An iterator asks the JVM twice a task; a for loop over the Java list asked it about six times.
     iterator = tasks.iterator()

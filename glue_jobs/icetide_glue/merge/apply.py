@@ -45,11 +45,13 @@ from icetide_glue.merge.position_deletes import remove_rows, require_position_de
 from icetide_glue.merge.sql import (
     classify_changes_sql,
     compared_columns,
+    fill_values_hash_sql,
     prune_tombstones_sql,
+    rows_without_values_hash_sql,
     tombstone_merge_sql,
     values_hash_sql,
 )
-from icetide_glue.silver import SilverTable
+from icetide_glue.silver import SilverTable, has_rows_without_values_hash, main_snapshot_id
 from icetide_glue.table_sql import quote_identifier
 
 logger = logging.getLogger(__name__)
@@ -57,7 +59,6 @@ logger = logging.getLogger(__name__)
 CHANGES_VIEW = "icetide_changes"
 # The rows of silver and of its tombstone table a classification reads (planned by Iceberg).
 SILVER_ROWS_VIEW = "icetide_silver_rows"
-UNHASHED_ROWS_VIEW = "icetide_silver_unhashed_rows"
 TOMBSTONE_ROWS_VIEW = "icetide_tombstone_rows"
 # A commit that appends at most this many rows writes them in one task, sorted there in the table's
 # order, without Spark's range distribution: one data file (per 64 MB, per partition of a legacy
@@ -169,6 +170,33 @@ def with_values_hash(changes: DataFrame, value_types: Mapping[str, str]) -> Data
     return changes.withColumn(VALUES_HASH, F.expr(values_hash_sql(list(value_types.items()))))
 
 
+def fill_values_hashes(
+    spark: SparkSession, table: SilverTable, value_types: Mapping[str, str], snapshot_id: int | None
+) -> bool:
+    """Store the values hash of ``value_types``' columns in the rows of silver stored without one
+    (written before the table stored it), in a commit of its own; True when there were any.
+
+    Before a classification that compares stored hashes only: a row left without its hash would
+    not be wrong, only rewritten as an update (a null never equals the batch's hash). Both merge
+    paths store the hash with every row they write, so one fill serves every later run.
+
+    Iceberg's metadata answers first, without a Spark job
+    (:func:`icetide_glue.silver.has_rows_without_values_hash`); where it cannot rule such a row
+    out, a query of the files it names does (:func:`icetide_glue.merge.sql.rows_without_values_hash_sql`).
+    The metadata alone would say yes after a fill too: the fill writes merge-on-read, so the files
+    it rewrote rows of stay live, without the hash's metrics, until maintenance compacts them; so
+    would a table whose files keep no null counts (an owner's metrics mode).
+    """
+    if not has_rows_without_values_hash(spark, table, snapshot_id):
+        return False
+    if not spark.sql(rows_without_values_hash_sql(table.sql_name)).take(1):
+        return False
+    logger.info("%s: storing the values hash of rows stored without one (a commit of its own)", table)
+    spark.sql(fill_values_hash_sql(table.sql_name, list(value_types.items())))
+    logger.info("%s: values hashes stored, main is now snapshot %s", table, main_snapshot_id(spark, table))
+    return True
+
+
 def classify_changes(
     spark: SparkSession,
     table: SilverTable,
@@ -180,7 +208,6 @@ def classify_changes(
     key_ranges: Sequence[tuple[int, int]] = (),
     broadcast_changes: bool = False,
     value_types: Mapping[str, str] | None = None,
-    unhashed_rows: bool = True,
     snapshot_id: int | None = None,
 ) -> ClassifiedChanges:
     """Label each change (one per key, aligned to silver) with what the run's commit will do to it.
@@ -191,9 +218,8 @@ def classify_changes(
     tombstone table with them, icetide_glue.merge.planned_scan) and ``broadcast_changes``
     (:func:`icetide_glue.merge.sql.rows_of_batch`) limit those reads to the batch's keys. With
     ``value_types`` (:func:`values_hash_types`) each change gets the hash of its values
-    (``_icetide_values_hash``), which the classification compares with silver's and the commit
-    stores with the row; ``unhashed_rows`` false says no row of silver lacks a stored hash
-    (:func:`icetide_glue.silver.has_rows_without_values_hash`), so none is read for its values.
+    (``_icetide_values_hash``), which the classification compares with silver's stored hash (every
+    row of silver stores one: :func:`fill_values_hashes`) and the commit stores with the row.
     Silver is read as of ``snapshot_id`` (main's, which the run's commit builds on; None: its
     newest).
 
@@ -213,30 +239,18 @@ def classify_changes(
         tombstone_table=quote_identifier(TOMBSTONE_ROWS_VIEW) if tombstones is not None else None,
         soft_delete=soft_delete,
         broadcast_changes=broadcast_changes,
-        value_types=value_types,
-        unhashed_rows=unhashed_rows,
-        unhashed_table=quote_identifier(UNHASHED_ROWS_VIEW),
+        compare_hashes=value_types is not None,
     )
     # The key ranges go to Iceberg's planning, not into the statement (icetide_glue.merge.planned_scan):
-    # (view, table, row positions, only files that may hold a null in this column, snapshot).
-    views: list[tuple[str, SilverTable, bool, str | None, int | None]] = [
-        (SILVER_ROWS_VIEW, table, True, None, snapshot_id)
-    ]
-    if value_types is not None and unhashed_rows:
-        views.append((UNHASHED_ROWS_VIEW, table, True, VALUES_HASH, snapshot_id))
+    # (view, table, row positions, snapshot).
+    views: list[tuple[str, SilverTable, bool, int | None]] = [(SILVER_ROWS_VIEW, table, True, snapshot_id)]
     if tombstones is not None:
-        views.append((TOMBSTONE_ROWS_VIEW, tombstones, False, None, None))
+        views.append((TOMBSTONE_ROWS_VIEW, tombstones, False, None))
     with ExitStack() as staged:
         try:
-            for view, read, positions, nulls, snapshot in views:
+            for view, read, positions, snapshot in views:
                 planned = rows_in_key_ranges(
-                    spark,
-                    read.sql_name,
-                    keys[0],
-                    key_ranges,
-                    row_positions=positions,
-                    with_nulls_in=nulls,
-                    snapshot_id=snapshot,
+                    spark, read.sql_name, keys[0], key_ranges, row_positions=positions, snapshot_id=snapshot
                 )
                 staged.enter_context(planned).createOrReplaceTempView(view)
             # The counts ride on the checkpoint's own job (observed): a second job over its rows

@@ -59,23 +59,21 @@ def rows_in_key_ranges(
     key: str,
     key_ranges: Sequence[tuple[int, int]],
     row_positions: bool = False,
-    with_nulls_in: str | None = None,
     snapshot_id: int | None = None,
 ) -> Iterator[DataFrame]:
     """Every column of ``sql_name``'s rows (in ``snapshot_id``, by default the table's newest
     snapshot, the table refreshed first) in the data files whose bounds
-    of ``key`` meet one of ``key_ranges`` (closed ranges; none: every file) and, with
-    ``with_nulls_in``, whose null counts say that column may be null in them; with
+    of ``key`` meet one of ``key_ranges`` (closed ranges; none: every file); with
     ``row_positions`` also ``_file`` and ``_pos``. Files are chosen, not rows: a row outside the
-    ranges, or not null, may be read too. The frame is valid inside the ``with`` only: the staged
+    ranges may be read too. The frame is valid inside the ``with`` only: the staged
     tasks are dropped on leaving it, so compute (checkpoint) what needs them inside.
 
     Each planned task keeps the filters as its residual, which Iceberg's reader tests Parquet row
-    groups with, as in any scan of the table: a query of the frame must read ``key`` (and
-    ``with_nulls_in``), as every join on the key does.
+    groups with, as in any scan of the table: a query of the frame must read ``key``, as every
+    join on the key does.
     """
     table = iceberg_table(spark, sql_name, refreshed=True)
-    tasks, _ = plan_tasks(spark, table, sql_name, key, key_ranges, with_nulls_in, snapshot_id)
+    tasks, _ = plan_tasks(spark, table, sql_name, key, key_ranges, snapshot_id)
     positions = list(ROW_POSITION_COLUMNS) if row_positions else []
     if tasks.isEmpty():
         # Iceberg stages no empty task set: no file to read is no row (Spark reads nothing).
@@ -98,7 +96,6 @@ def plan_tasks(
     sql_name: str,
     key: str,
     key_ranges: Sequence[tuple[int, int]],
-    with_nulls_in: str | None,
     snapshot_id: int | None,
     *,
     residuals: bool = True,
@@ -125,8 +122,6 @@ def plan_tasks(
         scan = scan.useSnapshot(snapshot_id)
     if key_ranges:
         scan = scan.filter(_ranges_expression(spark, table, key, key_ranges))
-    if with_nulls_in is not None:
-        scan = scan.filter(api.expressions.Expressions.isNull(_field(table, with_nulls_in).name()))
     planned = scan.planFiles()
     try:
         tasks = api.relocated.com.google.common.collect.Lists.newArrayList(planned)

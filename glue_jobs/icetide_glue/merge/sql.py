@@ -7,7 +7,7 @@ come from other people's databases and may contain anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from icetide_glue.columns import (
     ACTION,
@@ -106,7 +106,9 @@ def values_hash_sql(columns: Sequence[tuple[str, str]], alias: str | None = None
     does); a float is read as the double it widens to, and
     -0.0 as 0.0 (``<=>`` holds for them); a timestamp is its microseconds since the epoch (the
     session's time zone cannot change it); binary is hex. A changed row hashes alike only by a
-    64-bit collision. One definition for the batch's side and silver's stored and legacy rows.
+    64-bit collision. One definition for the batch's side, silver's stored rows and the fill of
+    rows stored without it (:func:`fill_values_hash_sql`); the driver path computes the same number
+    (icetide_glue.driver.values_hash).
     Not for struct, array or map columns: Spark's text of those is ambiguous
     (icetide_glue.merge.apply.values_hash_types compares their values instead).
     """
@@ -146,9 +148,7 @@ def classify_changes_sql(
     tombstone_table: str | None = None,
     soft_delete: bool = False,
     broadcast_changes: bool = False,
-    value_types: Mapping[str, str] | None = None,
-    unhashed_rows: bool = True,
-    unhashed_table: str | None = None,
+    compare_hashes: bool = False,
 ) -> str:
     """Label each deduplicated change with the :class:`ChangeAction` the run's commit takes, and
     whether the key's order memory must keep it (``_icetide_keep_tombstone``).
@@ -177,38 +177,26 @@ def classify_changes_sql(
     the batch's keys are broadcast into their scans, so only their rows of the batch's keys reach
     the joins, never whole tables.
 
-    ``value_types`` (the compared columns' Spark type names) says silver stores the hash of its
-    values (``_icetide_values_hash``, hard deletes only) and the batch view carries the hash of its
-    own: the hashes are compared instead of the values, and silver's values are read only for its
-    rows without a stored hash (:func:`hashed_rows_of_batch`, in ``unhashed_table``), none when
-    ``unhashed_rows`` is false.
+    ``compare_hashes`` says silver stores the hash of its values (``_icetide_values_hash``, hard
+    deletes only; every row, once the job has filled those stored without one:
+    :func:`fill_values_hash_sql`) and the batch view carries the hash of its own: the hashes are
+    compared instead of the values, and no value column of silver is read.
     """
     in_silver = f"t.{quote_identifier(IN_SILVER)}"
     compared = compared_columns(value_columns, keys)
-    hashed = value_types is not None and bool(compared)
+    hashed = compare_hashes and bool(compared)
     if hashed and soft_delete:
         raise ValueError("a soft delete may keep silver's values: soft deletes compare values, not hashes")
-    if hashed and value_types is not None:  # (value_types is known here: for the type checker)
-        silver_rows = hashed_rows_of_batch(
-            table,
-            source_view,
-            keys,
-            [(c, value_types[c]) for c in compared],
-            broadcast_changes,
-            unhashed_rows,
-            unhashed_table,
-        )
-    else:
-        silver_side = [*keys, *ORDER_COLUMNS, *compared, *([DELETED_AT] if soft_delete else [])]
-        silver_rows = rows_of_batch(
-            table,
-            source_view,
-            keys,
-            silver_side,
-            IN_SILVER,
-            broadcast_changes,
-            row_positions=True,
-        )
+    silver_values = [VALUES_HASH] if hashed else [*compared, *([DELETED_AT] if soft_delete else [])]
+    silver_rows = rows_of_batch(
+        table,
+        source_view,
+        keys,
+        [*keys, *ORDER_COLUMNS, *silver_values],
+        IN_SILVER,
+        broadcast_changes,
+        row_positions=True,
+    )
     kept_values = (
         [
             f"t.{quote_identifier(c)} AS {quote_identifier(silver_value_column(i))},"
@@ -263,28 +251,22 @@ def rows_of_batch(
     marker: str,
     broadcast_changes: bool = False,
     row_positions: bool = False,
-    computed: Sequence[tuple[str, str]] = (),
-    condition: str | None = None,
 ) -> str:
     """For the rows a batch can match of a keyed table (silver, or its tombstone table): its
-    ``columns``, then ``computed`` (SQL of a row ``r``, name) columns, with ``row_positions`` each
-    row's data file and position in it (Iceberg's ``_file`` and ``_pos``) as
-    ``_icetide_silver_file`` / ``_pos``, and last a ``marker`` column that is true.
-    ``condition`` (of ``r``) filters rows too.
+    ``columns``, with ``row_positions`` each row's data file and position in it (Iceberg's
+    ``_file`` and ``_pos``) as ``_icetide_silver_file`` / ``_pos``, and last a ``marker`` column
+    that is true.
 
     ``table`` is the table, or a view of its rows in the files the batch's keys can be in
     (icetide_glue.merge.planned_scan: the key ranges go to Iceberg's planning, never into this text;
-    such a view must be read with its key, and with the column of its null filter, as here);
+    such a view must be read with its key, as here);
     ``broadcast_changes`` adds a semi join with the batch's keys, broadcast into the scan, so the
     classification's join sees only matching rows instead of shuffling all of silver's. It drops
     only rows whose key is not in the batch, which the classification's left join would not match
     anyway.
     """
     hint = "/*+ BROADCAST(k) */ " if broadcast_changes else ""
-    selected = ", ".join(
-        [f"r.{quote_identifier(c)}" for c in columns]
-        + [f"{sql} AS {quote_identifier(name)}" for sql, name in computed]
-    )
+    selected = ", ".join(f"r.{quote_identifier(c)}" for c in columns)
     if row_positions:
         selected += f", r._file AS {quote_identifier(SILVER_FILE)}, r._pos AS {quote_identifier(SILVER_POS)}"
     lines = [
@@ -293,58 +275,27 @@ def rows_of_batch(
     ]
     if broadcast_changes:
         lines.append(f"LEFT SEMI JOIN {quote_identifier(source_view)} k ON {key_condition(keys, 'k', 'r')}")
-    if condition:
-        lines.append(f"WHERE {condition}")
     return " ".join(lines)
 
 
-def hashed_rows_of_batch(
-    table: str,
-    source_view: str,
-    keys: Sequence[str],
-    compared: Sequence[tuple[str, str]],
-    broadcast_changes: bool = False,
-    unhashed_rows: bool = True,
-    unhashed_table: str | None = None,
-) -> str:
-    """Silver's side of a classification that compares hashes (:func:`rows_of_batch` with row
-    positions): keys, change time and sequence, and ``_icetide_values_hash``, stored or, for a row
-    written before silver stored it, computed from its ``compared`` (name, type) columns.
+def rows_without_values_hash_sql(table: str) -> str:
+    """One row of ``table`` stored without a values hash, if any: Iceberg reads only the data
+    files whose null counts say they may hold one. The table as it is now, not as of a snapshot:
+    a snapshot's time travel reads the schema of its time, where a hash column dropped and added
+    again since is another column."""
+    hash_column = quote_identifier(VALUES_HASH)
+    return f"SELECT 1 FROM {table} WHERE {hash_column} IS NULL LIMIT 1"  # noqa: S608 (quoted names)
 
-    Two reads of the same rows, split on the stored hash being null: the first never reads a value
-    column, and the second reads ``unhashed_table`` (default ``table``), where Iceberg skipped every
-    data file without a null hash (the column's null counts, which the table keeps:
-    :data:`icetide_glue.silver.VALUES_HASH_METRICS`; icetide_glue.merge.planned_scan). Without
-    ``unhashed_rows`` (the table's metadata says no data file holds a null hash:
-    :func:`icetide_glue.silver.has_rows_without_values_hash`) the first read is the only one and
-    tests no row for null (a test that costs its share of every run on a large table).
-    """
-    narrow = [*keys, *ORDER_COLUMNS]
-    stored_hash = f"r.{quote_identifier(VALUES_HASH)}"
-    stored = rows_of_batch(
-        table,
-        source_view,
-        keys,
-        [*narrow, VALUES_HASH],
-        IN_SILVER,
-        broadcast_changes,
-        row_positions=True,
-        condition=f"{stored_hash} IS NOT NULL" if unhashed_rows else None,
+
+def fill_values_hash_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
+    """Store the values hash (:func:`values_hash_sql` of ``columns``, (name, type)) in every row of
+    ``table`` stored without one: rows written before the table stored it. A commit of its own,
+    before a classification that compares stored hashes only."""
+    hash_column = quote_identifier(VALUES_HASH)
+    return (
+        f"UPDATE {table} SET {hash_column} = {values_hash_sql(columns)} "  # noqa: S608 (quoted names)
+        f"WHERE {hash_column} IS NULL"
     )
-    if not unhashed_rows:
-        return stored
-    legacy = rows_of_batch(
-        unhashed_table or table,
-        source_view,
-        keys,
-        narrow,
-        IN_SILVER,
-        broadcast_changes,
-        row_positions=True,
-        computed=[(values_hash_sql(compared, "r"), VALUES_HASH)],
-        condition=f"{stored_hash} IS NULL",
-    )
-    return f"{stored} UNION ALL {legacy}"
 
 
 def reconcile_candidates_sql(

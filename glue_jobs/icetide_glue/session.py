@@ -9,6 +9,10 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
+# The job's SQL is written for Spark's default, non-ANSI mode: under ANSI a decimal's text has no
+# exponent (silver's stored values hash, icetide_glue.merge.sql.values_hash_sql, would change with
+# a cluster's default) and a cast that cannot convert fails instead of giving null.
+ANSI_MODE = "spark.sql.ansi.enabled"
 
 
 def build_session() -> SparkSession:
@@ -16,6 +20,7 @@ def build_session() -> SparkSession:
     spark = SparkSession.builder.getOrCreate()
     # Watermarks and change times are compared in UTC, whatever zone the cluster runs in.
     spark.conf.set(SESSION_TIME_ZONE, "UTC")
+    spark.conf.set(ANSI_MODE, "false")
     return spark
 
 

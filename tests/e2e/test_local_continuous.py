@@ -6,10 +6,11 @@ Before each cycle the running task writes the CDC files of the source's changes 
 as DMS would have; each run merges the files after the committed file checkpoint. After every cycle
 that succeeds and has consumed every file, silver, read with pyiceberg, equals the source. In
 between, on SQLite: a run that fails after its job merged (its files stay for the next, merged
-again), a backlog larger than one run may take (`maxFilesPerRun` 1: consumed over several runs, in
-order), and a file DMS delivers twice. Those act on the task's files, whichever source wrote them;
-on PostgreSQL the cycles check what the real slot adds: the running task's position kept from one
-cycle's changes to the next.
+again with the next file), and a file DMS delivers twice. Those act on the task's files, whichever
+source wrote them; on PostgreSQL the cycles check what the real slot adds: the running task's
+position kept from one cycle's changes to the next. A backlog larger than one run may take
+(`maxFilesPerRun`, `maxBytesPerRun`) is consumed over bounded runs in DMS order:
+tests/statemachine/test_continuous_runs.py, on the real state machine.
 """
 
 from __future__ import annotations
@@ -191,34 +192,6 @@ def test_sqlite_continuous_cycles_keep_silver_equal_to_the_source(
     counts = ("rowsRead", "rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged", "filesMerged")
     stats = _stored_item(tmp_path / "ws")["lastRunStats"]
     assert tuple(stats[name] for name in counts) == (6, 0, 0, 0, 5, 1)
-    engine.dispose()
-
-
-def test_a_backlog_is_consumed_over_bounded_runs_in_order(tmp_path, write_tables, icetide, monkeypatch):
-    path = tmp_path / "shop.db"
-    engine = sa.create_engine(f"sqlite:///{path}")
-    table = payments_table(sa.MetaData())
-    table.metadata.create_all(engine)
-    source = f"sqlite:///{path}"
-    tables_file = write_tables([_item("main", maxFilesPerRun=1)])
-    workspace = tmp_path / "ws"
-    with engine.begin() as connection:
-        connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
-    run_cycle(icetide, workspace, source, tables_file)
-    run_cycle(icetide, workspace, source, tables_file)
-    _assert_equal(workspace, engine, table)
-    _changes(engine, table, 1)  # a file piles up behind a failed run
-    _failing_cycle(icetide, workspace, source, tables_file, monkeypatch)
-    _changes(engine, table, 2)  # a second
-
-    checkpoints = []
-    for _ in range(2):
-        run_cycle(icetide, workspace, source, tables_file)
-        checkpoints.append(_stored_item(workspace)["cdcFileCheckpoint"])
-
-    cdc_files = [file.name for file in _cdc_files(workspace)]
-    assert [checkpoint.rsplit("/", 1)[-1] for checkpoint in checkpoints] == cdc_files[-2:]
-    _assert_equal(workspace, engine, table)
     engine.dispose()
 
 

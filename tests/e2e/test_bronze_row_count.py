@@ -100,12 +100,10 @@ def tamper_from_the_second_run(monkeypatch: pytest.MonkeyPatch, tamper: Tamper) 
     return movers
 
 
-def orders_source(tmp_path: Path) -> tuple[str, sa.Engine, sa.Table]:
-    """A SQLite source with an orders table holding (1, tea) and (2, cake)."""
-    url = f"sqlite:///{tmp_path / 'shop.db'}"
-    engine = sa.create_engine(url)
+def orders_table(engine: sa.Engine, name: str = "orders") -> sa.Table:
+    """An orders table called ``name`` holding (1, tea) and (2, cake)."""
     orders = sa.Table(
-        "orders",
+        name,
         sa.MetaData(),
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("item", sa.String(20)),
@@ -113,7 +111,14 @@ def orders_source(tmp_path: Path) -> tuple[str, sa.Engine, sa.Table]:
     orders.create(engine)
     with engine.begin() as connection:
         connection.execute(orders.insert(), [{"id": 1, "item": "tea"}, {"id": 2, "item": "cake"}])
-    return url, engine, orders
+    return orders
+
+
+def orders_source(tmp_path: Path) -> tuple[str, sa.Engine, sa.Table]:
+    """A SQLite source with an orders table (:func:`orders_table`)."""
+    url = f"sqlite:///{tmp_path / 'shop.db'}"
+    engine = sa.create_engine(url)
+    return url, engine, orders_table(engine)
 
 
 def _state(workspace) -> dict[str, Any]:
@@ -130,15 +135,16 @@ def two_runs(
     icetide: Any,
     tmp_path: Path,
     write_tables: Any,
-    item: dict[str, Any],
+    items: list[dict[str, Any]],
     change: Callable[[sa.Connection, sa.Table], None] = add_a_scone,
     between: Callable[[Path], None] = lambda workspace: None,
+    source: tuple[str, sa.Engine, sa.Table] | None = None,
 ) -> tuple[Path, Any]:
-    """`local run` of ``item`` on the orders source (it must succeed), ``change`` at the source,
+    """`local run` of ``items`` on the orders source (it must succeed), ``change`` at the source,
     ``between(workspace)``, then the second `local run`: the workspace and that run's result."""
-    url, engine, orders = orders_source(tmp_path)
+    url, engine, orders = source or orders_source(tmp_path)
     workspace = tmp_path / "ws"
-    tables_file = write_tables([item])
+    tables_file = write_tables(items)
     first = icetide("local", "run", "--workspace", workspace, "--source", url, "--tables", tables_file)
     assert first.exit_code == 0, first.text
     with engine.begin() as connection:
@@ -166,7 +172,7 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
         before["snapshot"] = silver_table(workspace, "shop_orders").current_snapshot().snapshot_id
         assert _state(workspace)["watermark"] == {"N": "2"}
 
-    workspace, second = two_runs(icetide, tmp_path, write_tables, SHOP_ORDERS_ITEM, between=remember)
+    workspace, second = two_runs(icetide, tmp_path, write_tables, [SHOP_ORDERS_ITEM], between=remember)
 
     assert [mover.armed for mover in movers] == [False, True]
     # gte 2 read rows 2 and 3; the stray copy of that file adds two more.
@@ -183,34 +189,18 @@ def test_a_stray_bronze_file_fails_the_run_before_the_commit(tmp_path, write_tab
     assert state_after["lastFailedState"] == {"S": "Run Glue job"}
 
 
-def add_filtered_changes(connection: sa.Connection, orders: sa.Table) -> None:
-    """A scone (id 3), and an insert and an update of id 100, which the filter keeps out."""
-    connection.execute(orders.insert(), [{"id": 3, "item": "scone"}, {"id": 100, "item": "filtered out"}])
-    connection.execute(orders.update().where(orders.c.id == 100).values(item="still filtered out"))
-
-
-def test_a_healthy_cdc_run_whose_filter_keeps_counted_changes_out_of_its_files_commits(
-    tmp_path, write_tables, icetide
-):
-    """A cdc table with a source filter (id <= 50): DMS counts the changes of rows the filter drops
-    among the table's Inserts/Updates (actions performed on the table), but writes none of them. The
-    run's rows are fewer than its counters say, and it is healthy."""
-    item = {**CDC_ORDERS, "filtercolumn": "id", "filteroperator": "lte", "startvalue": 50}
-
-    workspace, second = two_runs(icetide, tmp_path, write_tables, item, change=add_filtered_changes)
-
-    assert second.exit_code == 0, second.text
-    rows = silver_table(workspace, "cdc_orders").scan(selected_fields=("id", "item")).to_arrow().to_pylist()
-    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake"), (3, "scone")]
-
-
-def lose_a_cdc_file_once_the_task_stopped(monkeypatch: pytest.MonkeyPatch, lost: list[str]) -> None:
-    """ReadTaskStatistics runs as before; then the newest CDC file of the run's folder is deleted (a
-    lifecycle rule or a hand, after the task stopped and before the job reads), its key in ``lost``."""
+def lose_a_cdc_file_once_the_task_stopped(
+    monkeypatch: pytest.MonkeyPatch, table: str, lost: list[str]
+) -> None:
+    """ReadTaskStatistics runs as before; then, in a run of ``table``, the newest CDC file of the
+    run's folder is deleted (a lifecycle rule or a hand, after the task stopped and before the job
+    reads), its key in ``lost``."""
     real = read_task_statistics.handler
 
     def then_lose(event: dict[str, Any], context: Any) -> Any:
         result = real(event, context)
+        if event["plan"]["targetTableName"] != table:
+            return result
         bucket, folder = event["plan"]["bronzeUri"].removeprefix("s3://").split("/", 1)
         s3 = boto3.client("s3")
         listed = [
@@ -225,15 +215,56 @@ def lose_a_cdc_file_once_the_task_stopped(monkeypatch: pytest.MonkeyPatch, lost:
     monkeypatch.setattr(read_task_statistics, "handler", then_lose)
 
 
-def test_a_cdc_file_lost_after_the_task_stopped_fails_the_run(tmp_path, write_tables, icetide, monkeypatch):
-    """The CDC rows left are within DMS's counts (which only bound them): the number of files the
-    run's folder held once its task had stopped tells."""
+def add_filtered_changes(connection: sa.Connection, orders: sa.Table) -> None:
+    """A scone (id 3), and an insert and an update of id 100, which the filter keeps out."""
+    connection.execute(orders.insert(), [{"id": 3, "item": "scone"}, {"id": 100, "item": "filtered out"}])
+    connection.execute(orders.update().where(orders.c.id == 100).values(item="still filtered out"))
+
+
+# A cdc table with a source filter (id <= 50), of its own source table beside orders.
+FILTERED_ORDERS = {
+    **CDC_ORDERS,
+    "targetTableName": "cdc_filtered_orders",
+    "sourceTable": "filtered_orders",
+    "filtercolumn": "id",
+    "filteroperator": "lte",
+    "startvalue": 50,
+}
+
+
+def test_cdc_runs_are_refused_for_a_lost_file_and_not_for_changes_their_filter_keeps_out(
+    tmp_path, write_tables, icetide, monkeypatch
+):
+    """Two cdc tables of one workspace, the same two runs each (their failures are told apart by
+    table):
+
+    - cdc_orders loses its CDC file after its task stopped. The CDC rows left are within DMS's
+      counts (which only bound them): the number of files the run's folder held once its task had
+      stopped tells. Refused.
+    - cdc_filtered_orders has a source filter: DMS counts the changes of rows the filter drops among
+      the table's Inserts/Updates (actions performed on the table), but writes none of them. The
+      run's rows are fewer than its counters say, and it is healthy: it commits.
+    """
     lost: list[str] = []
+    url, engine, orders = orders_source(tmp_path)
+    filtered = orders_table(engine, "filtered_orders")
+
+    def change(connection: sa.Connection, orders: sa.Table) -> None:
+        add_a_scone(connection, orders)
+        add_filtered_changes(connection, filtered)
 
     def arm(workspace: Path) -> None:
-        lose_a_cdc_file_once_the_task_stopped(monkeypatch, lost)
+        lose_a_cdc_file_once_the_task_stopped(monkeypatch, "cdc_orders", lost)
 
-    workspace, second = two_runs(icetide, tmp_path, write_tables, CDC_ORDERS, between=arm)
+    workspace, second = two_runs(
+        icetide,
+        tmp_path,
+        write_tables,
+        [CDC_ORDERS, FILTERED_ORDERS],
+        change=change,
+        between=arm,
+        source=(url, engine, orders),
+    )
 
     assert len(lost) == 1, lost
     assert_refused(
@@ -242,4 +273,10 @@ def test_a_cdc_file_lost_after_the_task_stopped_fails_the_run(tmp_path, write_ta
         "the run's folder holds 0 bronze file(s) but held 1 once its DMS task had stopped",
     )
     rows = silver_table(workspace, "cdc_orders").scan(selected_fields=("id", "item")).to_arrow().to_pylist()
-    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake")]
+    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake")], "lost file"
+    assert "FAILED cdc_filtered_orders" not in second.out, "filtered changes"
+    scan = silver_table(workspace, "cdc_filtered_orders").scan(selected_fields=("id", "item"))
+    rows = scan.to_arrow().to_pylist()
+    assert sorted((row["id"], row["item"]) for row in rows) == [(1, "tea"), (2, "cake"), (3, "scone")], (
+        "filtered changes"
+    )

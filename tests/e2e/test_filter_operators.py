@@ -1,11 +1,19 @@
-"""All nine DMS filter operators, end to end through `icetide local run`, in one cycle.
+"""Every DMS filter operator end to end through `icetide local run`, as tables of one workspace: a
+keyed and a key-less (append-only) table per operator in a first cycle, the key-less ones again in a
+second cycle of the unchanged source.
 
-Nine small SQLite tables hold the same rows (v = 1..5 and one NULL); each table's control item
-uses one operator. What lands in silver must be exactly the rows the operator selects, as the DMS
-user guide defines them ("Using source filters"; between/notbetween inclusive, ste an alias of lte).
+The first cycle must land in each table exactly the rows its operator selects, as the DMS user guide
+defines them ("Using source filters"; between/notbetween inclusive, ste an alias of lte, a NULL
+matching neither a comparison nor its negation). The second re-reads rows: every operator but a
+strict "greater than" does (lte, eq, notbetween... read the same rows each run; gte the rows at its
+watermark), so without a content check a key-less table would append them again; after it each
+source row is still in silver exactly as often as the source holds it. (A keyed table merges a
+re-read row onto itself by its key: the watermark-boundary tests re-read keyed rows.)
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 import sqlalchemy as sa
@@ -14,9 +22,15 @@ from e2e.helpers import silver_table
 
 pytestmark = pytest.mark.spark
 
-ROWS = [{"id": n, "v": n, "label": f"row {n}"} for n in range(1, 6)] + [{"id": 6, "v": None, "label": "null"}]
-# operator -> (its values in the control item, the ids of the rows it selects)
-OPERATORS = {
+# A key-less source: rows 3 and 3' are identical (the source itself holds that row twice), and one
+# row has a null filter value.
+ROWS = [(1, "a"), (2, "b"), (3, "c"), (3, "c"), (4, "d"), (5, "e"), (None, "null")]
+# The keyed tables' source: v = 1..5 and one NULL, each row under its own key.
+KEYED_ROWS = [{"id": n, "v": n, "label": f"row {n}"} for n in range(1, 6)] + [
+    {"id": 6, "v": None, "label": "null"}
+]
+# operator -> (its values in the control item, the v values it selects)
+OPERATORS: dict[str, tuple[dict[str, int], set[int | None]]] = {
     "lte": ({"startvalue": 3}, {1, 2, 3}),
     "ste": ({"startvalue": 3}, {1, 2, 3}),
     "gte": ({"startvalue": 3}, {3, 4, 5}),
@@ -24,17 +38,26 @@ OPERATORS = {
     "noteq": ({"startvalue": 3}, {1, 2, 4, 5}),  # SQL: NULL <> 3 is not true
     "between": ({"startvalue": 2, "endvalue": 4}, {2, 3, 4}),
     "notbetween": ({"startvalue": 2, "endvalue": 4}, {1, 5}),
-    "null": ({}, {6}),
+    "null": ({}, {None}),
     "notnull": ({}, {1, 2, 3, 4, 5}),
+    "none": ({}, {1, 2, 3, 4, 5, None}),  # no filter at all: every run reads the whole table
 }
+# The operators with a keyed table too (every DMS operator; "none" is no filter).
+KEYED_OPERATORS = [operator for operator in OPERATORS if operator != "none"]
 
 
-def test_every_operator_selects_exactly_its_rows(tmp_path, write_tables, icetide):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'ops.db'}")
+def _create_sources(engine: sa.Engine) -> None:
     metadata = sa.MetaData()
     for operator in OPERATORS:
         table = sa.Table(
-            f"t_{operator}",
+            f"t_{operator}", metadata, sa.Column("v", sa.Integer), sa.Column("label", sa.String(10))
+        )
+        metadata.create_all(engine, tables=[table])
+        with engine.begin() as connection:
+            connection.execute(table.insert(), [{"v": v, "label": label} for v, label in ROWS])
+    for operator in KEYED_OPERATORS:
+        table = sa.Table(
+            f"k_{operator}",
             metadata,
             sa.Column("id", sa.Integer, primary_key=True),
             sa.Column("v", sa.Integer, nullable=True),
@@ -42,38 +65,54 @@ def test_every_operator_selects_exactly_its_rows(tmp_path, write_tables, icetide
         )
         metadata.create_all(engine, tables=[table])
         with engine.begin() as connection:
-            connection.execute(
-                table.insert(),
-                ROWS,
-            )
+            connection.execute(table.insert(), KEYED_ROWS)
+
+
+def _filter(operator: str, values: dict[str, int]) -> dict[str, object]:
+    return {"filtercolumn": "v", "filteroperator": operator, **values} if operator != "none" else {}
+
+
+def test_every_operator_selects_exactly_its_rows_and_a_second_cycle_appends_none_again(
+    tmp_path, write_tables, icetide
+):
+    database = tmp_path / "events.db"
+    engine = sa.create_engine(f"sqlite:///{database}")
+    _create_sources(engine)
     engine.dispose()
-    items = [
+    keyless = [
+        {"targetTableName": f"keyless_{operator}", "sourceSchema": "main", "sourceTable": f"t_{operator}"}
+        | _filter(operator, values)
+        for operator, (values, _) in OPERATORS.items()
+    ]
+    keyed = [
         {
             "targetTableName": f"ops_{operator}",
             "sourceSchema": "main",
-            "sourceTable": f"t_{operator}",
-            "filtercolumn": "v",
-            "filteroperator": operator,
+            "sourceTable": f"k_{operator}",
             "primaryKeys": "id",
-            **values,
         }
-        for operator, (values, _) in OPERATORS.items()
+        | _filter(operator, OPERATORS[operator][0])
+        for operator in KEYED_OPERATORS
     ]
+    # The second cycle's tables file names the key-less tables alone: the keyed ones keep their state
+    # in the workspace and do not run.
+    tables_files = {1: write_tables(keyless + keyed), 2: write_tables(keyless)}
 
-    result = icetide(
-        "local",
-        "run",
-        "--workspace",
-        tmp_path / "ws",
-        "--source",
-        f"sqlite:///{tmp_path / 'ops.db'}",
-        "--tables",
-        write_tables(items),
-    )
+    for cycle, tables_file in tables_files.items():
+        result = icetide(
+            "local", "run", "--workspace", tmp_path / "ws", "--source", f"sqlite:///{database}",
+            "--tables", tables_file,
+        )  # fmt: skip
 
-    assert result.exit_code == 0, result.text
-    for operator, (_, expected_ids) in OPERATORS.items():
-        rows = silver_table(tmp_path / "ws", f"ops_{operator}").scan().to_arrow().to_pylist()
-        assert [row for row in ROWS if row["id"] in expected_ids] == sorted(
-            ({name: row[name] for name in ("id", "v", "label")} for row in rows), key=lambda row: row["id"]
-        ), operator
+        assert result.exit_code == 0, result.text
+        for operator, (_, selected) in OPERATORS.items():
+            rows = silver_table(tmp_path / "ws", f"keyless_{operator}").scan().to_arrow().to_pylist()
+            assert Counter((row["v"], row["label"]) for row in rows) == Counter(
+                row for row in ROWS if row[0] in selected
+            ), f"key-less {operator}, cycle {cycle}"
+        for operator in KEYED_OPERATORS if cycle == 1 else ():
+            rows = silver_table(tmp_path / "ws", f"ops_{operator}").scan().to_arrow().to_pylist()
+            assert [row for row in KEYED_ROWS if row["v"] in OPERATORS[operator][1]] == sorted(
+                ({name: row[name] for name in ("id", "v", "label")} for row in rows),
+                key=lambda row: row["id"],
+            ), f"keyed {operator}, cycle {cycle}"

@@ -5,9 +5,12 @@ logical replication slot).
 Before each cycle the running task writes the CDC files of the source's changes since its position,
 as DMS would have; each run merges the files after the committed file checkpoint. After every cycle
 that succeeds and has consumed every file, silver, read with pyiceberg, equals the source. In
-between: a run that fails after its job merged (its files stay for the next, merged again), a
-backlog larger than one run may take (`maxFilesPerRun` 1: consumed over several runs, in order),
-and a file DMS delivers twice.
+between, on SQLite: a run that fails after its job merged (its files stay for the next, merged
+again with the next file), and a file DMS delivers twice. Those act on the task's files, whichever
+source wrote them; on PostgreSQL the cycles check what the real slot adds: the running task's
+position kept from one cycle's changes to the next. A backlog larger than one run may take
+(`maxFilesPerRun`, `maxBytesPerRun`) is consumed over bounded runs in DMS order:
+tests/statemachine/test_continuous_runs.py, on the real state machine.
 """
 
 from __future__ import annotations
@@ -111,7 +114,30 @@ def _failing_cycle(
     assert _status(icetide, workspace)["lastRunStatus"] == "FAILED"
 
 
-def _cycles(
+def _cycles_of_changes(
+    icetide: Callable[..., Any],
+    workspace: Path,
+    source: str,
+    tables_file: Path,
+    engine: sa.Engine,
+    table: sa.Table,
+    steps: int,
+) -> list[dict[str, Any]]:
+    """The task's start, its full load, then `steps` cycles of changes; each cycle's status entry of
+    the table."""
+    with engine.begin() as connection:
+        connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
+    statuses = [run_cycle(icetide, workspace, source, tables_file)[TABLE]]  # creates and starts the task
+    statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])  # its full load
+    _assert_equal(workspace, engine, table)
+    for step in range(1, steps + 1):
+        _changes(engine, table, step)
+        statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])
+        _assert_equal(workspace, engine, table)
+    return statuses
+
+
+def _cycles_with_failure_and_redelivery(
     icetide: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
     workspace: Path,
@@ -120,21 +146,14 @@ def _cycles(
     engine: sa.Engine,
     table: sa.Table,
 ) -> list[dict[str, Any]]:
-    """The cycles both sources go through; each cycle's status entry of the table."""
-    with engine.begin() as connection:
-        connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
-    statuses = [run_cycle(icetide, workspace, source, tables_file)[TABLE]]  # creates and starts the task
-    statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])  # its full load
-    _assert_equal(workspace, engine, table)
-    for step in (1, 2, 3):  # three cycles of changes
-        _changes(engine, table, step)
-        statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])
-        _assert_equal(workspace, engine, table)
+    """A cycle of changes, a failed run, a file delivered twice; each successful cycle's status entry
+    of the table."""
+    statuses = _cycles_of_changes(icetide, workspace, source, tables_file, engine, table, steps=1)
 
     # A failed run leaves its file; the next run merges it and the next file: equal again.
-    _changes(engine, table, 4)
+    _changes(engine, table, 2)
     _failing_cycle(icetide, workspace, source, tables_file, monkeypatch)
-    _changes(engine, table, 5)
+    _changes(engine, table, 3)
     statuses.append(run_cycle(icetide, workspace, source, tables_file)[TABLE])
     _assert_equal(workspace, engine, table)
 
@@ -159,52 +178,26 @@ def test_sqlite_continuous_cycles_keep_silver_equal_to_the_source(
     tables_file = write_tables([_item("main")])
     workspace = tmp_path / "ws"
 
-    statuses = _cycles(icetide, monkeypatch, workspace, f"sqlite:///{path}", tables_file, engine, table)
+    statuses = _cycles_with_failure_and_redelivery(
+        icetide, monkeypatch, workspace, f"sqlite:///{path}", tables_file, engine, table
+    )
 
     assert [status["lastRunStatus"] for status in statuses] == ["SUCCEEDED"] * len(statuses)
     # Step 1 (third cycle): keys 11 and 12 inserted, key 1 updated (deleted and back), key 2 deleted.
     third = statuses[2]
     assert (third["rowsInserted"], third["rowsUpdated"], third["rowsDeleted"]) == (2, 1, 1)
-    # The file delivered twice is step 4's: six changes to five keys, every one older than what
-    # silver holds (step 5 updated 41, deleted 42; key 1 came back again): all five unchanged.
+    # The file delivered twice is step 2's (the failed run's): six changes to five keys, every one
+    # as old as or older than what silver holds (step 3 updated 21, deleted 22; key 1 came back
+    # again; 11 and 12 as step 2 left them): all five unchanged.
     counts = ("rowsRead", "rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged", "filesMerged")
     stats = _stored_item(tmp_path / "ws")["lastRunStats"]
     assert tuple(stats[name] for name in counts) == (6, 0, 0, 0, 5, 1)
     engine.dispose()
 
 
-def test_a_backlog_is_consumed_over_bounded_runs_in_order(tmp_path, write_tables, icetide, monkeypatch):
-    path = tmp_path / "shop.db"
-    engine = sa.create_engine(f"sqlite:///{path}")
-    table = payments_table(sa.MetaData())
-    table.metadata.create_all(engine)
-    source = f"sqlite:///{path}"
-    tables_file = write_tables([_item("main", maxFilesPerRun=1)])
-    workspace = tmp_path / "ws"
-    with engine.begin() as connection:
-        connection.execute(table.insert(), [payment(number) for number in range(1, 7)])
-    run_cycle(icetide, workspace, source, tables_file)
-    run_cycle(icetide, workspace, source, tables_file)
-    _assert_equal(workspace, engine, table)
-    for step in (1, 2):  # two files pile up behind failed runs
-        _changes(engine, table, step)
-        _failing_cycle(icetide, workspace, source, tables_file, monkeypatch)
-    _changes(engine, table, 3)  # a third
-
-    checkpoints = []
-    for _ in range(3):
-        run_cycle(icetide, workspace, source, tables_file)
-        checkpoints.append(_stored_item(workspace)["cdcFileCheckpoint"])
-
-    cdc_files = [file.name for file in _cdc_files(workspace)]
-    assert [checkpoint.rsplit("/", 1)[-1] for checkpoint in checkpoints] == cdc_files[-3:]
-    _assert_equal(workspace, engine, table)
-    engine.dispose()
-
-
 @pytest.mark.postgres
 def test_postgresql_continuous_cycles_through_a_real_slot(
-    pg_schema, postgres_url, tmp_path, write_tables, icetide, monkeypatch
+    pg_schema, postgres_url, tmp_path, write_tables, icetide
 ):
     schema, engine = pg_schema
     table = payments_table(sa.MetaData(schema=schema))
@@ -213,6 +206,6 @@ def test_postgresql_continuous_cycles_through_a_real_slot(
     # The local stack's source endpoint names a slot: its task starts at the slot's start point.
     start_point = slot_start_point(postgres_url, DEFAULT_SLOT_NAME)
     tables_file = write_tables([_item(schema, cdcStartPoint=start_point)])
-    statuses = _cycles(icetide, monkeypatch, tmp_path / "ws", postgres_url, tables_file, engine, table)
+    statuses = _cycles_of_changes(icetide, tmp_path / "ws", postgres_url, tables_file, engine, table, steps=2)
 
     assert [status["lastRunStatus"] for status in statuses] == ["SUCCEEDED"] * len(statuses)

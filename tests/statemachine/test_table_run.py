@@ -24,6 +24,7 @@ from icetide_local.standins.dms.lifecycle import (
 )
 from icetide_local.standins.glue import JobRunner, failing_job
 from icetide_local.stepfunctions import SNS_PUBLISH, Fault, RunReport, TableRunHarness
+from statemachine.cdc_orders import STORED_CHECKPOINT, cdc_orders_item, cdc_stack
 from statemachine.orders import (
     FULL_LOAD_ROWS,
     NEW_WATERMARK,
@@ -216,13 +217,28 @@ def test_a_nominal_run_takes_23_state_transitions(stack: TableRunHarness) -> Non
     assert report.transitions <= 30  # the budget a nominal run must stay within
 
 
-@pytest.mark.parametrize("instance", INSTANCES)
+# Each failing state twice: a delta table with an instance of its own, and a windowed cdc table on
+# a shared instance. The cleanup deletes an own instance and keeps a shared one; a cdc table's
+# checkpoint stays where it was, as the watermark does.
+RUN_KINDS = ["delta, own instance", "cdc, shared instance"]
+
+
+@pytest.mark.parametrize("kind", RUN_KINDS)
 @pytest.mark.parametrize(("failed_state", "target", "error"), TASK_FAILURES)
 def test_a_failed_state_is_cleaned_up_recorded_notified_and_unlocked(
-    make_stack: StackFactory, failed_state: str, target: str, error: str, instance: str
+    make_stack: StackFactory, failed_state: str, target: str, error: str, kind: str
 ) -> None:
-    stack = make_stack(glue_runner=failing_job(INJECTED)) if target == GLUE_JOB else make_stack()
-    shared = _put_orders(stack, instance)
+    options = {"glue_runner": failing_job(INJECTED)} if target == GLUE_JOB else {}
+    cdc = kind == "cdc, shared instance"
+    if cdc:
+        stack, _ = cdc_stack(make_stack, **options)
+        shared: str | None = create_shared_instance(stack)
+        stack.put_control_item(
+            cdc_orders_item(replicationInstanceArn=shared, cdcCheckpoint=STORED_CHECKPOINT)
+        )
+    else:
+        stack = make_stack(**options)
+        shared = _put_orders(stack, "own instance")
     _make_fail(stack, target)
 
     report = stack.run(TABLE)
@@ -235,6 +251,8 @@ def test_a_failed_state_is_cleaned_up_recorded_notified_and_unlocked(
     assert inventory.instances == ([shared] if shared else [])
     item = _item(stack)
     assert item["watermark"] == PREVIOUS_WATERMARK
+    if cdc:
+        assert item["cdcCheckpoint"] == STORED_CHECKPOINT
     assert "lastRunStats" not in item  # nothing of the commit was written
     assert item["lastRunStatus"] == "FAILED"
     assert item["lastFailedState"] == failed_state

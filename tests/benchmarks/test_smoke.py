@@ -297,11 +297,11 @@ def test_the_newest_boundary_is_the_kth_highest_live_id(
         newest_first = sorted(ids, reverse=True)
         # The rank of each block's lowest id: all ids from that block's start up.
         block_ends = [
-            sum(1 for i in ids if i >= start) for start in rng.sample(range(block_ids, 5_000, block_ids), 4)
+            sum(1 for i in ids if i >= start) for start in rng.sample(range(block_ids, 5_000, block_ids), 2)
         ]
         edges = {*block_ends, *(n + 1 for n in block_ends)}
         ranks = sorted(
-            {1, 2, len(ids) - 1, *rng.sample(range(1, len(ids)), 8), *(n for n in edges if 0 < n < len(ids))}
+            {1, 2, len(ids) - 1, *rng.sample(range(1, len(ids)), 3), *(n for n in edges if 0 < n < len(ids))}
         )
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(merge_cost, "BOUNDARY_BLOCK_IDS", block_ids)

@@ -106,6 +106,8 @@ def _three_batches(tmp_path: Path, third_rows: list[tuple[str, str, int, int]]) 
     return (*_two_batches(tmp_path), third)
 
 
+# The writes as the job has them, before any hook: a hook wraps these, so a later hook replaces an
+# earlier one instead of wrapping it.
 REAL_WRITE_APPENDED_ROWS = apply_module.write_appended_rows
 REAL_WRITE_DELETE_FILES = position_deletes_module._write_delete_files
 
@@ -115,11 +117,10 @@ def _hook_appends(
 ) -> None:
     """Call ``before(target)`` ahead of every write of a run's appended rows that commits with the
     removal, ``after(target)`` once it wrote them (a later call replaces the earlier hook)."""
-    real = REAL_WRITE_APPENDED_ROWS
 
     def write(spark: SparkSession, target: str, *args: Any, **kwargs: Any) -> Any:
         before(target)
-        written = real(spark, target, *args, **kwargs)
+        written = REAL_WRITE_APPENDED_ROWS(spark, target, *args, **kwargs)
         if after is not None:
             after(target)
         return written
@@ -130,11 +131,10 @@ def _hook_appends(
 def _hook_delete_writes(patch: pytest.MonkeyPatch, before: Callable[[], None]) -> None:
     """Call ``before()`` ahead of every write of position delete files (a later call replaces the
     earlier hook)."""
-    real = REAL_WRITE_DELETE_FILES
 
     def write(*args: Any, **kwargs: Any) -> Any:
         before()
-        return real(*args, **kwargs)
+        return REAL_WRITE_DELETE_FILES(*args, **kwargs)
 
     patch.setattr(position_deletes_module, "_write_delete_files", write)
 

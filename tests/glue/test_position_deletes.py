@@ -50,6 +50,7 @@ BRONZE = pa.schema(
 FIRST = [("I", "2026-11-21 06:00:00", key, key * 10) for key in range(1, 9)]
 # Only changes of keys silver holds: one commit straight to main, no append, no branch.
 ONLY_REMOVALS = [("D", "2026-11-21 07:00:00", 2, 20), ("D", "2026-11-21 07:00:00", 5, 50)]
+INSERT_9 = ("I", "2026-11-21 07:00:00", 9, 90)
 AFTER_REMOVALS = {1: 10, 3: 30, 4: 40, 6: 60, 7: 70, 8: 80}
 
 
@@ -127,95 +128,94 @@ def test_a_run_of_removals_only_commits_once_to_main_with_its_run_id(
     assert _main(spark, "pos_only") == manifest["snapshotId"]
 
 
-def _other_writer(
-    spark: SparkSession, table: str, other: str, copied: int, added: int, deleted: int
-) -> Callable[[], None]:
-    """Another writer's commit to ``table``: row ``copied`` appended again as key ``added`` (value
-    ten times the key), or the row of key ``deleted`` deleted."""
-    row = (
-        spark.table(silver_table(table))
-        .where(f"id = {copied}")
-        .withColumns({"id": F.lit(added), "v": F.lit(added * 10)})
-    )
-
-    def commit() -> None:
-        if other == "insert":
-            row.writeTo(silver_table(table)).append()
-        else:
-            spark.sql(f"DELETE FROM {silver_table(table)} WHERE id = {deleted}")  # noqa: S608
-
-    return commit
-
-
-def _after_main_is_noted(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object]) -> None:
-    """Run ``action`` just after the run noted main's snapshot (before its classification)."""
-    real = job_module.main_snapshot_id
-
-    def noted_then_action(*args: Any) -> int | None:
-        noted = real(*args)
-        action()
-        return noted
-
-    monkeypatch.setattr(job_module, "main_snapshot_id", noted_then_action)
-
-
-# (the race, whether the run's batch also inserts, what the other writer does, when, the refusal)
 RACES = [
-    ("removal-insert", False, "insert", "before the removal", "Found conflicting files"),
-    ("removal-delete", False, "delete", "before the removal", "Found new conflicting delete files"),
-    ("read-insert", False, "insert", "before the classification", "Found conflicting files"),
-    ("both-insert", True, "insert", "before the removal", "Found conflicting files"),
-    ("both-delete", True, "delete", "before the classification", "Found new conflicting delete files"),
+    # (the run's batch, what the other writer does, when it does it)
+    pytest.param(
+        ONLY_REMOVALS, "insert", "before the removal", "Found conflicting files", id="removal-insert"
+    ),
+    pytest.param(
+        ONLY_REMOVALS,
+        "delete",
+        "before the removal",
+        "Found new conflicting delete files",
+        id="removal-delete",
+    ),
+    pytest.param(
+        ONLY_REMOVALS, "insert", "before the classification", "Found conflicting files", id="read-insert"
+    ),
+    pytest.param(
+        [*ONLY_REMOVALS, INSERT_9],
+        "insert",
+        "before the removal",
+        "Found conflicting files",
+        id="both-insert",
+    ),
+    pytest.param(
+        [*ONLY_REMOVALS, INSERT_9],
+        "delete",
+        "before the classification",
+        "Found new conflicting delete files",
+        id="both-delete",
+    ),
 ]
 
 
+@pytest.mark.parametrize(("second_rows", "other", "when", "refusal"), RACES)
 def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_the_rerun_lands(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+    spark: SparkSession,
+    load_run: LoadRun,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    second_rows: list[tuple[str, str, int, int]],
+    other: str,
+    when: str,
+    refusal: str,
 ) -> None:
-    """Another writer commits (a copy of a row under a new key, or a delete) after the run noted
-    main's snapshot, before its classification read silver or after: the positions or the labels
-    may be stale, so the run fails (the validation of its one commit, with or without appended
-    rows) and main keeps only the other writer's commit; the rerun lands on top of it.
-
-    One table serves every race in turn: each run removes two rows of its own tens (keys ending
-    in 2 and 5), the other writer deletes the one ending in 8 or adds key 100 + its number, and a
-    run that also inserts adds the key ending in 9, which the first load left out."""
-    name = "pos_races"
-    expected = {key: key * 10 for key in range(1, 10 * len(RACES) + 1) if key % 10 != 9}
-    first = tmp_path / "first"
-    write_dms_file(
-        first,
-        "LOAD00000001.parquet",
-        BRONZE,
-        [("I", "2026-11-21 06:00:00", k, v) for k, v in expected.items()],
+    """Another writer commits (a row of key 20, or a delete of key 8) after the run noted main's
+    snapshot, before its classification read silver or after: the positions or the labels may be
+    stale, so the run fails (the validation of its one commit, with or without appended rows) and
+    main keeps only the other writer's commit."""
+    name = f"pos_race_{len(second_rows)}_{other}_{when.split()[-1]}"
+    first, second = _batches(tmp_path, second_rows)
+    load_run(name, "race-1", first)
+    other_row = (
+        spark.table(silver_table(name)).where("id = 1").withColumns({"id": F.lit(20), "v": F.lit(200)})
     )
-    load_run(name, "race-0", first)
-    for number, (race, inserts, other, when, refusal) in enumerate(RACES, start=1):
-        tens, at = 10 * (number - 1), f"2026-11-21 {6 + number:02d}:00:00"
-        removed, inserted = (tens + 2, tens + 5), ({tens + 9: (tens + 9) * 10} if inserts else {})
-        second = tmp_path / race
-        rows = [("D", at, key, expected[key]) for key in removed]
-        rows += [("I", at, key, value) for key, value in inserted.items()]
-        write_dms_file(second, f"20261121-{6 + number:02d}0000000.parquet", BRONZE, rows)
-        added, deleted = 100 + number, tens + 8
-        other_writer = _other_writer(spark, name, other, tens + 1, added, deleted)
-        with pytest.MonkeyPatch.context() as patch:
-            if when == "before the removal":
-                _before_removal(patch, other_writer)
-            else:
-                _after_main_is_noted(patch, other_writer)
-            with pytest.raises(Exception, match=refusal):
-                load_run(name, f"race-{number}", second)
-        if other == "insert":
-            expected[added] = added * 10
-        else:
-            del expected[deleted]
-        assert _rows(spark, name) == expected, race
-        assert _branches_besides_main(spark, name) == [], race
 
-        load_run(name, f"race-{number}", second)
-        expected = {key: value for key, value in expected.items() if key not in removed} | inserted
-        assert _rows(spark, name) == expected, race
+    def other_writer() -> None:
+        if other == "insert":
+            other_row.writeTo(silver_table(name)).append()
+        else:
+            spark.sql(f"DELETE FROM {silver_table(name)} WHERE id = 8")  # noqa: S608
+
+    if when == "before the removal":
+        _before_removal(monkeypatch, other_writer)
+    else:
+        real = job_module.main_snapshot_id
+
+        def noted_then_other_writer(*args: Any) -> int | None:
+            noted = real(*args)
+            other_writer()
+            return noted
+
+        monkeypatch.setattr(job_module, "main_snapshot_id", noted_then_other_writer)
+    with pytest.raises(Exception, match=refusal):
+        load_run(name, "race-2", second)
+    after_other = {key: key * 10 for key in range(1, 9)}
+    if other == "insert":
+        after_other[20] = 200
+    else:
+        del after_other[8]
+    assert _rows(spark, name) == after_other
+    assert _branches_besides_main(spark, name) == []
+
+    monkeypatch.undo()
+    load_run(name, "race-2", second)
+    inserted = {9: 90} if INSERT_9 in second_rows else {}
+    assert _rows(spark, name) == {
+        **{key: value for key, value in after_other.items() if key not in (2, 5)},
+        **inserted,
+    }
 
 
 def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(

@@ -16,13 +16,19 @@ APPROACHES = {"icetide", "append", "naive", "reload", "bare", "floor", "arrow"}
 PATTERNS = {"scattered", "recent", "fixed"}
 
 
+# The smallest table whose batch still holds every kind of change: a share of 1 % is 10 changes,
+# 7 updates, 1 delete and 2 inserts (a smaller one rounds its delete away); "fixed" takes as many.
+SMOKE_SIZE = 1000
+SMOKE_FIXED_CHANGES = 10
+
+
 def benchmark_arguments(tmp_path: Path, catalog: str, *more: str) -> list[str]:
-    """One 2,000-row table and one round; each test its own workspace, so its own catalog name
-    (Spark keeps a catalog's first warehouse)."""
+    """One ``SMOKE_SIZE``-row table and one round; each test its own workspace, so its own catalog
+    name (Spark keeps a catalog's first warehouse)."""
     return [
-        "--sizes", "2000",
+        "--sizes", str(SMOKE_SIZE),
         "--rounds", "1",
-        "--fixed-changes", "20",
+        "--fixed-changes", str(SMOKE_FIXED_CHANGES),
         "--no-plot",
         "--no-warm-up",
         "--out", str(tmp_path / "out"),

@@ -21,13 +21,17 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from benchmarks.test_merge_cost import APPROACHES, PATTERNS, benchmark_arguments, read_results
+from benchmarks.test_merge_cost import APPROACHES, PATTERNS, SMOKE_SIZE, benchmark_arguments, read_results
 from icetide_glue.columns import VALUES_HASH
 from seeds import EachSeed
 
 pytestmark = pytest.mark.spark
 
 MAINTENANCE_MERGES = 1
+# table_maintenance.py's smallest table, and the batch share that still gives it the 10 changes a
+# merge needs at least.
+MAINTENANCE_ROWS = 100
+MAINTENANCE_BATCH_FRACTION = 0.1
 
 
 def test_every_benchmark_runs_tiny_and_its_checks_fail_when_they_should(
@@ -63,7 +67,7 @@ def merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
 
     results = read_results(tmp_path)
     assert results["correct"] is False
-    last_run = "{:,} {}-round-0".format(2000, results["results"][-1]["pattern"])
+    last_run = "{:,} {}-round-0".format(SMOKE_SIZE, results["results"][-1]["pattern"])
     spoilt = [check for check in results["checks"] if last_run in check["what"]]
     unspoilt = [check for check in results["checks"] if last_run not in check["what"]]
     # Every round before the spoilt one agrees, the build's check too.
@@ -94,7 +98,7 @@ def merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
         == set(results["arrow_ratios"][0])
         == set(results["targets"][0])
     )
-    summary = results["summary"]["2000"]
+    summary = results["summary"][str(SMOKE_SIZE)]
     assert set(summary) == PATTERNS and all(set(row) == APPROACHES for row in summary.values())
     assert results["builds"][0]["seconds"] > 0
     assert results["versions"]["iceberg"]
@@ -103,9 +107,9 @@ def merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
 
 def values_hash_arguments(tmp_path: Path, *widths: str) -> list[str]:
     return [
-        "--rows", "3000",
+        "--rows", "100",
         "--rounds", "1",
-        "--fraction", "0.1",
+        "--fraction", "0.2",
         "--widths", *widths,
         "--workspace", str(tmp_path / "workspace"),
         "--json", str(tmp_path / "results.json"),
@@ -154,13 +158,15 @@ def values_hash_fails_on_a_wrong_hash(
 def table_maintenance_merges_maintains_and_reads_back_equal(
     table_maintenance: ModuleType, tmp_path: Path
 ) -> None:
-    """2,000 rows, 1 merge, one scan round: the merges leave files and snapshots behind,
-    maintenance runs, the rows read back with pyiceberg compare equal, and the exit code follows
-    the verdicts."""
+    """The smallest table, 1 merge, one scan round of one scan: the merges leave files and
+    snapshots behind, maintenance runs, the rows read back with pyiceberg compare equal, and the
+    exit code follows the verdicts."""
     arguments = [
-        "--rows", "2000",
+        "--rows", str(MAINTENANCE_ROWS),
+        "--batch-fraction", str(MAINTENANCE_BATCH_FRACTION),
         "--merges", str(MAINTENANCE_MERGES),
         "--rounds", "1",
+        "--scan-repeats", "1",
         "--min-snapshots", "1",
         "--workspace", str(tmp_path / "workspace"),
         "--catalog", "bench_maintenance_smoke",
@@ -171,7 +177,7 @@ def table_maintenance_merges_maintains_and_reads_back_equal(
 
     assert results["rows_equal"] is True
     assert [check["equal"] for check in results["checks"]] == [True, True, True, True]
-    assert all(check["left_rows"] == check["right_rows"] > 2000 for check in results["checks"])
+    assert all(check["left_rows"] == check["right_rows"] > MAINTENANCE_ROWS for check in results["checks"])
     missed = [verdict["what"] for verdict in results["verdicts"] if not verdict["passed"]]
     assert code == results["exit_code"] == (1 if missed else 0), missed
     assert {verdict["what"] for verdict in results["verdicts"]} == {
@@ -291,11 +297,11 @@ def test_the_newest_boundary_is_the_kth_highest_live_id(
         newest_first = sorted(ids, reverse=True)
         # The rank of each block's lowest id: all ids from that block's start up.
         block_ends = [
-            sum(1 for i in ids if i >= start) for start in rng.sample(range(block_ids, 5_000, block_ids), 4)
+            sum(1 for i in ids if i >= start) for start in rng.sample(range(block_ids, 5_000, block_ids), 2)
         ]
         edges = {*block_ends, *(n + 1 for n in block_ends)}
         ranks = sorted(
-            {1, 2, len(ids) - 1, *rng.sample(range(1, len(ids)), 8), *(n for n in edges if 0 < n < len(ids))}
+            {1, 2, len(ids) - 1, *rng.sample(range(1, len(ids)), 3), *(n for n in edges if 0 < n < len(ids))}
         )
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(merge_cost, "BOUNDARY_BLOCK_IDS", block_ids)

@@ -369,32 +369,38 @@ def _live_delete_files(spark: SparkSession, table: str) -> dict[str | None, list
     return files
 
 
-def _delete_files_after_a_run(files: list[int], new_positions: int, limit: int) -> list[int]:
+def _delete_files_after_a_run(files: list[int], new_positions: int, limit: int) -> tuple[list[int], str]:
     """The oracle of one data file's delete files (their position counts) after a run that removes
-    ``new_positions`` more of its rows: below the limit a file is added; at it the run's file takes
-    over all but the largest, or all when the largest holds fewer than the others together."""
+    ``new_positions`` more of its rows, and which way the rule went: below the limit a file is
+    added; at it the run's file takes over all but the largest, or all when the largest holds
+    fewer than the others together."""
     if new_positions == 0:
-        return files
+        return files, "no new position"
     if len(files) < limit:
-        return sorted([*files, new_positions])
+        return sorted([*files, new_positions]), "added"
     largest, others = max(files), sorted(files)[:-1]
     if limit > 1 and largest >= sum(others):
-        return sorted([largest, sum(others) + new_positions])
-    return [sum(files) + new_positions]
+        return sorted([largest, sum(others) + new_positions]), "kept the largest"
+    return [sum(files) + new_positions], "took over all"
 
 
-@pytest.mark.parametrize("limit", [1, 2, 4])
+# A limit that a few runs fill and pass each way of the rule. The limit of one, where the run's
+# file always takes over, is committed by the test of a compaction of delete files after the read.
+FEW_FILES_LIMIT = 3
+
+
 def test_a_data_file_keeps_few_delete_files_holding_every_run_s_removals(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
+    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seeded runs of updates and deletes: after each, silver holds what a dictionary replaying the
-    changes holds, no data file has more than ``limit`` live delete files, and the first data
+    changes holds, no data file has more than the limit's live delete files, and the first data
     file's are the ones an independent replay of the size-tiered rule expects (their positions:
     one per key ever changed, its row of that key left at the key's first change)."""
+    limit = FEW_FILES_LIMIT
     monkeypatch.setattr(position_deletes_module, "MAX_DELETE_FILES_PER_DATA_FILE", limit)
-    table = f"pos_few_files_{limit}"
-    rng = random.Random(1207 + limit)
-    oracle = {key: key * 10 for key in range(1, 201)}
+    table = "pos_few_files"
+    rng = random.Random(5)
+    oracle = {key: key * 10 for key in range(1, 61)}
     start = tmp_path / "start"
     write_dms_file(
         start, "LOAD00000001.parquet", BRONZE, [("I", "2026-11-21 06:00:00", k, v) for k, v in oracle.items()]
@@ -403,20 +409,22 @@ def test_a_data_file_keeps_few_delete_files_holding_every_run_s_removals(
     (original,) = spark.table(f"{silver_table(table)}.data_files").select("file_path").collect()
     changed_ever: set[int] = set()
     expected: list[int] = []
-    for run in range(1, 10):
+    ways = []
+    for run in range(1, 8):
         at = f"2026-11-21 {6 + run:02d}:00:00"
         rows = []
-        # Sometimes only keys changed before, whose rows are in later files: no new position here.
-        keys = rng.sample(sorted(oracle), rng.choice([4, 12, 30]))
-        if run == 5:
-            keys = rng.sample(sorted(changed_ever & oracle.keys()), 3)
+        keys = rng.sample(sorted(oracle), rng.choice([2, 4, 8]))
+        if run == 2:
+            # Only keys changed before, whose rows are in later files: no new position here.
+            keys = rng.sample(sorted(changed_ever & oracle.keys()), 2)
         for key in keys:
             if rng.random() < 0.3:
                 rows.append(("D", at, key, oracle.pop(key)))
             else:
                 oracle[key] = rng.randrange(1_000_000)
                 rows.append(("U", at, key, oracle[key]))
-        expected = _delete_files_after_a_run(expected, len(set(keys) - changed_ever), limit)
+        expected, way = _delete_files_after_a_run(expected, len(set(keys) - changed_ever), limit)
+        ways.append(way)
         changed_ever.update(keys)
         folder = tmp_path / f"run-{run}"
         write_dms_file(folder, f"20261121-{6 + run:02d}0000000.parquet", BRONZE, rows)
@@ -424,8 +432,10 @@ def test_a_data_file_keeps_few_delete_files_holding_every_run_s_removals(
         assert _rows(spark, table) == oracle
         live = _live_delete_files(spark, table)
         assert all(len(counts) <= limit for counts in live.values()), live
-        assert sorted(live[original[0]]) == expected, (run, live[original[0]], expected)
+        assert sorted(live[original[0]]) == expected, (run, way, live[original[0]], expected)
         assert sum(live[original[0]]) == len(changed_ever)
+    # The seed is picked so that the runs go every way of the rule.
+    assert set(ways) == {"no new position", "added", "kept the largest", "took over all"}, ways
 
 
 def test_the_size_tiered_rule_replaces_the_smaller_delete_files_at_the_limit() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import icetide_glue.merge.apply as apply_module
 import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.silver_tables import silver_table
+from glue.silver_tables import load_into_silver, silver_table
 from glue.sql_plans import plans_of
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.merge.planned_scan import ROW_POSITION_COLUMNS
@@ -105,39 +106,49 @@ def _three_batches(tmp_path: Path, third_rows: list[tuple[str, str, int, int]]) 
     return (*_two_batches(tmp_path), third)
 
 
+# The writes as the job has them, before any hook: a hook wraps these, so a later hook replaces an
+# earlier one instead of wrapping it.
+REAL_WRITE_APPENDED_ROWS = apply_module.write_appended_rows
+REAL_WRITE_DELETE_FILES = position_deletes_module._write_delete_files
+
+
+def _hook_appends(
+    patch: pytest.MonkeyPatch, before: Callable[[str], None], after: Callable[[str], None] | None = None
+) -> None:
+    """Call ``before(target)`` ahead of every write of a run's appended rows that commits with the
+    removal, ``after(target)`` once it wrote them (a later call replaces the earlier hook)."""
+
+    def write(spark: SparkSession, target: str, *args: Any, **kwargs: Any) -> Any:
+        before(target)
+        written = REAL_WRITE_APPENDED_ROWS(spark, target, *args, **kwargs)
+        if after is not None:
+            after(target)
+        return written
+
+    patch.setattr(apply_module, "write_appended_rows", write)
+
+
+def _hook_delete_writes(patch: pytest.MonkeyPatch, before: Callable[[], None]) -> None:
+    """Call ``before()`` ahead of every write of position delete files (a later call replaces the
+    earlier hook)."""
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        before()
+        return REAL_WRITE_DELETE_FILES(*args, **kwargs)
+
+    patch.setattr(position_deletes_module, "_write_delete_files", write)
+
+
 @pytest.fixture
 def append_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
-    """``append_hook(before, after=None)``: call ``before(target)`` ahead of every write of a run's
-    appended rows that commits with the removal, ``after(target)`` once it wrote them (a later call
-    replaces the earlier hook)."""
-    real = apply_module.write_appended_rows
-
-    def install(before: Callable[[str], None], after: Callable[[str], None] | None = None) -> None:
-        def write(spark: SparkSession, target: str, *args: Any, **kwargs: Any) -> Any:
-            before(target)
-            written = real(spark, target, *args, **kwargs)
-            if after is not None:
-                after(target)
-            return written
-
-        monkeypatch.setattr(apply_module, "write_appended_rows", write)
-
-    yield install
+    """``append_hook(before, after=None)``: :func:`_hook_appends` for the test."""
+    yield lambda before, after=None: _hook_appends(monkeypatch, before, after)
 
 
 @pytest.fixture
 def delete_write_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[], None]], None]]:
-    """``delete_write_hook(before)``: call ``before()`` ahead of every write of position delete files."""
-    real = position_deletes_module._write_delete_files
-
-    def install(before: Callable[[], None]) -> None:
-        def write(*args: Any, **kwargs: Any) -> Any:
-            before()
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(position_deletes_module, "_write_delete_files", write)
-
-    yield install
+    """``delete_write_hook(before)``: :func:`_hook_delete_writes` for the test."""
+    yield lambda before: _hook_delete_writes(monkeypatch, before)
 
 
 def _load_first(spark: SparkSession, load_run: LoadRun, tmp_path: Path, table: str) -> tuple[int, int, Path]:
@@ -165,28 +176,77 @@ def _rerun_lands_once(spark: SparkSession, load_run: LoadRun, table: str, second
     assert again["alreadyCommitted"] is True and again["snapshotId"] == manifest["snapshotId"]
 
 
-def test_removal_and_append_reach_main_in_one_commit_with_the_run_id_on_it(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
-) -> None:
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_ok")
-    manifest = load_run("one_commit_ok", "one_commit_ok-2", second)
+@dataclass(frozen=True)
+class Landed:
+    """A second run that landed, as the tests of a landed run look at it."""
 
-    assert _rows(spark, "one_commit_ok") == AFTER_SECOND
+    table: str
+    before: int  # main's snapshot after the first run
+    snapshots: int  # the table's snapshots after the first run
+    manifest: dict[str, Any]
+    events: list[tuple[str, str]]  # (what started or was written, on which thread)
+    caller: str  # the thread that ran the job
+    plans: list[str]  # the physical plans of the second run's SQL executions
+
+
+@pytest.fixture(scope="module")
+def landed(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Landed:
+    """One table and its second run, for the tests of a run that removes and appends: each write
+    waits at a barrier for the other to start (written one after the other, the first would wait
+    in vain and the run fail), the thread of each write and of the tombstones is noted, and the
+    run's plans are kept."""
+    table = "one_commit_landed"
+    first, second = _two_batches(tmp_path_factory.mktemp(table))
+    load_into_silver(spark, table, f"{table}-1", first, merge_plan=MERGE_PLAN)
+    before, snapshots = _current_snapshot(spark, table), _snapshots(spark, table)
+    both_started = threading.Barrier(2, timeout=WAIT_SECONDS)
+    events: list[tuple[str, str]] = []
+
+    def note(what: str) -> None:
+        events.append((what, threading.current_thread().name))
+
+    def append_starts(_: str) -> None:
+        note("append")
+        both_started.wait()
+
+    def delete_write_starts() -> None:
+        note("deletes")
+        both_started.wait()
+
+    real_write_tombstones = job_module.write_tombstones
+
+    def remember(*args: Any) -> bool:
+        note("tombstones")
+        return real_write_tombstones(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        _hook_appends(patch, append_starts, lambda _: note("append written"))
+        _hook_delete_writes(patch, delete_write_starts)
+        patch.setattr(job_module, "write_tombstones", remember)
+        manifest, plans = plans_of(
+            spark, lambda: load_into_silver(spark, table, f"{table}-2", second, merge_plan=MERGE_PLAN)
+        )
+    return Landed(table, before, snapshots, manifest, events, threading.current_thread().name, plans)
+
+
+def test_removal_and_append_reach_main_in_one_commit_with_the_run_id_on_it(
+    spark: SparkSession, landed: Landed
+) -> None:
+    table, before, manifest = landed.table, landed.before, landed.manifest
+    assert _rows(spark, table) == AFTER_SECOND
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
-    head = _current_snapshot(spark, "one_commit_ok")
+    head = _current_snapshot(spark, table)
     assert manifest["snapshotId"] == head
     # One new snapshot, the child of the first run's: no state of main, and no snapshot anywhere,
     # ever held the removal without the append.
-    assert _snapshots(spark, "one_commit_ok") == snapshots + 1
+    assert _snapshots(spark, table) == landed.snapshots + 1
     history = [
         row["snapshot_id"]
-        for row in spark.table(f"{silver_table('one_commit_ok')}.history")
-        .orderBy("made_current_at")
-        .collect()
+        for row in spark.table(f"{silver_table(table)}.history").orderBy("made_current_at").collect()
     ]
     assert history[-2:] == [before, head]
     summary = (
-        spark.table(f"{silver_table('one_commit_ok')}.snapshots")
+        spark.table(f"{silver_table(table)}.snapshots")
         .where(F.col("snapshot_id") == head)
         .select("parent_id", "operation", "summary")
         .first()
@@ -194,51 +254,50 @@ def test_removal_and_append_reach_main_in_one_commit_with_the_run_id_on_it(
     assert summary is not None
     assert (summary["parent_id"], summary["operation"]) == (before, "overwrite")
     figures = summary["summary"]
-    assert figures["icetide.run-id"] == "one_commit_ok-2"
+    assert figures["icetide.run-id"] == f"{table}-2"
     # The rows of 1, 2, 7 and 8 added; the positions of 1, 2 and 3 deleted.
     assert (figures["added-records"], figures["added-position-deletes"]) == ("4", "3")
-    assert _branches(spark, "one_commit_ok") == ["main"]
+    assert _branches(spark, table) == ["main"]
 
 
 def test_the_appended_rows_and_the_tombstones_are_written_while_the_delete_files_are(
-    spark: SparkSession,
-    load_run: LoadRun,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    append_hook: Callable[..., None],
-    delete_write_hook: Callable[[Callable[[], None]], None],
+    spark: SparkSession, landed: Landed
 ) -> None:
-    """Each write waits at a barrier for the other to start: written one after the other, the
-    first would wait in vain and the run fail. The tombstones follow the append on its thread."""
-    _, _, second = _load_first(spark, load_run, tmp_path, "one_commit_overlap")
-    both_started = threading.Barrier(2, timeout=WAIT_SECONDS)
-    events: list[tuple[str, str]] = []
-
-    def append_starts(_: str) -> None:
-        events.append(("append", threading.current_thread().name))
-        both_started.wait()
-
-    def delete_write_starts() -> None:
-        events.append(("deletes", threading.current_thread().name))
-        both_started.wait()
-
-    real_write_tombstones = job_module.write_tombstones
-
-    def remember(*args: Any) -> bool:
-        events.append(("tombstones", threading.current_thread().name))
-        return real_write_tombstones(*args)
-
-    append_hook(append_starts, lambda _: events.append(("append written", threading.current_thread().name)))
-    delete_write_hook(delete_write_starts)
-    monkeypatch.setattr(job_module, "write_tombstones", remember)
-    load_run("one_commit_overlap", "one_commit_overlap-2", second)
-    threads = dict(events)
-    assert threads["append"] != threads["deletes"] == threading.current_thread().name
+    """The run landed although each write waited for the other to start; the tombstones follow
+    the append on its thread."""
+    threads = dict(landed.events)
+    assert threads["append"] != threads["deletes"] == landed.caller
     assert threads["tombstones"] == threads["append"]
-    beside = [what for what, thread in events if thread == threads["append"]]
+    beside = [what for what, thread in landed.events if thread == threads["append"]]
     assert beside == ["append", "append written", "tombstones"]
-    assert _rows(spark, "one_commit_overlap") == AFTER_SECOND
-    assert _tombstones(spark, "one_commit_overlap") == [(3, "D", "2026-11-21 07:00:00")]
+    assert _rows(spark, landed.table) == AFTER_SECOND
+    assert _tombstones(spark, landed.table) == [(3, "D", "2026-11-21 07:00:00")]
+
+
+def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position_deletes(
+    spark: SparkSession, landed: Landed
+) -> None:
+    """The classification is the only read of silver's rows: the commit removes the rows it found
+    by position, one new delete file per data file touched (Iceberg applies it to that file alone).
+    A MERGE would scan silver a second time (a ``WriteDelta`` plan over silver's scan)."""
+    table, plans = landed.table, landed.plans
+    silver_scan = f"BatchScan {silver_table(table)} ("  # not its metadata tables
+    reads = [plan for plan in plans if silver_scan in plan]
+    assert len(reads) == 1, [line for plan in plans for line in plan.splitlines() if "BatchScan" in line]
+    assert "_file" in reads[0] and "_pos" in reads[0]
+    assert not [plan for plan in plans if "WriteDelta" in plan or "ReplaceData" in plan]
+    deletes = (
+        spark.table(f"{silver_table(table)}.delete_files")
+        .select("content", "record_count", "referenced_data_file")
+        .collect()
+    )
+    data_files = {
+        row[0]
+        for row in spark.sql(f"SELECT file_path FROM {silver_table(table)}.data_files").collect()  # noqa: S608
+    }
+    assert [(row[0], row[1]) for row in deletes] == [(1, 3)]  # position deletes of 1, 2 and 3
+    assert deletes[0][2] in data_files
+    assert _rows(spark, table) == AFTER_SECOND
 
 
 def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
@@ -295,15 +354,36 @@ def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(
     _rerun_lands_once(spark, load_run, "one_commit_deletes_fail", second)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """A table holding the first batch, main's snapshot and the snapshot count after it, and the
+    second batch's folder."""
+
+    table: str
+    before: int
+    snapshots: int
+    second: Path
+
+
+@pytest.fixture(scope="module")
+def loaded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+    """One table, for the tests whose second run fails before its commit: each asserts that the
+    run left the table as it found it, so the next finds it as loaded. (A rerun after a failure
+    that wrote files is the append's and the delete files' tests'.)"""
+    table = "one_commit_refused"
+    first, second = _two_batches(tmp_path_factory.mktemp(table))
+    load_into_silver(spark, table, f"{table}-1", first, merge_plan=MERGE_PLAN)
+    return Loaded(table, _current_snapshot(spark, table), _snapshots(spark, table), second)
+
+
 def test_when_both_writes_fail_the_run_raises_the_removal_s_error_and_logs_the_other(
     spark: SparkSession,
     load_run: LoadRun,
-    tmp_path: Path,
+    loaded: Loaded,
     append_hook: Callable[..., None],
     delete_write_hook: Callable[[Callable[[], None]], None],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_both_fail")
 
     def append_fails(_: str) -> None:
         raise InjectedFailure("the append's write failed")
@@ -314,10 +394,10 @@ def test_when_both_writes_fail_the_run_raises_the_removal_s_error_and_logs_the_o
     append_hook(append_fails)
     delete_write_hook(deletes_fail)
     with pytest.raises(InjectedFailure, match="delete files were not written"):
-        load_run("one_commit_both_fail", "one_commit_both_fail-2", second)
+        load_run(loaded.table, f"{loaded.table}-2", loaded.second)
     assert "the writes beside the removal failed too: " in caplog.text
     assert "the append's write failed" in caplog.text
-    _assert_untouched(spark, "one_commit_both_fail", before, snapshots)
+    _assert_untouched(spark, loaded.table, loaded.before, loaded.snapshots)
 
 
 def test_a_table_that_cannot_take_position_deletes_is_refused_before_anything_is_written(
@@ -339,26 +419,22 @@ def test_a_table_that_cannot_take_position_deletes_is_refused_before_anything_is
 
 
 def test_appended_rows_the_files_do_not_hold_commit_nothing(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, load_run: LoadRun, loaded: Loaded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The files written must hold exactly the rows the labels leave (counted from their metrics)."""
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_lost_row")
     real = apply_module.rows_to_write
     monkeypatch.setattr(apply_module, "rows_to_write", lambda *args: real(*args).where(F.col("id") != 7))
     with pytest.raises(IcetideJobError, match=r"hold 3 row\(s\), not the 4"):
-        load_run("one_commit_lost_row", "one_commit_lost_row-2", second)
-    _assert_untouched(spark, "one_commit_lost_row", before, snapshots)
-    monkeypatch.undo()
-    _rerun_lands_once(spark, load_run, "one_commit_lost_row", second)
+        load_run(loaded.table, f"{loaded.table}-2", loaded.second)
+    _assert_untouched(spark, loaded.table, loaded.before, loaded.snapshots)
 
 
 def test_a_row_to_remove_read_without_its_data_file_stops_the_run_before_any_write(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, load_run: LoadRun, loaded: Loaded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A removal is by data file and position: a matched row read without its file could not be
     removed, and its key would keep two rows. The classification's counts catch it."""
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_unplaced")
-    tombstones = _tombstones(spark, "one_commit_unplaced")
+    tombstones = _tombstones(spark, loaded.table)
     real = apply_module.rows_in_key_ranges
 
     @contextmanager
@@ -369,11 +445,9 @@ def test_a_row_to_remove_read_without_its_data_file_stops_the_run_before_any_wri
 
     monkeypatch.setattr(apply_module, "rows_in_key_ranges", without_data_files)
     with pytest.raises(IcetideJobError, match="a silver row to remove was read without its data file"):
-        load_run("one_commit_unplaced", "one_commit_unplaced-2", second)
-    _assert_untouched(spark, "one_commit_unplaced", before, snapshots)
-    assert _tombstones(spark, "one_commit_unplaced") == tombstones
-    monkeypatch.undo()
-    _rerun_lands_once(spark, load_run, "one_commit_unplaced", second)
+        load_run(loaded.table, f"{loaded.table}-2", loaded.second)
+    _assert_untouched(spark, loaded.table, loaded.before, loaded.snapshots)
+    assert _tombstones(spark, loaded.table) == tombstones
 
 
 @pytest.mark.parametrize("when", ["before the writes", "while the run writes"])
@@ -439,34 +513,6 @@ def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_lande
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
     assert manifest["snapshotId"] == _current_snapshot(spark, name)
     assert _rows(spark, name) == AFTER_SECOND
-
-
-def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position_deletes(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
-) -> None:
-    """The classification is the only read of silver's rows: the commit removes the rows it found
-    by position, one new delete file per data file touched (Iceberg applies it to that file alone).
-    A MERGE would scan silver a second time (a ``WriteDelta`` plan over silver's scan)."""
-    first, second = _two_batches(tmp_path)
-    load_run("one_commit_reads", "reads-1", first)
-    _, plans = plans_of(spark, lambda: load_run("one_commit_reads", "reads-2", second))
-    silver_scan = f"BatchScan {silver_table('one_commit_reads')} ("  # not its metadata tables
-    reads = [plan for plan in plans if silver_scan in plan]
-    assert len(reads) == 1, [line for plan in plans for line in plan.splitlines() if "BatchScan" in line]
-    assert "_file" in reads[0] and "_pos" in reads[0]
-    assert not [plan for plan in plans if "WriteDelta" in plan or "ReplaceData" in plan]
-    deletes = (
-        spark.table(f"{silver_table('one_commit_reads')}.delete_files")
-        .select("content", "record_count", "referenced_data_file")
-        .collect()
-    )
-    data_files = {
-        row[0]
-        for row in spark.sql(f"SELECT file_path FROM {silver_table('one_commit_reads')}.data_files").collect()  # noqa: S608
-    }
-    assert [(row[0], row[1]) for row in deletes] == [(1, 3)]  # position deletes of 1, 2 and 3
-    assert deletes[0][2] in data_files
-    assert _rows(spark, "one_commit_reads") == AFTER_SECOND
 
 
 def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun(

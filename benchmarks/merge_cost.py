@@ -107,7 +107,7 @@ from icetide_glue.job import run_job
 from icetide_glue.merge import planned_scan
 from icetide_glue.silver import MERGE_TABLE_PROPERTIES
 from icetide_glue.table_sql import write_ordered_by_sql
-from icetide_local.spark import local_spark_session, runtime_versions
+from icetide_local.spark import local_spark_session, runtime_versions, spark_running
 
 CATALOG = "bench"
 DATABASE = "merge_cost"
@@ -1469,7 +1469,7 @@ def main(argv: Sequence[str] | None = None, before_compare: BeforeCompare | None
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     args, config = parse_arguments(arguments)
-    own_session = SparkSession.getActiveSession() is None
+    own_session = not spark_running()
     with tempfile.TemporaryDirectory(prefix="icetide-merge-cost-") as temporary:
         workspace = args.workspace or Path(temporary)
         spark = local_spark_session(

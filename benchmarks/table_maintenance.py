@@ -79,7 +79,7 @@ from icetide_glue.job import run_job
 from icetide_glue.maintenance.maintain import even_range_bounds, maintain_table, measure_table
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable, create_silver_table, tombstone_table
-from icetide_local.spark import local_spark_session, runtime_versions
+from icetide_local.spark import local_spark_session, runtime_versions, spark_running
 
 CATALOG = "bench"
 DATABASE = "table_maintenance"
@@ -737,7 +737,7 @@ def main(argv: Sequence[str] | None = None, after_maintenance: AfterMaintenance 
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_arguments(arguments)
-    own_session = SparkSession.getActiveSession() is None
+    own_session = not spark_running()
     with tempfile.TemporaryDirectory(prefix="icetide-table-maintenance-") as temporary:
         workspace = args.workspace or Path(temporary)
         spark = local_spark_session(

@@ -52,7 +52,7 @@ from icetide_glue.job import run_job
 from icetide_glue.merge.apply import values_hash_types, with_values_hash
 from icetide_glue.merge.sql import classify_changes_sql
 from icetide_glue.silver import SilverTable, tombstone_table
-from icetide_local.spark import local_spark_session
+from icetide_local.spark import local_spark_session, spark_running
 
 CATALOG = "values_hash_bench"
 DATABASE = "bench"
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     arguments = parse_arguments(argv)
     # A caller's session (the tests') is reused and left running; one started here is stopped.
-    own_session = SparkSession.getActiveSession() is None
+    own_session = not spark_running()
     with tempfile.TemporaryDirectory(prefix="values-hash-") as scratch:
         workspace = arguments.workspace or Path(scratch)
         spark = local_spark_session(workspace / "warehouse", catalog=CATALOG, app_name="values-hash-bench")

@@ -276,7 +276,7 @@ def _merge(
     broadcast = reconcile_keys is None and manifest.rows_read <= MAX_BROADCAST_CHANGES
     value_types = values_hash_types(silver, value_columns, keys, soft)
     if value_types is not None:
-        fill_values_hashes(spark, table, value_types, main_snapshot_id(spark, table))
+        fill_values_hashes(spark, table, value_types)
     # Before the classification reads silver: the run's commit is validated against this state of
     # main, so a commit by anything else after it fails the run instead of meeting stale labels.
     base_snapshot_id = main_snapshot_id(spark, table)

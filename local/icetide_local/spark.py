@@ -14,6 +14,7 @@ import platform
 import tempfile
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from icetide_local.jars import (
@@ -122,6 +123,14 @@ def local_spark_session(
     for key, value in hadoop_catalog_conf(catalog, warehouse).items():
         spark.conf.set(key, value)
     return spark
+
+
+def spark_running() -> bool:
+    """Whether this process already runs Spark (a session of any thread): a caller that finds it
+    running reuses it and must leave it running. ``SparkSession.getActiveSession`` is no answer: it
+    says only whether the calling thread has a session set, which another thread's work or a
+    stopped session can leave unset while the process's one SparkContext runs on."""
+    return SparkContext._active_spark_context is not None
 
 
 def runtime_versions(spark: SparkSession) -> dict[str, str]:

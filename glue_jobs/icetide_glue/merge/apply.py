@@ -170,11 +170,10 @@ def with_values_hash(changes: DataFrame, value_types: Mapping[str, str]) -> Data
     return changes.withColumn(VALUES_HASH, F.expr(values_hash_sql(list(value_types.items()))))
 
 
-def fill_values_hashes(
-    spark: SparkSession, table: SilverTable, value_types: Mapping[str, str], snapshot_id: int | None
-) -> bool:
-    """Store the values hash of ``value_types``' columns in the rows of silver stored without one
-    (written before the table stored it), in a commit of its own; True when there were any.
+def fill_values_hashes(spark: SparkSession, table: SilverTable, value_types: Mapping[str, str]) -> bool:
+    """Store the values hash of ``value_types``' columns in the rows of main's newest snapshot
+    stored without one (written before the table stored it), in a commit of its own; True when
+    there were any. The run notes the snapshot its commit builds on after this commit.
 
     Before a classification that compares stored hashes only: a row left without its hash would
     not be wrong, only rewritten as an update (a null never equals the batch's hash). Both merge
@@ -187,7 +186,7 @@ def fill_values_hashes(
     it rewrote rows of stay live, without the hash's metrics, until maintenance compacts them; so
     would a table whose files keep no null counts (an owner's metrics mode).
     """
-    if not has_rows_without_values_hash(spark, table, snapshot_id):
+    if not has_rows_without_values_hash(spark, table, main_snapshot_id(spark, table)):
         return False
     if not spark.sql(rows_without_values_hash_sql(table.sql_name)).take(1):
         return False

@@ -21,8 +21,10 @@ PYTEST := $(BIN)/python -m pytest --numprocesses $(TEST_WORKERS) --dist loadgrou
 # Arguments for benchmarks/merge_cost.py, e.g. make bench BENCH_ARGS="--scale 0.01"
 BENCH_ARGS ?=
 export ICETIDE_JARS_DIR := $(JARS_DIR)
+# What the background tier-setup of make test printed.
+TIER_SETUP_LOG := .tier-setup.log
 
-.PHONY: help venv jars test test-fast test-spark test-postgres test-tools test-stack test-aws demo lint build clean bench bench-maintenance bench-hash
+.PHONY: help venv jars test tier-setup test-fast test-spark test-postgres test-tools test-stack test-aws demo lint build clean bench bench-maintenance bench-hash
 .DEFAULT_GOAL := help
 
 help: ## list the targets
@@ -43,10 +45,20 @@ venv: $(STAMP) ## create .venv with icetide and its dev dependencies
 jars: venv ## fetch the Iceberg runtime jars and the local file system's jar from Maven Central (cached outside git)
 	$(BIN)/python -m icetide_local.jars
 
-test: lint ## ruff and mypy, then the fast tier, then the slower ones: Spark, PostgreSQL, tools, stack (a failing step stops make test)
-	$(PYTEST) -m "$(FAST_TIER)"
-	$(MAKE) --no-print-directory jars
-	$(PYTEST) -m "not ($(FAST_TIER))"
+test: venv ## ruff and mypy, then the fast tier, then the slower ones: Spark, PostgreSQL, tools, stack (a failing step stops make test)
+	@$(MAKE) --no-print-directory tier-setup > $(TIER_SETUP_LOG) 2>&1 & setup=$$!; \
+	$(MAKE) --no-print-directory lint && $(PYTEST) -m "$(FAST_TIER)" && \
+	{ wait $$setup || echo "the slower tiers' setup did not finish ($(TIER_SETUP_LOG)); their tests install what they need"; } && \
+	$(MAKE) --no-print-directory jars && $(PYTEST) -m "not ($(FAST_TIER))"
+
+# A head start, nothing more: each slower tier's own setup installs what is still missing and says
+# what failed, so a step that fails here (no root for apt-get, no npx) is only logged.
+tier-setup: venv $(UV) ## fetch what the slower tiers install (jars, the tools' venvs, PostgreSQL, asl-validator); make test runs it in the background while lint and the fast tier run
+	-$(BIN)/python -m icetide_local.jars
+	-@$(call tool_venv,.venv-sam,aws-sam-cli,sam)
+	-@$(call tool_venv,.venv-checkov,checkov,checkov)
+	-$(BIN)/python -c 'from icetide_local.postgres import ensure_binaries; ensure_binaries()'
+	-command -v npx >/dev/null && npx --yes asl-validator@4 --version
 
 test-fast: venv ## the fast tier alone (no Spark, PostgreSQL, deployment tools or local stack runs): the inner loop
 	$(PYTEST) -m "$(FAST_TIER)" -q
@@ -91,7 +103,7 @@ build: venv $(UV) ## sam build (aws-sam-cli lives in its own venv: it pins older
 	.venv-sam/bin/sam build
 
 clean: ## remove build output and local workspaces (keeps .venv and the jar cache)
-	rm -rf .aws-sam .pytest_cache .ruff_cache .mypy_cache build *.egg-info
+	rm -rf .aws-sam .pytest_cache .ruff_cache .mypy_cache build *.egg-info $(TIER_SETUP_LOG)
 
 .PHONY: lint-deploy
 # The tools live in their own venvs: aws-sam-cli pins older boto3/pydantic, checkov pins its own set.

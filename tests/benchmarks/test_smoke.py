@@ -141,18 +141,10 @@ def values_hash_measures_both_widths_and_fails_on_a_wrong_hash(
             return real_hash(changes, value_types)
         return changes.withColumn(VALUES_HASH, F.xxhash64(F.lit("same")))
 
-    arguments = [
-        "--rows", "100",
-        "--rounds", "1",
-        "--fraction", "0.2",
-        "--widths", "narrow", "wide",
-        "--workspace", str(tmp_path / "workspace"),
-        "--json", str(tmp_path / "results.json"),
-    ]  # fmt: skip
     with monkeypatch.context() as patch:
         patch.setattr(values_hash_benchmark, "with_values_hash", wrong_for_the_narrow_table)
         capsys.readouterr()
-        assert values_hash_benchmark.main(arguments) == 1
+        assert values_hash_benchmark.main(values_hash_arguments(tmp_path, "narrow", "wide")) == 1
     out = capsys.readouterr().out
     assert "narrow: labels differ for " in out and "wide: labels differ" not in out
 

@@ -1,11 +1,12 @@
 """Every benchmark's main code path at a tiny size, in the worker's one Spark session, and the
 Spark-side guards of merge_cost.py: the Spark tier's benchmark tests.
 
-One smoke run keeps benchmarks/ from rotting: merge_cost.py measures every approach and pattern and
-writes its results, with silver spoilt before its last round's comparison to see that comparison
-fail (and the earlier ones pass); values_hash.py measures both widths, and once more at its
-smallest with a wrong hash to see its check fail; table_maintenance.py merges, maintains and reads
-back. Their pieces that need no Spark are tested beside this file, without it.
+One smoke run keeps benchmarks/ from rotting: merge_cost.py measures every approach over the
+patterns that draw their batches differently and writes its results, with silver spoilt before its
+last round's comparison to see that comparison fail (and the earlier ones pass); values_hash.py
+measures both widths, a wrong hash given to the narrow one to see its check fail beside the wide
+one's pass; table_maintenance.py merges, maintains and reads back. Their pieces that need no Spark
+are tested beside this file, without it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from seeds import EachSeed
 
 pytestmark = pytest.mark.spark
 
+# The patterns the smoke run measures: "recent" draws its batch from bands of the newest keys (the
+# live keys' boundaries), a share of the table; "fixed" the same bands, a fixed number of changes.
+# "scattered" differs from "recent" only in its one band over every key, which draws no boundary:
+# its rounds would run the same code again. test_merge_cost.py judges all three's figures.
+SMOKE_PATTERNS = {"recent", "fixed"}
 MAINTENANCE_MERGES = 1
 # table_maintenance.py's smallest table, and the batch share that still gives it the 10 changes a
 # merge needs at least.
@@ -46,8 +52,9 @@ def test_every_benchmark_runs_tiny_and_its_checks_fail_when_they_should(
     merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
         spark, merge_cost, tmp_path / "merge_cost", capsys
     )
-    values_hash_measures_both_widths_alike(spark, values_hash_benchmark, tmp_path / "values_hash")
-    values_hash_fails_on_a_wrong_hash(values_hash_benchmark, tmp_path / "wrong_hash", monkeypatch, capsys)
+    values_hash_measures_both_widths_and_fails_on_a_wrong_hash(
+        spark, values_hash_benchmark, tmp_path / "values_hash", monkeypatch, capsys
+    )
     table_maintenance_merges_maintains_and_reads_back_equal(table_maintenance, tmp_path / "maintenance")
 
 
@@ -58,11 +65,12 @@ def merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
 
     def drop_one_silver_row_in_the_last_round(session: SparkSession, tables: Any) -> None:
         rounds_compared.append(tables)
-        if len(rounds_compared) == len(PATTERNS):
+        if len(rounds_compared) == len(SMOKE_PATTERNS):
             silver = tables.name("silver")
             session.sql(f"DELETE FROM {silver} WHERE id = (SELECT min(id) FROM {silver})")  # noqa: S608
 
-    arguments = benchmark_arguments(tmp_path, "bench_smoke")
+    assert SMOKE_PATTERNS < PATTERNS
+    arguments = benchmark_arguments(tmp_path, "bench_smoke", "--patterns", *sorted(SMOKE_PATTERNS))
     assert merge_cost.main(arguments, before_compare=drop_one_silver_row_in_the_last_round) == 1
 
     results = read_results(tmp_path)
@@ -76,7 +84,7 @@ def merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
     assert verdicts == {"icetide vs naive": False, "reload vs naive": True, "bare vs naive": True}
     assert {check["what"].split(" (")[0]: check["ok"] for check in unspoilt}["icetide vs full load"] is True
     assert "MISMATCH icetide vs naive" in capsys.readouterr().out
-    assert {r["pattern"] for r in results["results"]} == PATTERNS
+    assert {r["pattern"] for r in results["results"]} == SMOKE_PATTERNS
     for record in results["results"]:
         assert set(record["approaches"]) == APPROACHES
         for approach, cost in record["approaches"].items():
@@ -99,7 +107,7 @@ def merge_cost_measures_everything_and_its_comparison_finds_a_spoilt_silver(
         == set(results["targets"][0])
     )
     summary = results["summary"][str(SMOKE_SIZE)]
-    assert set(summary) == PATTERNS and all(set(row) == APPROACHES for row in summary.values())
+    assert set(summary) == SMOKE_PATTERNS and all(set(row) == APPROACHES for row in summary.values())
     assert results["builds"][0]["seconds"] > 0
     assert results["versions"]["iceberg"]
     assert not (tmp_path / "out" / "merge_cost.png").exists()
@@ -116,10 +124,29 @@ def values_hash_arguments(tmp_path: Path, *widths: str) -> list[str]:
     ]  # fmt: skip
 
 
-def values_hash_measures_both_widths_alike(
-    spark: SparkSession, values_hash_benchmark: ModuleType, tmp_path: Path
+def values_hash_measures_both_widths_and_fails_on_a_wrong_hash(
+    spark: SparkSession,
+    values_hash_benchmark: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert values_hash_benchmark.main(values_hash_arguments(tmp_path, "narrow", "wide")) == 0
+    """The narrow table's batch gets the hash of a constant (every change looks updated to the
+    hash classification), the wide one's its true hash: the narrow labels differ, the wide ones
+    agree, and one width's difference fails the run."""
+    real_hash = values_hash_benchmark.with_values_hash
+
+    def wrong_for_the_narrow_table(changes: DataFrame, value_types: object) -> DataFrame:
+        if "status" in changes.columns:  # only the wide table has it
+            return real_hash(changes, value_types)
+        return changes.withColumn(VALUES_HASH, F.xxhash64(F.lit("same")))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(values_hash_benchmark, "with_values_hash", wrong_for_the_narrow_table)
+        capsys.readouterr()
+        assert values_hash_benchmark.main(values_hash_arguments(tmp_path, "narrow", "wide")) == 1
+    out = capsys.readouterr().out
+    assert "narrow: labels differ for " in out and "wide: labels differ" not in out
 
     document = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert document["command"][0] == "benchmarks/values_hash.py" and document["spark"] == spark.version
@@ -128,31 +155,18 @@ def values_hash_measures_both_widths_alike(
     # id, 3 or 16 value columns, then icetide's 5 metadata columns (change time, sequence, run id,
     # values hash, change phase).
     assert [result["columns"] for result in results] == [9, 22]
+    narrow, wide = results
+    assert narrow["same_labels"] is False and narrow["differing_labels"] > 0
+    # Every change looks updated to the constant hash, the unchanged ones too.
+    assert narrow["labels"]["hash"] == {"update": narrow["changes"]}
+    assert wide["same_labels"] is True and wide["differing_labels"] == 0
     for result in results:
-        assert result["same_labels"] is True and result["differing_labels"] == 0
         # Even keys changed their name, odd keys were re-read unchanged.
         unchanged = result["odd_keys"]
-        for found in result["labels"].values():
-            assert found == {"unchanged": unchanged, "update": result["changes"] - unchanged}
         assert 0 < unchanged < result["changes"]
+        assert result["labels"]["values"] == {"unchanged": unchanged, "update": result["changes"] - unchanged}
         assert all(len(times) == 1 and times[0] > 0 for times in result["seconds"].values())
-
-
-def values_hash_fails_on_a_wrong_hash(
-    values_hash_benchmark: ModuleType,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    # The batch's hash of a constant: every change looks updated to the hash classification.
-    def constant_hash(changes: DataFrame, value_types: object) -> DataFrame:
-        return changes.withColumn(VALUES_HASH, F.xxhash64(F.lit("same")))
-
-    with monkeypatch.context() as patch:
-        patch.setattr(values_hash_benchmark, "with_values_hash", constant_hash)
-        capsys.readouterr()
-        assert values_hash_benchmark.main(values_hash_arguments(tmp_path, "narrow")) == 1
-    assert "narrow: labels differ for " in capsys.readouterr().out
+    assert wide["labels"]["hash"] == wide["labels"]["values"]
 
 
 def table_maintenance_merges_maintains_and_reads_back_equal(

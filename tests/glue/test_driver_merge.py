@@ -485,15 +485,24 @@ def _live_delete_files(spark: SparkSession, table: str) -> dict[str, int]:
 def test_a_data_file_keeps_at_most_four_delete_files_on_the_driver_too(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    both = BothPaths(spark, "both_deletes")
-    both.run(
-        "d-0", _keyed(tmp_path / "0", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 41)]), False
+    """The driver's runs, held to a dictionary replaying the changes; the Spark path is held to the
+    same rule, against its own replay, in test_position_deletes.py (a data file keeps few delete
+    files)."""
+    table = "driver_deletes"
+    oracle = {key: key for key in range(1, 41)}
+    load_into_silver(
+        spark, table, "d-0", _keyed(tmp_path / "0", "LOAD00000001.parquet", [("I", 0, k, k) for k in oracle])
     )
     most = []
     for run in range(1, 6):
         rows = [("U", run, run, -run), ("D", run, 20 + run, 0)]
-        both.run(f"d-{run}", _keyed(tmp_path / str(run), "a.parquet", rows), True)
-        most.append(max(_live_delete_files(spark, "both_deletes_driver").values()))
+        manifest = load_into_silver(spark, table, f"d-{run}", _keyed(tmp_path / str(run), "a.parquet", rows))
+        oracle[run] = -run
+        del oracle[20 + run]
+        assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
+        assert (manifest["rowsUpdated"], manifest["rowsDeleted"], manifest["rowsInserted"]) == (1, 1, 0)
+        assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == oracle, run
+        most.append(max(_live_delete_files(spark, table).values()))
         assert most[-1] <= 4, most
     # Four runs fill the loaded files' room, the fifth passes it: its file takes over the others.
     assert most == [1, 2, 3, 4, 1], most
@@ -567,9 +576,20 @@ def test_a_commit_by_another_writer_fails_a_driver_run_and_the_rerun_lands(
     assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == after
 
 
-def test_a_batch_a_check_refuses_is_named_by_the_spark_path(spark: SparkSession, tmp_path: Path) -> None:
-    table = "driver_refused"
-    load_into_silver(spark, table, "x-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, 1, 1)]))
+@pytest.fixture(scope="module")
+def one_row_table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A table loaded with key 1, for the tests of which path a run takes: the refused run leaves
+    it as it was, so either test may come first."""
+    table = "driver_one_row"
+    bronze = _keyed(tmp_path_factory.mktemp("one_row"), "LOAD00000001.parquet", [("I", 0, 1, 1)])
+    load_into_silver(spark, table, "o-1", bronze)
+    return table
+
+
+def test_a_batch_a_check_refuses_is_named_by_the_spark_path(
+    spark: SparkSession, tmp_path: Path, one_row_table: str
+) -> None:
+    table = one_row_table
     before = iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId()
     write_dms_file(tmp_path / "2", "a.parquet", KEYED, [("X", "2026-11-21 07:00:00", 1, 2)])
     with pytest.raises(InvalidChangeData, match="an Op other than I, U or D"):
@@ -577,9 +597,10 @@ def test_a_batch_a_check_refuses_is_named_by_the_spark_path(spark: SparkSession,
     assert iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId() == before
 
 
-def test_a_batch_over_the_driver_s_limit_is_merged_by_spark(spark: SparkSession, tmp_path: Path) -> None:
-    table = "driver_limit"
-    load_into_silver(spark, table, "l-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, 1, 1)]))
+def test_a_batch_over_the_driver_s_limit_is_merged_by_spark(
+    spark: SparkSession, tmp_path: Path, one_row_table: str
+) -> None:
+    table = one_row_table
     rows = [("U", 10, 1, 2), ("I", 10, 2, 2), ("I", 10, 3, 3)]
     manifest = load_into_silver(
         spark, table, "l-2", _keyed(tmp_path / "2", "a.parquet", rows), driver_merge_max_changes=2

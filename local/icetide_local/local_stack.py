@@ -97,6 +97,8 @@ class LocalStack(TableRunHarness):
             # A PostgreSQL source endpoint names the replication slot CDC tasks read, as on AWS.
             source_endpoint_settings=source_endpoint_settings(source_url, slot_name=DEFAULT_SLOT_NAME),
             environment=LOCAL_ENVIRONMENT,
+            # No time_scale: these runs wait on real work (the replicator, Spark, a windowed task's
+            # stop position on the stand-in's real clock), which shorter pauses would only poll more.
         )
         self.start_workflow_function = ""
         self.start_maintenance_function = ""

@@ -20,7 +20,7 @@ from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import TableRunHarness
 from icetide_local.stepfunctions.harness import StackNames
 from icetide_local.workspace import TypedItem, Workspace
-from statemachine.orders import FAST_SUBSTITUTIONS, orders_manifest, orders_replication
+from statemachine.orders import FAST_SUBSTITUTIONS, TIME_SCALE, orders_manifest, orders_replication
 
 STACK = "icetide-prod"
 # As CloudFormation names what a template leaves unnamed: <stack>-<logical id>-<suffix>, and SAM's
@@ -154,6 +154,7 @@ def deploy(quiet_handlers: io.StringIO) -> Iterator[DeployFactory]:
         def make(substitutions: dict[str, str] | None = None, **options: Any) -> DeployedStack:
             options.setdefault("glue_runner", orders_manifest())
             options.setdefault("dms", DmsLifecycle(mover=orders_replication))
+            options.setdefault("time_scale", TIME_SCALE)
             harness = stacks.enter_context(
                 TableRunHarness(
                     substitutions={**FAST_SUBSTITUTIONS, **(substitutions or {})}, names=NAMES, **options

@@ -19,7 +19,14 @@ from icetide_cli import run_now, status
 from icetide_cli.operator_control import StackControlItems
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions.faults import Fault
-from statemachine.orders import PREVIOUS_WATERMARK, TABLE, orders_item, orders_replication
+from statemachine.orders import (
+    POLLING_WITHOUT_END,
+    PREVIOUS_WATERMARK,
+    TABLE,
+    orders_item,
+    orders_replication,
+    wait_until_polling,
+)
 
 pytestmark = pytest.mark.stack
 
@@ -407,12 +414,12 @@ def test_unlock_keeps_the_lock_of_a_running_execution_and_removes_it_once_that_r
 ) -> None:
     # The run waits on a DMS task that never finishes: RUNNING, holding its lock, while the test looks.
     deployed = deploy(
-        {"PollSeconds": "1", "MaxPollWaitSeconds": "1", "MaxPolls": "100000"},
+        POLLING_WITHOUT_END,
         dms=DmsLifecycle(mover=orders_replication, full_load_finishes=False),
     )
     deployed.put(orders_item())
     execution = deployed.harness.start(TABLE)  # dbo_orders-20261121T0700Z
-    _wait_for_lock(deployed)
+    wait_until_polling(deployed.harness, execution)
     held_since = (deployed.item(TABLE) or {})["lockTime"]
 
     refused = icetide("unlock", TABLE, *ON_STACK)
@@ -440,16 +447,6 @@ def test_unlock_keeps_the_lock_of_a_running_execution_and_removes_it_once_that_r
     }
     item = deployed.item(TABLE) or {}
     assert "lockHolder" not in item and "lockTime" not in item
-
-
-def _wait_for_lock(deployed: DeployedStack, timeout_seconds: float = 60) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_seconds
-    while not (deployed.item(TABLE) or {}).get("lockHolder"):
-        if time.monotonic() > deadline:
-            raise AssertionError("the run never took its lock")
-        time.sleep(0.05)
 
 
 def test_unlock_of_an_unlocked_table_says_so(deployed: DeployedStack, icetide) -> None:

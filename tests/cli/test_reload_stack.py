@@ -28,7 +28,14 @@ from icetide_cli import main as cli_main
 from icetide_cli.operator_control import StackControlItems
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import TableRunHarness
-from statemachine.orders import FAST_SUBSTITUTIONS, PREVIOUS_WATERMARK, TABLE, orders_item, orders_replication
+from statemachine.orders import (
+    FAST_SUBSTITUTIONS,
+    PREVIOUS_WATERMARK,
+    TABLE,
+    TIME_SCALE,
+    orders_item,
+    orders_replication,
+)
 
 pytestmark = pytest.mark.stack
 
@@ -59,6 +66,7 @@ def stack() -> Iterator[TableRunHarness]:
         substitutions=FAST_SUBSTITUTIONS,
         dms=DmsLifecycle(mover=orders_replication),
         environment={"POWERTOOLS_METRICS_DISABLED": "true"},
+        time_scale=TIME_SCALE,
     )
     handler = logger.registered_handler
     assert isinstance(handler, logging.StreamHandler)

@@ -27,7 +27,7 @@ from icetide_local.standins.glue import failing_job
 from icetide_local.standins.verify_report import verify_report_writer
 from icetide_local.stepfunctions import TableRunHarness
 from icetide_local.stepfunctions.harness import StackNames
-from statemachine.orders import FAST_SUBSTITUTIONS, TABLE, orders_item, orders_replication
+from statemachine.orders import FAST_SUBSTITUTIONS, TABLE, TIME_SCALE, orders_item, orders_replication
 
 pytestmark = pytest.mark.stack
 
@@ -73,6 +73,7 @@ def deploy() -> Iterator[Callable[..., TableRunHarness]]:
         substitutions=FAST_SUBSTITUTIONS,
         dms=DmsLifecycle(mover=orders_replication),
         environment={"POWERTOOLS_METRICS_DISABLED": "true"},
+        time_scale=TIME_SCALE,
     )
     handler = logger.registered_handler
     assert isinstance(handler, logging.StreamHandler)

@@ -20,7 +20,14 @@ from icetide_local.execution_progress import ExecutionWatcher
 from icetide_local.progress import ProgressConsole
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import TableRunHarness
-from statemachine.orders import FAST_SUBSTITUTIONS, TABLE, orders_item, orders_manifest, orders_replication
+from statemachine.orders import (
+    FAST_SUBSTITUTIONS,
+    TABLE,
+    TIME_SCALE,
+    orders_item,
+    orders_manifest,
+    orders_replication,
+)
 
 # When each step came varies from run to run; what the steps are and their order do not.
 _WHEN = re.compile(r" \(\+\d+\.\d s\)$")
@@ -71,7 +78,10 @@ def test_a_tables_states_are_shown_in_order_while_its_execution_runs() -> None:
         write_manifest(arguments)
 
     with TableRunHarness(
-        substitutions=FAST_SUBSTITUTIONS, glue_runner=glue_job, dms=DmsLifecycle(mover=orders_replication)
+        substitutions=FAST_SUBSTITUTIONS,
+        glue_runner=glue_job,
+        dms=DmsLifecycle(mover=orders_replication),
+        time_scale=TIME_SCALE,
     ) as stack:
         stack.put_control_item(orders_item())
         execution = stack.start(TABLE)

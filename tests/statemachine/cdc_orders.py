@@ -20,9 +20,11 @@ from statemachine.orders import StackFactory, orders_item
 
 CDC_ITEM = {"captureMode": "cdc", "filtercolumn": None, "filteroperator": None, "startvalue": None}
 STORED_CHECKPOINT = "checkpoint:V1#icetide#sqlite#41"
-# A windowed task stops CDC_STOP_AFTER_SECONDS (the harness's 2) after its start, once the clock has
-# passed it: the polls wait a second each, for up to ten.
-CDC_POLLS = {"PollSeconds": "1", "MaxPollWaitSeconds": "1", "MaxPolls": "10"}
+# A windowed task stops CDC_STOP_AFTER_SECONDS (the harness's 2) after its start, once the stand-in's
+# real clock has passed it: the polls wait a declared second each, CDC_TIME_SCALE of it in real time,
+# for up to ten real seconds. A smaller scale would spend those seconds on more polls.
+CDC_POLLS = {"PollSeconds": "1", "MaxPollWaitSeconds": "1", "MaxPolls": "40"}
+CDC_TIME_SCALE = 0.25
 
 
 class CheckpointingMover:
@@ -49,4 +51,5 @@ def cdc_stack(make_stack: StackFactory, **options: Any) -> tuple[TableRunHarness
     """A stack whose DMS stand-in reads a ``server_time:`` stop position strictly (its default): one
     already past when the task starts stops it at once, having read nothing."""
     mover = CheckpointingMover()
+    options.setdefault("time_scale", CDC_TIME_SCALE)
     return make_stack(substitutions=CDC_POLLS, dms=DmsLifecycle(mover=mover), **options), mover

@@ -17,6 +17,7 @@ from icetide_local.stepfunctions import TableRunHarness
 from once_per_run import once_per_run
 from statemachine.orders import (
     FAST_SUBSTITUTIONS,
+    TIME_SCALE,
     StackFactory,
     orders_item,
     orders_manifest,
@@ -32,6 +33,7 @@ def make_stack() -> Iterator[StackFactory]:
         def make(substitutions: dict[str, str] | None = None, **options: Any) -> TableRunHarness:
             options.setdefault("glue_runner", orders_manifest())
             options.setdefault("dms", DmsLifecycle(mover=orders_replication))
+            options.setdefault("time_scale", TIME_SCALE)
             return stacks.enter_context(
                 TableRunHarness(substitutions={**FAST_SUBSTITUTIONS, **(substitutions or {})}, **options)
             )

@@ -2,11 +2,13 @@
 
 The table ``dbo_orders`` has run before (watermark PREVIOUS_WATERMARK). Its next run replicates
 10 rows (the DMS stand-in reports them) and the Glue stand-in writes a manifest that merged 4
-inserts, 5 updates and 1 delete up to NEW_WATERMARK. Waits are 0 s unless a test says otherwise.
+inserts, 5 updates and 1 delete up to NEW_WATERMARK. Waits are 0 s unless a test says otherwise, and
+the interpreter's pauses are scaled by TIME_SCALE.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,20 @@ FAST_SUBSTITUTIONS = {
     "MaxPolls": "5",
     "InstanceCheckSeconds": "0",
     "MaxInstanceChecks": "3",
+}
+
+# The interpreter's pauses (Wait states, Retrier intervals, Glue .sync checks) last this share of their
+# declared seconds (TableRunHarness's time_scale); the history keeps the declared seconds.
+TIME_SCALE = 0.01
+# A run whose DMS task never finishes polls it without end, five real seconds apart at TIME_SCALE:
+# once it polls (wait_until_polling) it is in a Wait state whenever a test looks or stops it (moto's
+# interpreter can record a broken history event for an execution stopped during a Lambda task).
+# StopExecution ends a Wait at once.
+_POLL_SECONDS = str(round(5 / TIME_SCALE))
+POLLING_WITHOUT_END = {
+    "PollSeconds": _POLL_SECONDS,
+    "MaxPollWaitSeconds": _POLL_SECONDS,
+    "MaxPolls": "100000",
 }
 
 StackFactory = Callable[..., TableRunHarness]
@@ -64,6 +80,21 @@ def orders_manifest() -> JobRunner:
 def orders_replication(run: ReplicationTaskRun) -> list[TableStatistics]:
     """The DMS stand-in's data movement: it unloads 10 rows of dbo.orders."""
     return [TableStatistics(schema="dbo", table="orders", full_load_rows=FULL_LOAD_ROWS)]
+
+
+def wait_until_polling(stack: TableRunHarness, execution_arn: str, timeout_seconds: float = 60) -> None:
+    """Wait until the run has started its DMS task and waits for it (reads the execution's history)."""
+    stepfunctions = stack.client("stepfunctions")
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        events = stepfunctions.get_execution_history(executionArn=execution_arn)["events"]
+        entered = {
+            event["stateEnteredEventDetails"]["name"] for event in events if "StateEntered" in event["type"]
+        }
+        if "Wait for replication task" in entered:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{execution_arn} never reached the DMS poll loop")
 
 
 def create_shared_instance(stack: TableRunHarness) -> str:

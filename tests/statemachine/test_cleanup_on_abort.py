@@ -9,7 +9,6 @@ the real CleanUpExecution handler, and the hourly sweep's stand-in runs the real
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -19,10 +18,16 @@ from icetide.clock import utc_now
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import DmsInventory, Fault, TableRunHarness
 from icetide_local.stepfunctions.cleanup_rules import Delivery
-from statemachine.orders import PREVIOUS_WATERMARK, TABLE, StackFactory, orders_item, orders_replication
+from statemachine.orders import (
+    POLLING_WITHOUT_END,
+    PREVIOUS_WATERMARK,
+    TABLE,
+    StackFactory,
+    orders_item,
+    orders_replication,
+    wait_until_polling,
+)
 
-# The run polls its task every second, without end: it is waiting on DMS whenever a test looks.
-WAITING_ON_DMS = {"PollSeconds": "1", "MaxPollWaitSeconds": "1", "MaxPolls": "100000"}
 # The states of the poll loop: a run stopped while it waits on DMS is in one of them.
 POLL_LOOP = {
     "Lengthen poll wait",
@@ -42,24 +47,11 @@ INJECTED = "failure injected by the test"
 
 
 def _stack_waiting_on_dms(make_stack: StackFactory) -> TableRunHarness:
-    stack = make_stack(WAITING_ON_DMS, dms=DmsLifecycle(mover=orders_replication, full_load_finishes=False))
+    stack = make_stack(
+        POLLING_WITHOUT_END, dms=DmsLifecycle(mover=orders_replication, full_load_finishes=False)
+    )
     stack.put_control_item(orders_item())
     return stack
-
-
-def _wait_until_polling(stack: TableRunHarness, execution_arn: str, timeout_seconds: float = 60) -> None:
-    """Wait until the run has started its DMS task and waits for it (reads the execution's history)."""
-    stepfunctions = stack.client("stepfunctions")
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        events = stepfunctions.get_execution_history(executionArn=execution_arn)["events"]
-        entered = {
-            event["stateEnteredEventDetails"]["name"] for event in events if "StateEntered" in event["type"]
-        }
-        if "Wait for replication task" in entered:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{execution_arn} never reached the DMS poll loop")
 
 
 def _deliver(stack: TableRunHarness, execution_arn: str) -> Delivery:
@@ -81,7 +73,7 @@ def test_a_run_stopped_while_it_waits_on_dms_leaves_no_dms_resource_and_no_lock(
 ) -> None:
     stack = _stack_waiting_on_dms(make_stack)
     execution = stack.start(TABLE)
-    _wait_until_polling(stack, execution)
+    wait_until_polling(stack, execution)
     before = stack.dms_inventory()
     assert (len(before.tasks), len(before.instances), len(before.target_endpoints)) == (1, 1, 1)
     assert (stack.control_item(TABLE) or {}).get("lockHolder") == FIRST_RUN
@@ -107,7 +99,7 @@ def test_a_run_stopped_while_it_waits_on_dms_leaves_no_dms_resource_and_no_lock(
 def test_the_same_event_delivered_again_changes_nothing(make_stack: StackFactory) -> None:
     stack = _stack_waiting_on_dms(make_stack)
     execution = stack.start(TABLE)
-    _wait_until_polling(stack, execution)
+    wait_until_polling(stack, execution)
     stack.client("stepfunctions").stop_execution(executionArn=execution)
     stack.wait(execution)
     _assert_retried_only_while_dms_was_busy(_deliver(stack, execution))
@@ -237,11 +229,11 @@ def test_the_sweep_deletes_a_dead_runs_leftovers_and_leaves_a_running_runs_resou
     stack = _stack_waiting_on_dms(make_stack)
     stack.put_control_item(orders_item(targetTableName="dbo_customers", sourceTable="customers"))
     dead = stack.start(TABLE)
-    _wait_until_polling(stack, dead)
+    wait_until_polling(stack, dead)
     stack.client("stepfunctions").stop_execution(executionArn=dead)
     stack.wait(dead)  # ABORTED, and its status event never delivered: the leftovers stay
     live = stack.start("dbo_customers")
-    _wait_until_polling(stack, live)
+    wait_until_polling(stack, live)
     everything = stack.dms_inventory()
     live_run = DmsInventory(
         tasks=[arn for arn in everything.tasks if arn != FIRST_RUN_TASK],

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from icetide_local.stepfunctions import Fault, FaultPlan, RunReport, TableRunHarness
 from icetide_local.stepfunctions.definition import SubstitutionError, handler_module, render_definition
-from statemachine.orders import StackFactory
+from statemachine.orders import TIME_SCALE, StackFactory
 
-GLUE_ONLY_MACHINE = {
+GLUE_ONLY_MACHINE: dict[str, Any] = {
     "Comment": "A Glue .sync task whose whole result (with datetimes) is the execution's output.",
     "StartAt": "Run the job",
     "States": {
@@ -28,6 +31,32 @@ GLUE_ONLY_MACHINE = {
         }
     },
 }
+
+# Retried twice (1 s, then 2 s), a Wait of 2 s, a Glue .sync task: five declared seconds of pauses.
+RETRIES = 2
+PAUSING_MACHINE: dict[str, Any] = {
+    "StartAt": "Release the lock",
+    "States": {
+        "Release the lock": {
+            "Type": "Task",
+            "Resource": "${ReleaseLockFunctionArn}",
+            "Parameters": {"targetTableName": "dbo_orders", "runId": "dbo_orders-20261121T0700Z"},
+            "ResultPath": None,
+            "Retry": [
+                {
+                    "ErrorEquals": ["Lambda.TooManyRequestsException"],
+                    "IntervalSeconds": 1,
+                    "BackoffRate": 2,
+                    "MaxAttempts": RETRIES,
+                }
+            ],
+            "Next": "Wait",
+        },
+        "Wait": {"Type": "Wait", "SecondsPath": "$.waitSeconds", "Next": "Run the job"},
+        "Run the job": {**GLUE_ONLY_MACHINE["States"]["Run the job"], "ResultPath": None},
+    },
+}
+DECLARED_PAUSE_SECONDS = 1 + 2 + 2
 
 
 def test_render_definition_fills_every_placeholder(tmp_path: Path) -> None:
@@ -180,3 +209,80 @@ def test_a_stack_undoes_its_patches_and_lambda_environment_when_it_closes(
     assert LambdaFunction.invoke is original
     assert during == "icetide-control"  # set for the handlers, and left set between invocations
     assert "CONTROL_TABLE_NAME" not in os.environ
+
+
+@pytest.mark.parametrize("time_scale", [0, -0.5, 1.5])
+def test_a_time_scale_only_shortens_pauses(time_scale: float) -> None:
+    with pytest.raises(ValueError, match="0 < time_scale <= 1"), TableRunHarness(time_scale=time_scale):
+        pass
+
+
+def test_a_time_scale_shortens_pauses_and_keeps_the_declared_retries_and_seconds(
+    make_stack: StackFactory,
+) -> None:
+    stack = make_stack()  # at TIME_SCALE
+    stack.faults.inject("release_lock", Fault("Lambda.TooManyRequestsException", "slow down", times=RETRIES))
+    definition = json.dumps(PAUSING_MACHINE).replace(
+        "${ReleaseLockFunctionArn}", stack.substitutions["ReleaseLockFunctionArn"]
+    )
+    stepfunctions = stack.client("stepfunctions")
+    machine = stepfunctions.create_state_machine(
+        name="pausing", definition=definition, roleArn=stack.role_arn
+    )
+    started = time.monotonic()
+    execution = stepfunctions.start_execution(
+        stateMachineArn=machine["stateMachineArn"], name="pausing-1", input=json.dumps({"waitSeconds": 2})
+    )["executionArn"]
+
+    report = stack.wait(execution)
+    elapsed = time.monotonic() - started
+
+    assert report.status == "SUCCEEDED", report.render()
+    events = stepfunctions.get_execution_history(executionArn=execution)["events"]
+    types = [event["type"] for event in events]
+    assert (types.count("LambdaFunctionFailed"), types.count("LambdaFunctionSucceeded")) == (RETRIES, 1)
+    waits = [event for event in events if event["type"] == "WaitStateEntered"]
+    assert [json.loads(event["stateEnteredEventDetails"]["input"])["waitSeconds"] for event in waits] == [2]
+    # In real seconds the run would take at least DECLARED_PAUSE_SECONDS.
+    assert elapsed < DECLARED_PAUSE_SECONDS / 2, f"{elapsed:.2f} s at time scale {TIME_SCALE}"
+
+
+def test_a_stack_at_real_time_leaves_the_interpreters_pauses_as_moto_has_them() -> None:
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback,
+    )
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+
+    def pauses() -> tuple[Any, Any, float]:
+        return (
+            retrier_decl.time,
+            WaitFunction._wait_interval,
+            state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK,
+        )
+
+    moto_pauses = pauses()
+    with TableRunHarness():
+        at_real_time = pauses()
+    with TableRunHarness(time_scale=TIME_SCALE):
+        scaled = pauses()
+
+    assert at_real_time == moto_pauses == pauses()
+    assert all(ours != moto for ours, moto in zip(scaled, moto_pauses, strict=True))
+    assert scaled[2] == moto_pauses[2] * TIME_SCALE
+
+
+def test_stacks_read_service_models_through_one_loader_and_restore_boto3s_default_session() -> None:
+    before = boto3.DEFAULT_SESSION
+    loaders, search_paths = [], []
+    for _ in range(2):
+        with TableRunHarness():
+            session = boto3.DEFAULT_SESSION
+            assert session is not None and session is not before
+            loader = session._session.get_component("data_loader")
+            loaders.append(loader)
+            search_paths.append(list(loader.search_paths))
+
+    assert loaders[0] is loaders[1]
+    assert search_paths[0] == search_paths[1]
+    assert boto3.DEFAULT_SESSION is before

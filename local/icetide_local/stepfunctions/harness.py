@@ -31,8 +31,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
+from unittest import mock
 
 import boto3
+import botocore.loaders
+import botocore.session
 from moto import mock_aws
 
 from icetide.adapters.clients import reset_clients
@@ -51,11 +54,14 @@ from icetide_local.stepfunctions.definition import (
 from icetide_local.stepfunctions.execution_report import RunReport, execution_report
 from icetide_local.stepfunctions.faults import FaultPlan, failing_sns_publish
 from icetide_local.stepfunctions.lambdas import InProcessLambdas
-from icetide_local.stepfunctions.moto_patches import patched_moto
+from icetide_local.stepfunctions.moto_patches import patched_moto, scaled_pauses
 
 # Runs started without a run id get consecutive hourly slots from here, so each is distinct.
 FIRST_SLOT = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
 _FINISHED_POLL_SECONDS = 0.05
+# The service models (botocore's JSON descriptions of each AWS API), read once per process: see
+# _session_with_shared_models.
+_SERVICE_MODELS = botocore.loaders.create_loader()
 _TRUST_POLICY = json.dumps(
     {
         "Version": "2012-10-17",
@@ -70,6 +76,21 @@ _TRUST_POLICY = json.dumps(
         ],
     }
 )
+
+
+def _session_with_shared_models() -> contextlib.AbstractContextManager[Any]:
+    """boto3's default session, for the block, a new one that reads service models through one loader.
+
+    moto gives each mock a new default session (as a test wants: no client or credentials from
+    outside), and a new session's loader parses every model it needs again, which is most of the
+    time a stack takes to provision. The models are the same files whichever session reads them.
+    """
+    session = botocore.session.get_session()
+    session.register_component("data_loader", _SERVICE_MODELS)
+    default_session = boto3.Session(botocore_session=session)
+    # boto3.Session adds its own model folder to the loader's search paths every time: once will do.
+    _SERVICE_MODELS.search_paths[:] = dict.fromkeys(_SERVICE_MODELS.search_paths)
+    return mock.patch.object(boto3, "DEFAULT_SESSION", default_session)
 
 
 class ExecutionStillRunning(TimeoutError):
@@ -129,6 +150,7 @@ class TableRunHarness:
         names: StackNames | None = None,
         source_endpoint_settings: Mapping[str, Any] | None = None,
         environment: Mapping[str, str] | None = None,
+        time_scale: float = 1.0,
     ) -> None:
         """Configure the stack; nothing is created before ``__enter__``.
 
@@ -137,6 +159,10 @@ class TableRunHarness:
         write an empty manifest); ``maintenance_runner`` each run of the maintenance Glue job
         (default: write a maintenance report that says the table was skipped). ``environment`` adds
         to or overrides the Lambda functions' environment variables (e.g. ``REPLICATION_INSTANCE_ARN``).
+        ``time_scale`` below 1 shortens the interpreter's pauses (Wait states, Retrier intervals, the
+        Glue ``.sync`` checks) to that share of their declared length, a difference from AWS that
+        tests choose (:func:`icetide_local.stepfunctions.moto_patches.scaled_pauses`); timeouts and
+        the stand-ins' clocks stay real.
         """
         self.names = names or StackNames()
         self.faults = FaultPlan()
@@ -148,6 +174,7 @@ class TableRunHarness:
         self._glue_default_arguments = dict(glue_default_arguments or {})
         self._source_endpoint_settings = dict(source_endpoint_settings or {"EngineName": "sqlite"})
         self._environment_overrides = dict(environment or {})
+        self.time_scale = time_scale
         self._exit_stack = contextlib.ExitStack()
         self._clients: dict[str, Any] = {}
         self._runs_started = 0
@@ -171,7 +198,10 @@ class TableRunHarness:
             # Not lambda use_docker=False: moto's "simple" Lambda backend would echo payloads instead
             # of calling LambdaFunction.invoke, which InProcessLambdas replaces.
             stack.enter_context(mock_aws(config={"stepfunctions": {"execute_state_machine": True}}))
+            stack.enter_context(_session_with_shared_models())
             stack.enter_context(patched_moto())
+            if self.time_scale != 1:
+                stack.enter_context(scaled_pauses(self.time_scale))
             stack.enter_context(self.lambdas.install())
             stack.enter_context(self.dms.install())
             stack.enter_context(self.glue.install())

@@ -1,7 +1,8 @@
 """Fixes for the two bugs of moto 5.2.5's Step Functions interpreter that the table-run machine hits.
 
 Both are patched here and nowhere else, only while the harness (and so the local stack) runs
-(:func:`patched_moto`), together with one speed-up (3.):
+(:func:`patched_moto`), together with one speed-up (3.) and, when the harness is given a time scale
+below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
 
 1. ``arn:aws:states:::glue:startJobRun.sync`` always fails. moto 5.2.5's
    ``StateTaskServiceCallback._eval_integration_pattern`` ends with
@@ -19,7 +20,16 @@ Both are patched here and nowhere else, only while the harness (and so the local
    :func:`_validate_once` remembers the texts that passed; a failing text is parsed (and refused)
    every time. Executions still parse their definition themselves.
 
-Re-check both when moto is upgraded; drop a patch once moto fixes the bug.
+4. A local-vs-AWS difference, off unless asked for (``TableRunHarness(time_scale=...)``): the
+   interpreter's own pauses last ``time_scale`` times as long as AWS's. Those are a Wait state's
+   seconds, a Retrier's interval (IntervalSeconds, BackoffRate, MaxDelaySeconds as declared) and
+   the pause between two checks of a ``.sync`` Glue job run (moto's
+   ``_DELAY_SECONDS_SYNC_CONDITION_CHECK``). The execution's history and the states' data keep the
+   declared seconds, and a retry still happens as often as declared. Timeouts (a state's or the
+   execution's TimeoutSeconds) stay in real seconds: they bound work the handlers and stand-ins do
+   in real time.
+
+Re-check all of these when moto is upgraded; drop a patch once moto fixes the bug.
 """
 
 from __future__ import annotations
@@ -27,13 +37,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import time
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_glue import (
     StateTaskServiceGlue,
 )
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -49,6 +65,34 @@ def patched_moto() -> Iterator[None]:
             BaseExecutionWorkerCommunication, "_reflect_execution_status", _reflect_with_json_output(reflect)
         ),
         mock.patch.object(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_once)),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def scaled_pauses(time_scale: float) -> Iterator[None]:
+    """For the duration of the block, the interpreter's pauses (Wait states, Retrier intervals, the
+    ``.sync`` check interval) last ``time_scale`` times their declared length (4. above)."""
+    if not 0 < time_scale <= 1:
+        raise ValueError(f"a time scale shortens pauses: 0 < time_scale <= 1, got {time_scale}")
+    sync_check = state_task_service_callback._DELAY_SECONDS_SYNC_CONDITION_CHECK
+
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds * time_scale)
+
+    def wait_interval(self: WaitFunction, env: Environment, wait_seconds: int) -> None:
+        # moto's own re-waits in whole seconds after an interrupt, which a fraction never reaches.
+        deadline = time.monotonic() + wait_seconds * time_scale
+        while env.is_running() and (remaining := deadline - time.monotonic()) > 0:
+            env.program_state_event.wait(remaining)
+
+    with (
+        # RetrierDecl._eval_body sleeps through its module's `time`, and only there.
+        mock.patch.object(retrier_decl, "time", types.SimpleNamespace(sleep=sleep)),
+        mock.patch.object(WaitFunction, "_wait_interval", wait_interval),
+        mock.patch.object(
+            state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", sync_check * time_scale
+        ),
     ):
         yield
 

@@ -69,6 +69,11 @@ def patched_moto() -> Iterator[None]:
         yield
 
 
+# Each .sync check asks the Glue stand-in for the run through moto: checked more often than this, a
+# job run of a few seconds costs more CPU in checks than the pause saves, on a 2-core machine.
+MIN_SYNC_CHECK_SECONDS = 0.05
+
+
 @contextlib.contextmanager
 def scaled_pauses(time_scale: float) -> Iterator[None]:
     """For the duration of the block, the interpreter's pauses (Wait states, Retrier intervals, the
@@ -91,7 +96,9 @@ def scaled_pauses(time_scale: float) -> Iterator[None]:
         mock.patch.object(retrier_decl, "time", types.SimpleNamespace(sleep=sleep)),
         mock.patch.object(WaitFunction, "_wait_interval", wait_interval),
         mock.patch.object(
-            state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", sync_check * time_scale
+            state_task_service_callback,
+            "_DELAY_SECONDS_SYNC_CONDITION_CHECK",
+            max(sync_check * time_scale, MIN_SYNC_CHECK_SECONDS),
         ),
     ):
         yield

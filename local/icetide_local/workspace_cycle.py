@@ -11,7 +11,6 @@ between runs, with its checkpoint, and each cycle's first step is that task catc
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -86,19 +85,6 @@ def next_slot(now: datetime, last_slot: datetime | None) -> datetime:
     return slot
 
 
-def _wait_for_the_next_second() -> None:
-    """Return once the wall clock is past the whole second it reads now.
-
-    A cdc run stops at a whole-second server time (DMS's CdcStopPosition takes no fraction); a
-    change committed earlier in the second the run locks in would wait for the next cycle. The
-    stack's start-up nearly always takes longer than this wait.
-    """
-    start = utc_now()
-    remaining = (start.replace(microsecond=0) + timedelta(seconds=1) - utc_now()).total_seconds()
-    if remaining > 0:
-        time.sleep(remaining)
-
-
 def run_workspace_cycle(
     workspace: Workspace,
     source_url: str,
@@ -124,7 +110,6 @@ def run_workspace_cycle(
             stack.dms.restore_continuous_tasks(_load_dms_tasks(workspace))
             restore_continuous_bronze(stack.client("s3"), stack.names.raw_bucket, workspace.continuous_bronze)
             try:
-                _wait_for_the_next_second()
                 report = stack.run_cycle(slot, timeout_seconds)
                 workspace.record_runs(report.runs)  # what `icetide runs --workspace` lists
             finally:

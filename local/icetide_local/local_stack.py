@@ -53,6 +53,10 @@ LOCAL_ENVIRONMENT = {
     "SCHEDULE_SLOT_MINUTES": "1",
     # Powertools would print a metrics document per invocation; nobody collects them locally.
     "POWERTOOLS_METRICS_DISABLED": "true",
+    # A windowed cdc task stops this long after its start (icetide.dms.stop_position), so every cdc
+    # run waits it out. The stand-in reads the task's window at the first poll after the start, a
+    # few states later; a stop already past by then would read nothing (StopPositionReading.STRICT).
+    "CDC_STOP_AFTER_SECONDS": "1",
 }
 START_WORKFLOW = "start_workflow"
 START_MAINTENANCE = "start_maintenance"

@@ -11,7 +11,6 @@ between runs, with its checkpoint, and each cycle's first step is that task catc
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -76,27 +75,14 @@ def next_slot(now: datetime, last_slot: datetime | None) -> datetime:
     """The schedule slot of this cycle: the one after now's, or after the last cycle's if that is later.
 
     Run ids are `<table>-<slot>`, and the Glue job treats a run id it has committed as done; two cycles
-    in one slot would make the second a no-op, so each cycle takes a slot of its own. The slot starts
-    after now because a local cycle reads the source as it is now: a cdc run stops at its slot's
-    start or its lock time, whichever is earlier, so it reads every change made before the cycle.
+    in one slot would make the second a no-op, so each cycle takes a slot of its own: the next one a
+    schedule would fire. What a cdc run reads does not depend on it: its task stops
+    CDC_STOP_AFTER_SECONDS after it starts, after every change made before the cycle.
     """
     slot = schedule_slot(now, SLOT_MINUTES) + timedelta(minutes=SLOT_MINUTES)
     if last_slot is not None and slot <= last_slot:
         slot = last_slot + timedelta(minutes=SLOT_MINUTES)
     return slot
-
-
-def _wait_for_the_next_second() -> None:
-    """Return once the wall clock is past the whole second it reads now.
-
-    A cdc run stops at a whole-second server time (DMS's CdcStopPosition takes no fraction); a
-    change committed earlier in the second the run locks in would wait for the next cycle. The
-    stack's start-up nearly always takes longer than this wait.
-    """
-    start = utc_now()
-    remaining = (start.replace(microsecond=0) + timedelta(seconds=1) - utc_now()).total_seconds()
-    if remaining > 0:
-        time.sleep(remaining)
 
 
 def run_workspace_cycle(
@@ -124,7 +110,6 @@ def run_workspace_cycle(
             stack.dms.restore_continuous_tasks(_load_dms_tasks(workspace))
             restore_continuous_bronze(stack.client("s3"), stack.names.raw_bucket, workspace.continuous_bronze)
             try:
-                _wait_for_the_next_second()
                 report = stack.run_cycle(slot, timeout_seconds)
                 workspace.record_runs(report.runs)  # what `icetide runs --workspace` lists
             finally:

@@ -25,6 +25,10 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "icetide")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "icetide")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+# Every Spark the tests start (a worker's session, the local stack's, a subprocess's) runs its JIT at
+# the quick compiler only: the tests' runs are short and tiny, and the optimising compiler's threads
+# took CPU from the other worker's tests (icetide_local.spark.SPARK_JAVA_OPTIONS_VARIABLE).
+os.environ.setdefault("ICETIDE_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 # After the environment above: the handlers' Powertools objects read it at import.
 import importlib

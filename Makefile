@@ -24,7 +24,7 @@ export ICETIDE_JARS_DIR := $(JARS_DIR)
 # What the background tier-setup of make test printed.
 TIER_SETUP_LOG := .tier-setup.log
 
-.PHONY: help venv jars test tier-setup test-fast test-spark test-postgres test-tools test-stack test-aws demo lint build clean bench bench-maintenance bench-hash
+.PHONY: help venv jars test tier-setup test-fast test-spark test-postgres test-tools test-stack test-costs test-aws demo lint build clean bench bench-maintenance bench-hash
 .DEFAULT_GOAL := help
 
 help: ## list the targets
@@ -74,6 +74,9 @@ test-tools: venv ## the deployment tools' tier alone (installs .venv-sam and .ve
 
 test-stack: venv ## the local stack's tier alone: the state machines on the Step Functions stand-in
 	$(PYTEST) -m stack
+
+test-costs: venv jars ## the slower tiers, recording each test file's seconds in tests/scope_costs.json: the order make test's workers take them in (commit the file)
+	$(PYTEST) -m "not ($(FAST_TIER))" --record-scope-costs
 
 test-aws: venv ## the acceptance scenario against a deployed stack and its source (ICETIDE_STACK, ICETIDE_SOURCE_URL, AWS credentials; costs money: docs/acceptance.md)
 	@$(BIN)/python -m icetide_acceptance --preflight

@@ -10,7 +10,14 @@ import botocore.loaders
 import botocore.session
 import pytest
 
-from scheduling import FilesAndGroupsScheduling, costliest_first, take_scopes_as_ordered
+from scheduling import (
+    SCOPE_COSTS,
+    FilesAndGroupsScheduling,
+    ScopeCostRecorder,
+    costliest_first,
+    recorded_costs,
+    take_scopes_as_ordered,
+)
 from seeds import EachSeed, each_seed_of
 from tiers import POSTGRES, TierGuard, mark_by_directory, unmarked_fixture_uses
 
@@ -25,10 +32,6 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "icetide")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "icetide")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-# Every Spark the tests start (a worker's session, the local stack's, a subprocess's) runs its JIT at
-# the quick compiler only: the tests' runs are short and tiny, and the optimising compiler's threads
-# took CPU from the other worker's tests (icetide_local.spark.SPARK_JAVA_OPTIONS_VARIABLE).
-os.environ.setdefault("ICETIDE_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 # After the environment above: the handlers' Powertools objects read it at import.
 import importlib
@@ -73,6 +76,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="run a seeded test's loop for seed N only (repeatable): how a failing seed is reproduced",
     )
+    parser.addoption(
+        "--record-scope-costs",
+        action="store_true",
+        help=f"write each test file's (and xdist group's) seconds into {SCOPE_COSTS.name}, the costs "
+        "make test's workers order their queue by (make test-costs)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--record-scope-costs") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ScopeCostRecorder(SCOPE_COSTS, config.rootpath), "scope-cost-recorder")
 
 
 @pytest.fixture
@@ -93,7 +107,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker(POSTGRES):
             item.add_marker(pytest.mark.xdist_group(POSTGRES))
-    costliest_first(items)
+    costliest_first(items, recorded_costs())
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

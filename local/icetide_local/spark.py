@@ -60,10 +60,9 @@ logger.native.level = error
 """
 
 
-# Extra options for the local driver's JVM, appended to icetide's own, e.g. the tests'
-# "-XX:TieredStopAtLevel=1": a JIT that stops at its quick compiler, which on two cores spends about
-# half the CPU on short runs of tiny tables, where the optimising compiler's work never pays back
-# (it does on a benchmark's millions of rows, so the default leaves the JIT as Java has it).
+# Extra options for the local driver's JVM (a heap size, a JIT setting), appended to icetide's own.
+# None by default: a JIT held at its quick compiler spends half the CPU of one short run of a tiny
+# table, but a worker that runs the whole test suite in one JVM, or a benchmark, pays it back.
 SPARK_JAVA_OPTIONS_VARIABLE = "ICETIDE_SPARK_JAVA_OPTIONS"
 
 

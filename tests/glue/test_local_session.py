@@ -81,11 +81,11 @@ def test_the_local_file_system_sets_the_permissions_asked_for(spark: SparkSessio
     assert stat.S_IMODE(made.stat().st_mode) == 0o701
 
 
-def test_the_driver_jvm_runs_with_the_options_the_environment_adds(spark: SparkSession) -> None:
-    # The tests' conftest asks for the quick JIT only; the log configuration stays first.
+def test_the_driver_jvm_runs_with_icetide_s_driver_options(spark: SparkSession) -> None:
+    # What the session gives as the driver's options reaches the JVM (what they hold, the
+    # environment's additions included: tests/local/test_spark_java_options.py).
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # a live session has a JVM
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
 
-    assert "-XX:TieredStopAtLevel=1" in arguments
     assert any(argument.startswith("-Dlog4j2.configurationFile=file:") for argument in arguments)

@@ -1,5 +1,5 @@
 """The local driver JVM's options: icetide's quiet log configuration, then what
-$ICETIDE_SPARK_JAVA_OPTIONS adds (the tests add a quicker JIT)."""
+$ICETIDE_SPARK_JAVA_OPTIONS adds."""
 
 from __future__ import annotations
 

@@ -427,9 +427,15 @@ def _write_tombstones(spark: SparkSession, run: _Run) -> bool:
     return True
 
 
-def _data_files(spark: SparkSession, iceberg: Any, rows: pa.Table, schema: pa.Schema) -> list[Any]:
-    """``rows`` written as one data file of silver (none without rows), not committed."""
-    return [write_data_file(spark, iceberg, rows, schema)] if len(rows) else []
+def _data_files(spark: SparkSession, iceberg: Any, run: _Run, rows: pa.Table, schema: pa.Schema) -> list[Any]:
+    """``rows`` with their values hash when silver stores one, in key order, written as one data
+    file of silver (none without rows), not committed."""
+    if not len(rows):
+        return []
+    if run.value_types is not None:
+        rows = rows.append_column(VALUES_HASH, values_hash(rows, list(run.value_types.items()), jvm(spark)))
+    rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
+    return [write_data_file(spark, iceberg, rows, schema)]
 
 
 def _positions(run: _Run) -> dict[str, np.ndarray]:
@@ -454,14 +460,11 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
         iceberg = run.iceberg
         properties = snapshot_properties(manifest, MergePlan.DRIVER)
         rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
-        if run.value_types is not None:
-            hashed = values_hash(rows, list(run.value_types.items()), jvm(spark))
-            rows = rows.append_column(VALUES_HASH, hashed)
-        rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
         schema = iceberg_arrow_schema(spark, iceberg, run.silver)
-        # Silver's data file is written while the delete files and the tombstones are
-        # (icetide_glue.beside); the commit waits for it.
-        with beside(partial(_data_files, spark, iceberg, rows, schema), "silver's data file") as added:
+        # Silver's data file is hashed, sorted and written while the delete files and the
+        # tombstones are (icetide_glue.beside; Arrow and numpy leave the GIL to the other thread);
+        # the commit waits for it.
+        with beside(partial(_data_files, spark, iceberg, run, rows, schema), "silver's data file") as added:
             positions = _positions(run)
             if positions:
                 live = [

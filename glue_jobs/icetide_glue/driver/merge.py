@@ -114,8 +114,9 @@ class _Run:
     tombstone_keys: list[str]
     base_snapshot_id: int
     planned: list[PlannedDataFile]
-    # The compared columns' Spark types when silver's rows store their values hash (None: they do not).
-    value_types: dict[str, str] | None
+    # The values hash of each labelled change (in the labels' order) when silver's rows store one
+    # (None: they do not).
+    values_hashes: pa.Array | None
 
 
 # A run's bronze files and their merged schema (without Spark's file-rank and row-index columns).
@@ -292,8 +293,14 @@ def _label(
     read = StructType([silver[name] for name in [*silver_keys, *ORDER_COLUMNS, *compared]])
     key_fields = [latest.schema.field(key) for key in silver_keys]
     read_tombstones = partial(_read_tombstones, spark, tombstones, keys, key_fields, ranges, wanted)
-    # The tombstone table is planned and read while silver's rows are (icetide_glue.beside).
-    with beside(read_tombstones, "the tombstone table's read", decisions=(NotEligible,)) as wrote_tombstones:
+    hash_changes = partial(_values_hashes, spark, latest, value_types)
+    # The tombstone table is planned and read, and every change's values hash computed, while
+    # silver's rows are read (icetide_glue.beside): which changes the run writes is known only
+    # from the labels, and hashing them all costs less than hashing the written ones after.
+    with (
+        beside(hash_changes, "the changes' values hashes") as hashed,
+        beside(read_tombstones, "the tombstone table's read", decisions=(NotEligible,)) as wrote_tombstones,
+    ):
         planned, silver_rows = read_rows_of_keys(
             spark,
             iceberg,
@@ -306,7 +313,8 @@ def _label(
             MAX_PLANNED_BYTES,
         )
         tombstone_schema = wrote_tombstones.result()
-    labels = label_changes(latest, silver_rows, tombstone_schema.rows, silver_keys, compared)
+        labels = label_changes(latest, silver_rows, tombstone_schema.rows, silver_keys, compared)
+        values_hashes = hashed.result()
     summary = batch.summary
     manifest = RunManifest(
         run_id=args.run_id,
@@ -333,8 +341,15 @@ def _label(
         tombstone_schema.keys,
         base_snapshot_id,
         planned,
-        value_types,
+        values_hashes,
     )
+
+
+def _values_hashes(
+    spark: SparkSession, changes: pa.Table, value_types: dict[str, str] | None
+) -> pa.Array | None:
+    """The values hash of each of ``changes`` (aligned to silver) when silver stores one."""
+    return None if value_types is None else values_hash(changes, list(value_types.items()), jvm(spark))
 
 
 @dataclass(frozen=True)
@@ -427,15 +442,14 @@ def _write_tombstones(spark: SparkSession, run: _Run) -> bool:
     return True
 
 
-def _data_files(spark: SparkSession, iceberg: Any, run: _Run, rows: pa.Table, schema: pa.Schema) -> list[Any]:
-    """``rows`` with their values hash when silver stores one, in key order, written as one data
-    file of silver (none without rows), not committed."""
+def _data_files(
+    spark: SparkSession, iceberg: Any, keys: list[str], rows: pa.Table, schema: pa.Schema
+) -> list[Any]:
+    """``rows`` in ``keys``' order, written as one data file of silver (none without rows), not
+    committed."""
     if not len(rows):
         return []
-    if run.value_types is not None:
-        rows = rows.append_column(VALUES_HASH, values_hash(rows, list(run.value_types.items()), jvm(spark)))
-    rows = rows.sort_by([(key, "ascending") for key in run.silver_keys])
-    return [write_data_file(spark, iceberg, rows, schema)]
+    return [write_data_file(spark, iceberg, rows.sort_by([(key, "ascending") for key in keys]), schema)]
 
 
 def _positions(run: _Run) -> dict[str, np.ndarray]:
@@ -459,12 +473,15 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
     if changing:
         iceberg = run.iceberg
         properties = snapshot_properties(manifest, MergePlan.DRIVER)
-        rows = _with_times(labels.changes.filter(pa.array(labels.writes)))
+        writes = pa.array(labels.writes)
+        rows = _with_times(labels.changes.filter(writes))
+        if run.values_hashes is not None:
+            rows = rows.append_column(VALUES_HASH, run.values_hashes.filter(writes))
         schema = iceberg_arrow_schema(spark, iceberg, run.silver)
-        # Silver's data file is hashed, sorted and written while the delete files and the
-        # tombstones are (icetide_glue.beside; Arrow and numpy leave the GIL to the other thread);
-        # the commit waits for it.
-        with beside(partial(_data_files, spark, iceberg, run, rows, schema), "silver's data file") as added:
+        keys = run.silver_keys
+        # Silver's data file is sorted and written while the delete files and the tombstones are
+        # (icetide_glue.beside); the commit waits for it.
+        with beside(partial(_data_files, spark, iceberg, keys, rows, schema), "silver's data file") as added:
             positions = _positions(run)
             if positions:
                 live = [

@@ -57,16 +57,41 @@ def values_hash(rows: pa.Table, columns: Sequence[tuple[str, str]], java: Any = 
     ``java``: the driver's JVM (py4j's view), needed only for a float or double column."""
     if not columns:
         raise ValueError("hashing values needs at least one column")
-    fields = []
-    for name, kind in columns:
-        text = escaped(exact_text(rows.column(name), kind, java))
-        label = escaped(pa.array([name], pa.string()))[0].as_py()
-        # A null field is left out: its part is empty, separator and all.
-        fields.append(pc.binary_join_element_wise(f',"{label}":"', text, '"', "").fill_null(""))
-    body = pc.binary_join_element_wise(*fields, "") if len(fields) > 1 else fields[0]
-    # The parts' text without the first part's leading comma (a row of nulls only: empty).
-    document = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
-    return pa.array(xxhash64(document), pa.int64())
+    return pa.array(xxhash64(json_documents(rows, columns, java)), pa.int64())
+
+
+def json_documents(rows: pa.Table, columns: Sequence[tuple[str, str]], java: Any = None) -> pa.Array:
+    """Each row's JSON document as Spark's ``to_json`` writes the struct of ``columns``' texts.
+
+    Joined in one pass: a column without nulls is a constant part (its label) and its text; a
+    column with nulls is one part, empty where the value is null, that carries its own leading
+    comma. Every field but the first begins with a comma, so when the first field may be missing
+    the document is joined with every field's comma and the first character of the body dropped.
+    """
+    texts = [(_label(name), escaped(exact_text(rows.column(name), kind, java))) for name, kind in columns]
+    first_always_present = texts[0][1].null_count == 0
+    parts: list[Any] = []
+    constant = "{" if first_always_present else ""
+    for index, (label, text) in enumerate(texts):
+        comma = "" if index == 0 and first_always_present else ","
+        if text.null_count == 0:
+            parts += [f'{constant}{comma}"{label}":"', text]
+            constant = '"'
+        else:
+            # A null field is left out: its part is empty, separator and all.
+            field = pc.binary_join_element_wise(f'{comma}"{label}":"', text, '"', "").fill_null("")
+            parts += [constant, field] if constant else [field]
+            constant = ""
+    if first_always_present:
+        return pc.binary_join_element_wise(*parts, constant + "}", "")
+    body = pc.binary_join_element_wise(*parts, constant, "")
+    return pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
+
+
+def _label(name: str) -> str:
+    """A column's name as Jackson writes it inside the document's quotes."""
+    label: str = escaped(pa.array([name], pa.string()))[0].as_py()
+    return label
 
 
 def exact_text(values: pa.ChunkedArray | pa.Array, kind: str, java: Any = None) -> pa.Array:

@@ -12,17 +12,9 @@ from typing import Any
 
 import pytest
 
-from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import TableRunHarness
 from once_per_run import once_per_run
-from statemachine.orders import (
-    FAST_SUBSTITUTIONS,
-    TIME_SCALE,
-    StackFactory,
-    orders_item,
-    orders_manifest,
-    orders_replication,
-)
+from statemachine.orders import StackFactory, orders_item, orders_stack
 
 
 @pytest.fixture
@@ -31,12 +23,7 @@ def make_stack() -> Iterator[StackFactory]:
     with contextlib.ExitStack() as stacks:
 
         def make(substitutions: dict[str, str] | None = None, **options: Any) -> TableRunHarness:
-            options.setdefault("glue_runner", orders_manifest())
-            options.setdefault("dms", DmsLifecycle(mover=orders_replication))
-            options.setdefault("time_scale", TIME_SCALE)
-            return stacks.enter_context(
-                TableRunHarness(substitutions={**FAST_SUBSTITUTIONS, **(substitutions or {})}, **options)
-            )
+            return stacks.enter_context(orders_stack(substitutions, **options))
 
         yield make
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from icetide_local.standins.dms.lifecycle import ReplicationTaskRun, TableStatistics
+from icetide_local.standins.dms.lifecycle import DmsLifecycle, ReplicationTaskRun, TableStatistics
 from icetide_local.standins.glue import JobRunner, manifest_writer
 from icetide_local.stepfunctions import TableRunHarness
 
@@ -47,6 +47,15 @@ POLLING_WITHOUT_END = {
 
 StackFactory = Callable[..., TableRunHarness]
 """The ``make_stack`` fixture: keyword arguments go to TableRunHarness."""
+
+
+def orders_stack(substitutions: dict[str, str] | None = None, **options: Any) -> TableRunHarness:
+    """A local stack (not yet entered) whose stand-ins replicate and merge dbo_orders' next run, with
+    FAST_SUBSTITUTIONS and TIME_SCALE; keyword arguments go to TableRunHarness."""
+    options.setdefault("glue_runner", orders_manifest())
+    options.setdefault("dms", DmsLifecycle(mover=orders_replication))
+    options.setdefault("time_scale", TIME_SCALE)
+    return TableRunHarness(substitutions={**FAST_SUBSTITUTIONS, **(substitutions or {})}, **options)
 
 
 def orders_item(**attributes: Any) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Fixes for the two bugs of moto 5.2.5's Step Functions interpreter that the table-run machine hits.
 
 Both are patched here and nowhere else, only while the harness (and so the local stack) runs
-(:func:`patched_moto`), together with one speed-up (3.) and, when the harness is given a time scale
-below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
+(:func:`patched_moto`), together with three speed-ups (3., 5. and 6.) and, when the harness is given a
+time scale below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
 
 1. ``arn:aws:states:::glue:startJobRun.sync`` always fails. moto 5.2.5's
    ``StateTaskServiceCallback._eval_integration_pattern`` ends with
@@ -18,7 +18,7 @@ below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
 3. Not a bug: ``create_state_machine`` validates a definition by parsing it with moto's ANTLR
    parser (over a second for this definition), and every test's stack creates the same one.
    :func:`_validate_once` remembers the texts that passed; a failing text is parsed (and refused)
-   every time. Executions still parse their definition themselves.
+   every time.
 
 4. A local-vs-AWS difference, off unless asked for (``TableRunHarness(time_scale=...)``): the
    interpreter's own pauses last ``time_scale`` times as long as AWS's. Those are a Wait state's
@@ -28,6 +28,13 @@ below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
    declared seconds, and a retry still happens as often as declared. Timeouts (a state's or the
    execution's TimeoutSeconds) stay in real seconds: they bound work the handlers and stand-ins do
    in real time.
+5. Not a bug: each execution parses its definition again with the same ANTLR parser (moto's
+   ``ExecutionWorker._get_evaluation_entrypoint``), as costly as the validation of 3., for every run.
+   :func:`_program_of` keeps the parsed program per definition text: its components hold the
+   definition only, and an execution's state lives in its own ``Environment``.
+6. Not a bug: an SNS subscription signs each message it delivers to SQS with an RSA key that moto
+   generates per subscription, and every stack subscribes its notification queue anew.
+   :func:`_signing_key` is one key for the process; nothing here checks the signatures.
 
 Re-check all of these when moto is upgraded; drop a patch once moto fixes the bug.
 """
@@ -43,21 +50,26 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
+from cryptography.hazmat.primitives.asymmetric import rsa
+from moto.sns.models import Subscription
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_glue import (
     StateTaskServiceGlue,
 )
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
 
 @contextlib.contextmanager
 def patched_moto() -> Iterator[None]:
-    """Apply the fixes (and the speed-up) for the duration of the block."""
+    """Apply the fixes (and the speed-ups) for the duration of the block."""
     reflect = BaseExecutionWorkerCommunication._reflect_execution_status
     with (
         mock.patch.object(StateTaskServiceGlue, "_eval_integration_pattern", _glue_sync_integration_pattern),
@@ -65,6 +77,8 @@ def patched_moto() -> Iterator[None]:
             BaseExecutionWorkerCommunication, "_reflect_execution_status", _reflect_with_json_output(reflect)
         ),
         mock.patch.object(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_once)),
+        mock.patch.object(ExecutionWorker, "_get_evaluation_entrypoint", _parsed_entrypoint),
+        mock.patch.object(Subscription, "private_key", _signing_key),
     ):
         yield
 
@@ -111,6 +125,25 @@ _VALIDATE_DEFINITION = StepFunctionsParserBackend._validate_definition
 def _validate_once(definition: str) -> None:
     # lru_cache does not remember calls that raise, so an invalid definition is always refused.
     _VALIDATE_DEFINITION(definition)
+
+
+def _parsed_entrypoint(self: ExecutionWorker) -> EvalComponent:
+    return _program_of(self._evaluation_details.state_machine_details.definition)
+
+
+@functools.lru_cache(maxsize=32)
+def _program_of(definition: str) -> EvalComponent:
+    program: EvalComponent = AmazonStateLanguageParser.parse(definition)[0]
+    return program
+
+
+def _signing_key(self: Subscription) -> rsa.RSAPrivateKey:
+    return _process_signing_key()
+
+
+@functools.cache
+def _process_signing_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
 def _glue_sync_integration_pattern(

@@ -35,6 +35,13 @@ _FAILURE_DETAILS = {
 _CHOICE_ENTERED = "ChoiceStateEntered"
 # moto appends to a history as the execution moves; reading it every 50 ms wait tick would only cost.
 DEFAULT_POLL_SECONDS = 0.2
+# moto answers GetExecutionHistory with the whole history every time (it ignores maxResults), built
+# and serialised under the GIL of the process whose threads run the executions and drive Spark. A
+# run that polls its DMS task without waiting grows a long history, and reading it at a fixed short
+# interval took more of the process's time than the runs themselves did. So the next
+# read waits this many times as long as the last one took: the watcher's share of the process stays
+# small however long the histories grow, and short histories are still read every poll_seconds.
+READ_COST_FACTOR = 9
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,9 @@ class ExecutionWatcher:
     """Follows executions and reports each table's new steps to ``progress`` as they happen.
 
     Call :meth:`poll` as often as convenient (the harness's wait loop does); it reads the histories
-    at most every ``poll_seconds``. A history only grows, so each poll shows the steps past those
-    already shown, and every step is shown once, however late a poll comes.
+    at most every ``poll_seconds``, and after a read that took a while, READ_COST_FACTOR times as
+    long. A history only grows, so each poll shows the steps past those already shown, and every
+    step is shown once, however late a poll comes.
     """
 
     def __init__(
@@ -97,7 +105,7 @@ class ExecutionWatcher:
         self._progress = progress
         self._poll_seconds = poll_seconds
         self._watched: dict[str, _Watched] = {}
-        self._last_poll = float("-inf")
+        self._next_poll = float("-inf")
 
     def watch(self, execution_arn: str) -> None:
         """Follow ``execution_arn`` from now on, under the name of the table its input names."""
@@ -107,13 +115,14 @@ class ExecutionWatcher:
 
     def poll(self, *, force: bool = False) -> None:
         """Report what the running executions did since the last poll (unless polled too recently)."""
-        now = time.monotonic()
-        if not force and now - self._last_poll < self._poll_seconds:
+        started = time.monotonic()
+        if not force and started < self._next_poll:
             return
-        self._last_poll = now
         for execution_arn, watched in self._watched.items():
             if not watched.ended:
                 self._report(watched, state_changes(execution_history(self._stepfunctions, execution_arn)))
+        took = time.monotonic() - started
+        self._next_poll = started + max(self._poll_seconds, took * READ_COST_FACTOR)
 
     def _report(self, watched: _Watched, changes: list[StateChange]) -> None:
         for change in changes[watched.shown :]:

@@ -66,9 +66,7 @@ def _rows(spark: SparkSession, table: str) -> dict[int, int]:
 
 def _tombstones(spark: SparkSession, table: str) -> list[tuple[int, str, str]]:
     """The tombstone entries as (key, op, change time as UTC text: PySpark hands timestamps back in
-    the machine's local time); none before a run created the tombstone table."""
-    if not spark.catalog.tableExists(f"{silver_table(table)}__icetide_tombstones"):
-        return []
+    the machine's local time)."""
     at_utc = F.date_format(
         F.to_utc_timestamp("_icetide_change_ts", F.current_timezone()), "yyyy-MM-dd HH:mm:ss"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from icetide_glue.arguments import (
 )
 from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.job import run_job
+from icetide_glue.silver import SilverTable, ensure_tombstone_table, silver_schema, tombstone_table
 
 CATALOG = "local"
 SILVER_DATABASE = "silver"
@@ -100,3 +102,59 @@ def merge_path(spark: SparkSession, table: str, snapshot_id: int) -> str | None:
     summary = iceberg_table(spark, silver_table(table), refreshed=True).snapshot(snapshot_id).summary()
     found = summary.get("icetide.merge-path")
     return None if found is None else str(found)
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """A silver table one real run loaded, for the tests of a module that each start from that
+    load: :meth:`restore` makes main the load's snapshot again, instead of a load of its own.
+
+    Iceberg's rollback keeps the snapshots the earlier tests committed, off main: a run is found
+    committed only among main's ancestors, so their run ids are free again. The load remembered
+    nothing (its batch inserts only): its tombstone table holds no snapshot, so one a test's run
+    wrote is created again by the job's own function, as the load created it. A test that changes
+    what a rollback keeps (the format version, the partition spec) loads a table of its own."""
+
+    spark: SparkSession
+    table: str
+    snapshot_id: int
+
+    @classmethod
+    def load(cls, spark: SparkSession, table: str, bronze: Path, merge_plan: str = "auto") -> LoadedTable:
+        """``bronze`` loaded into ``table``, keyed by ``id``."""
+        load_into_silver(spark, table, f"{table}-load", bronze, merge_plan=merge_plan)
+        silver_at, tombstones_at = main_snapshots(spark, table)
+        assert silver_at is not None and tombstones_at is None
+        return cls(spark, table, silver_at)
+
+    def restore(self) -> str:
+        """Main back at the load's snapshot, an empty tombstone table; the table's name."""
+        roll_back(self.spark, self.table, (self.snapshot_id, None))
+        return self.table
+
+
+def main_snapshots(spark: SparkSession, table: str) -> tuple[int | None, int | None]:
+    """Main's snapshot of a test's table and of its tombstone table (None: no snapshot)."""
+    tombstones = tombstone_table(SilverTable(CATALOG, SILVER_DATABASE, table))
+    return _main_snapshot_id(spark, silver_table(table)), _main_snapshot_id(spark, tombstones.sql_name)
+
+
+def roll_back(spark: SparkSession, table: str, snapshots: tuple[int | None, int | None]) -> None:
+    """Main of a test's table and of its tombstone table (keyed by ``id``) back at ``snapshots``
+    (:func:`main_snapshots`): Iceberg's rollback, or a tombstone table without a snapshot
+    created again by the job's own function, empty as the job creates it."""
+    silver = SilverTable(CATALOG, SILVER_DATABASE, table)
+    tombstones = tombstone_table(silver)
+    (silver_now, tombstones_now), (silver_then, tombstones_then) = main_snapshots(spark, table), snapshots
+    if silver_now != silver_then:
+        spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{silver}', {silver_then})")
+    if tombstones_now != tombstones_then and tombstones_then is not None:
+        spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{tombstones}', {tombstones_then})")
+    elif tombstones_now != tombstones_then:
+        spark.sql(f"DROP TABLE {tombstones.sql_name}")
+        ensure_tombstone_table(spark, silver, silver_schema(spark, silver), ("id",))
+
+
+def _main_snapshot_id(spark: SparkSession, sql_name: str) -> int | None:
+    main = iceberg_table(spark, sql_name, refreshed=True).currentSnapshot()
+    return None if main is None else int(main.snapshotId())

@@ -25,7 +25,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from glue.dms_files import write_dms_file
-from glue.silver_tables import load_into_silver, merge_path, silver_table
+from glue.silver_tables import (
+    LoadedTable,
+    load_into_silver,
+    main_snapshots,
+    merge_path,
+    roll_back,
+    silver_table,
+)
 from icetide_glue.bronze.read import file_rank as spark_file_rank
 from icetide_glue.bronze.read import read_bronze
 from icetide_glue.changes.batch import deduplicate_batch
@@ -293,25 +300,41 @@ def _write(
     return folder
 
 
+def _tombstones(spark: SparkSession, table: str) -> set[tuple[Any, ...]]:
+    """The tombstone table's entries but their run ids."""
+    frame = spark.table(silver_table(f"{table}__icetide_tombstones")).drop(RUN_ID)
+    return {_comparable(list(row)) for row in frame.collect()}
+
+
 class BothPaths:
-    """Each run loaded into two tables, one merged by Spark only, one by the driver where it may."""
+    """Each run the job gives to the driver merged by both paths from one state: by Spark
+    (forced), then, main and the tombstone table rolled back, by the driver. Both must leave the
+    same silver, tombstones and manifest. A run the job gives to Spark itself (a first load, a
+    schema change) is merged once, by Spark: both paths go on from its state."""
 
     def __init__(self, spark: SparkSession, name: str) -> None:
-        self.spark, self.name = spark, name
-        self.spark_table, self.driver_table = f"{name}_spark", f"{name}_driver"
+        self.spark, self.table = spark, name
 
     def run(self, run_id: str, bronze: Path, driver: bool, **arguments: Any) -> dict[str, Any]:
+        if not driver:
+            return self._merged(run_id, bronze, "spark", **arguments)
+        before = main_snapshots(self.spark, self.table)
         by_spark = load_into_silver(
-            self.spark, self.spark_table, run_id, bronze, merge_plan="spark", **arguments
+            self.spark, self.table, f"{run_id}-by-spark", bronze, merge_plan="spark", **arguments
         )
-        by_driver = load_into_silver(self.spark, self.driver_table, run_id, bronze, **arguments)
-        assert _manifest(by_driver, self.driver_table) == _manifest(by_spark, self.spark_table), run_id
-        assert _silver(self.spark, self.driver_table) == _silver(self.spark, self.spark_table), run_id
-        if by_driver["snapshotId"] is not None:
-            assert merge_path(self.spark, self.driver_table, by_driver["snapshotId"]) == (
-                "driver" if driver else "spark"
-            ), run_id
+        left_by_spark = _silver(self.spark, self.table), _tombstones(self.spark, self.table)
+        roll_back(self.spark, self.table, before)
+        by_driver = self._merged(run_id, bronze, "driver", **arguments)
+        assert _manifest(by_driver, self.table) == _manifest(by_spark, self.table), run_id
+        assert (_silver(self.spark, self.table), _tombstones(self.spark, self.table)) == left_by_spark, run_id
         return by_driver
+
+    def _merged(self, run_id: str, bronze: Path, path: str, **arguments: Any) -> dict[str, Any]:
+        """The run as the job chooses its path, which must be ``path``."""
+        manifest = load_into_silver(self.spark, self.table, run_id, bronze, **arguments)
+        if manifest["snapshotId"] is not None:
+            assert merge_path(self.spark, self.table, manifest["snapshotId"]) == path, run_id
+        return manifest
 
 
 TYPED = pa.schema(
@@ -531,23 +554,33 @@ def _other_writer(spark: SparkSession, table: str, kind: str) -> Callable[[], No
     return write
 
 
+@pytest.fixture(scope="module")
+def eight_loaded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> LoadedTable:
+    """Keys 1 to 8 (values ten times the key), loaded once: the tests of a driver run that fails
+    each start from this load (LoadedTable.restore)."""
+    bronze = _keyed(
+        tmp_path_factory.mktemp("eight"), "LOAD00000001.parquet", [("I", 0, k, k * 10) for k in range(1, 9)]
+    )
+    return LoadedTable.load(spark, "driver_eight", bronze)
+
+
 @pytest.mark.parametrize(
     ("kind", "when"),
     [("insert", "noted"), ("delete", "noted"), ("insert", "labelled"), ("compaction", "labelled")],
 )
 def test_a_commit_by_another_writer_fails_a_driver_run_and_the_rerun_lands(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, when: str
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    eight_loaded: LoadedTable,
+    kind: str,
+    when: str,
 ) -> None:
     """Another writer commits after the run noted main (or after it labelled its changes): the
     run's one commit is refused (the validation the Spark path's commit makes), main keeps the
     other writer's commit only, and the rerun lands on top of it."""
-    table = f"driver_race_{kind}_{when}"
-    load_into_silver(
-        spark,
-        table,
-        "r-1",
-        _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k * 10) for k in range(1, 9)]),
-    )
+    table = eight_loaded.restore()
+    run_id = f"race_{kind}_{when}-2"
     second = _keyed(tmp_path / "2", "a.parquet", [("D", 10, 2, 0), ("U", 10, 5, 55), ("I", 10, 9, 90)])
     other = _other_writer(spark, table, kind)
     target = "branch_snapshot_id" if when == "noted" else "label_changes"
@@ -560,7 +593,7 @@ def test_a_commit_by_another_writer_fails_a_driver_run_and_the_rerun_lands(
 
     monkeypatch.setattr(driver_module, target, then_other)
     with pytest.raises(Exception, match=r"[Cc]onflicting|[Mm]issing|[Cc]annot commit"):
-        load_into_silver(spark, table, "r-2", second)
+        load_into_silver(spark, table, run_id, second)
     monkeypatch.undo()
     rows = {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()}
     before = {k: k * 10 for k in range(1, 9)}
@@ -569,7 +602,7 @@ def test_a_commit_by_another_writer_fails_a_driver_run_and_the_rerun_lands(
     if kind == "delete":
         del before[8]
     assert rows == before
-    manifest = load_into_silver(spark, table, "r-2", second)
+    manifest = load_into_silver(spark, table, run_id, second)
     assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
     after = {**before, 5: 55, 9: 90}
     del after[2]
@@ -641,25 +674,21 @@ def test_a_failure_beside_the_run_s_own_work_leaves_silver_as_it_was_and_the_rer
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    eight_loaded: LoadedTable,
     failing: tuple[str, ...],
 ) -> None:
     """Silver's data file is written in a second thread while the delete files and the tombstones
     are, and the tombstone table is read while silver is (icetide_glue.beside): a failure on
     either side fails the run with its own error, silver keeps its snapshot, and when both fail
     the other error is logged. The rerun lands as if nothing had happened."""
-    table = "driver_beside_" + "_".join(name.strip("_") for name in failing)
-    load_into_silver(
-        spark,
-        table,
-        "b-1",
-        _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k * 10) for k in range(1, 9)]),
-    )
+    table = eight_loaded.restore()
+    run_id = "beside_" + "_".join(name.strip("_") for name in failing) + "-2"
     before = iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId()
     second = _keyed(tmp_path / "2", "a.parquet", [("D", 10, 2, 0), ("U", 10, 5, 55), ("I", 10, 9, 90)])
     for name in failing:
         monkeypatch.setattr(driver_module, name, _fails(f"{name} was injected to fail"))
     with pytest.raises(_Injected, match=f"{failing[-1]} was injected to fail"):
-        load_into_silver(spark, table, "b-2", second)
+        load_into_silver(spark, table, run_id, second)
     if len(failing) == 2:
         assert f"{failing[0]} was injected to fail" in caplog.text
         assert "silver's data file failed too" in caplog.text
@@ -670,7 +699,7 @@ def test_a_failure_beside_the_run_s_own_work_leaves_silver_as_it_was_and_the_rer
     assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == {
         k: k * 10 for k in range(1, 9)
     }
-    manifest = load_into_silver(spark, table, "b-2", second)
+    manifest = load_into_silver(spark, table, run_id, second)
     assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (1, 1, 1)
     assert {row["id"]: row["v"] for row in spark.table(silver_table(table)).collect()} == {

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
-from glue.silver_tables import load_into_silver, silver_table
+from glue.silver_tables import LoadedTable, load_into_silver, silver_table
 from icetide_glue.changes.key_ranges import (
     MAX_KEY_RANGES,
     MAX_KEYS_FOR_RANGES,
@@ -183,16 +183,17 @@ def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
         seen.append(list(kwargs["key_ranges"]))
         return real_classify(*args, **kwargs)
 
+    loaded = LoadedTable.load(spark, "ranges", tmp_path / "first")
     monkeypatch.setattr(job_module, "classify_changes", classify)
-    for counted, table in ((False, "ranges_by_job"), (True, "ranges_by_check")):
-        load_into_silver(spark, table, "first", tmp_path / "first")
+    for counted in (False, True):
+        table = loaded.restore()
         if counted:
             monkeypatch.setattr(job_module, "batch_key_ranges", _no_separate_job)
         # The Spark path's classification (a small batch would be merged on the driver).
         manifest = load_into_silver(
             spark,
             table,
-            "second",
+            "second-counted" if counted else "second",
             tmp_path / "second",
             # DMS's counts: no full-load row, len(rows) changes, which bound the batch's keys.
             expected_rows=0 if counted else None,
@@ -201,7 +202,7 @@ def test_a_run_with_dms_s_row_count_takes_its_key_ranges_from_the_batch_check(
         )
         assert (manifest["rowsUpdated"], manifest["rowsInserted"]) == (63, 2)
         assert spark.table(silver_table(table)).where("v < 0").count() == 65
-    assert seen[1] == seen[3] == widest_gap_ranges(batch_keys, MAX_KEY_RANGES)
+    assert seen[0] == seen[1] == widest_gap_ranges(batch_keys, MAX_KEY_RANGES)
 
 
 def _no_separate_job(*args: Any, **kwargs: Any) -> list[tuple[int, int]]:

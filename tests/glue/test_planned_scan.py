@@ -1,7 +1,7 @@
 """A table's rows in the files a batch's key ranges can touch, planned by Iceberg and read staged.
 
 Checked against a small oracle of the test's own: each table is written as one data file per
-append, a band of keys the test chose, so the test knows every file's lowest and highest key and
+band of keys the test chose, so the test knows every file's lowest and highest key and
 which files the ranges meet (a range meets a file when they overlap). The read must hold every
 live row whose key is in a range, and no row of another file (Iceberg's reader may also skip row
 groups of a met file), each at the data file and position Iceberg's ordinary read gives it,
@@ -11,6 +11,7 @@ them in Iceberg: icetide_glue.merge.planned_scan says why).
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from decimal import Decimal
@@ -20,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 import icetide_glue.merge.apply as apply_module
 from glue.dms_files import write_dms_file
@@ -43,12 +44,22 @@ def create_table(spark: SparkSession, name: str, key: str = "id", key_type: str 
     return table
 
 
-def append_band(spark: SparkSession, table: str, keys: list[int], key_type: str = "bigint") -> None:
-    """One data file holding ``keys`` (one task writes it)."""
+def append_bands(spark: SparkSession, table: str, bands: list[list[int]], key_type: str = "bigint") -> None:
+    """One data file for each band of keys, in one append: each band is a partition of its own
+    (one task writes each), none of them shuffled."""
     as_value = Decimal if key_type.startswith("decimal") else int
-    rows = [(as_value(key), f"v{key}") for key in keys]
-    frame = spark.createDataFrame(rows, f"k {key_type}, v string").coalesce(1)
+    schema = f"k {key_type}, v string"
+    frames = [
+        spark.createDataFrame([(as_value(key), f"v{key}") for key in keys], schema).coalesce(1)
+        for keys in bands
+    ]
+    frame = functools.reduce(DataFrame.union, frames)
     frame.toDF(*spark.table(table).columns).writeTo(table).append()
+
+
+def append_band(spark: SparkSession, table: str, keys: list[int], key_type: str = "bigint") -> None:
+    """One data file holding ``keys``."""
+    append_bands(spark, table, [keys], key_type)
 
 
 def staged_rows(
@@ -76,9 +87,9 @@ def test_the_read_holds_the_rows_in_the_ranges_and_none_of_the_files_they_miss(
     for _ in range(rng.randint(3, 9)):
         width = rng.choice([1, 5, 40, 200])
         band = sorted(rng.sample(range(start, start + width * 2), width))
-        append_band(spark, table, band)
         bands.append(band)
         start += width * 2 + rng.choice([0, 1, 30])
+    append_bands(spark, table, bands)
     every_key = [key for band in bands for key in band]
     deleted = set(rng.sample(every_key, len(every_key) // 5))
     if deleted:
@@ -109,8 +120,7 @@ def test_the_read_holds_the_rows_in_the_ranges_and_none_of_the_files_they_miss(
 @pytest.mark.spark
 def test_no_range_reads_every_file_and_the_plan_holds_no_range(spark: SparkSession) -> None:
     table = create_table(spark, "no_range_in_plan")
-    append_band(spark, table, [10, 11, 12])
-    append_band(spark, table, [987_654_321, 987_654_329])
+    append_bands(spark, table, [[10, 11, 12], [987_654_321, 987_654_329]])
 
     assert {row[0] for row in staged_rows(spark, table, [])} == {10, 11, 12, 987_654_321, 987_654_329}
     with rows_in_key_ranges(spark, table, "id", [(987_654_320, 987_654_330)]) as frame:
@@ -162,8 +172,7 @@ def test_every_whole_number_key_type_is_planned_to_its_limits(
     spark: SparkSession, key: str, key_type: str, values: list[int]
 ) -> None:
     table = create_table(spark, f"limits_{key_type.split('(')[0]}", key=key, key_type=key_type)
-    for value in values:
-        append_band(spark, table, [value], key_type)
+    append_bands(spark, table, [[value] for value in values], key_type)
     as_read = Decimal if key_type.startswith("decimal") else int
 
     def keys_read(ranges: list[tuple[int, int]]) -> list[int]:

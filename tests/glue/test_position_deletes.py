@@ -25,7 +25,7 @@ import icetide_glue.merge.apply as apply_module
 import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.silver_tables import CATALOG, SILVER_DATABASE, silver_table
+from glue.silver_tables import CATALOG, SILVER_DATABASE, LoadedTable, silver_table
 from icetide_glue.columns import SILVER_FILE, SILVER_POS
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.merge.position_deletes import (
@@ -76,6 +76,13 @@ def _batches(tmp_path: Path, second_rows: list[tuple[str, str, int, int]]) -> tu
     return first, second
 
 
+@pytest.fixture(scope="module")
+def first_loaded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> LoadedTable:
+    """``FIRST``, loaded once: the tests of a run after it each start from this load."""
+    first, _ = _batches(tmp_path_factory.mktemp("pos"), [])
+    return LoadedTable.load(spark, "pos_first", first, merge_plan=MERGE_PLAN)
+
+
 def _before_removal(monkeypatch: pytest.MonkeyPatch, action: Callable[[], object]) -> None:
     """Run ``action`` just before the run writes its position deletes (after it read silver)."""
     real = apply_module.remove_rows
@@ -100,17 +107,17 @@ def _compaction_before_removal(
 
 
 def test_a_run_of_removals_only_commits_once_to_main_with_its_run_id(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path
+    spark: SparkSession, load_run: LoadRun, first_loaded: LoadedTable, tmp_path: Path
 ) -> None:
-    first, second = _batches(tmp_path, ONLY_REMOVALS)
-    load_run("pos_only", "only-1", first)
-    before = _main(spark, "pos_only")
-    manifest = load_run("pos_only", "only-2", second)
+    table = first_loaded.restore()
+    _, second = _batches(tmp_path, ONLY_REMOVALS)
+    before = _main(spark, table)
+    manifest = load_run(table, "only-2", second)
     assert (manifest["rowsDeleted"], manifest["rowsUpdated"], manifest["rowsInserted"]) == (2, 0, 0)
-    assert _rows(spark, "pos_only") == AFTER_REMOVALS
+    assert _rows(spark, table) == AFTER_REMOVALS
     head = spark.sql(
         f"SELECT parent_id, operation, summary['icetide.run-id'] AS run_id, "  # noqa: S608
-        f"summary['added-position-deletes'] AS removed FROM {silver_table('pos_only')}.snapshots "
+        f"summary['added-position-deletes'] AS removed FROM {silver_table(table)}.snapshots "
         f"WHERE snapshot_id = {manifest['snapshotId']}"
     ).first()
     assert head is not None
@@ -120,12 +127,12 @@ def test_a_run_of_removals_only_commits_once_to_main_with_its_run_id(
         "only-2",
         "2",
     )
-    assert manifest["snapshotId"] == _main(spark, "pos_only")
+    assert manifest["snapshotId"] == _main(spark, table)
     # A rerun finds the run on main and rebuilds its manifest from the removal's summary.
-    again = load_run("pos_only", "only-2", second)
+    again = load_run(table, "only-2", second)
     assert again["alreadyCommitted"] is True
     assert (again["snapshotId"], again["rowsDeleted"], again["rowsRead"]) == (manifest["snapshotId"], 2, 2)
-    assert _main(spark, "pos_only") == manifest["snapshotId"]
+    assert _main(spark, table) == manifest["snapshotId"]
 
 
 RACES = [
@@ -164,6 +171,7 @@ RACES = [
 def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_the_rerun_lands(
     spark: SparkSession,
     load_run: LoadRun,
+    first_loaded: LoadedTable,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     second_rows: list[tuple[str, str, int, int]],
@@ -175,9 +183,9 @@ def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_t
     snapshot, before its classification read silver or after: the positions or the labels may be
     stale, so the run fails (the validation of its one commit, with or without appended rows) and
     main keeps only the other writer's commit."""
-    name = f"pos_race_{len(second_rows)}_{other}_{when.split()[-1]}"
-    first, second = _batches(tmp_path, second_rows)
-    load_run(name, "race-1", first)
+    name = first_loaded.restore()
+    run_id = f"race_{len(second_rows)}_{other}_{when.split()[-1]}-2"
+    _, second = _batches(tmp_path, second_rows)
     other_row = (
         spark.table(silver_table(name)).where("id = 1").withColumns({"id": F.lit(20), "v": F.lit(200)})
     )
@@ -200,7 +208,7 @@ def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_t
 
         monkeypatch.setattr(job_module, "main_snapshot_id", noted_then_other_writer)
     with pytest.raises(Exception, match=refusal):
-        load_run(name, "race-2", second)
+        load_run(name, run_id, second)
     after_other = {key: key * 10 for key in range(1, 9)}
     if other == "insert":
         after_other[20] = 200
@@ -210,7 +218,7 @@ def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_t
     assert _branches_besides_main(spark, name) == []
 
     monkeypatch.undo()
-    load_run(name, "race-2", second)
+    load_run(name, run_id, second)
     inserted = {9: 90} if INSERT_9 in second_rows else {}
     assert _rows(spark, name) == {
         **{key: value for key, value in after_other.items() if key not in (2, 5)},
@@ -219,22 +227,26 @@ def test_a_commit_by_another_writer_after_the_run_noted_main_fails_the_run_and_t
 
 
 def test_a_compaction_after_the_read_fails_the_removal_and_the_rerun_lands(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    load_run: LoadRun,
+    first_loaded: LoadedTable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A compaction replaces the data files the positions point into (same rows, new files)."""
-    first, second = _batches(tmp_path, ONLY_REMOVALS)
-    load_run("pos_compacted", "compact-1", first)
-    before = _main(spark, "pos_compacted")
-    _compaction_before_removal(monkeypatch, spark, "rewrite_data_files", "pos_compacted")
+    table = first_loaded.restore()
+    _, second = _batches(tmp_path, ONLY_REMOVALS)
+    before = _main(spark, table)
+    _compaction_before_removal(monkeypatch, spark, "rewrite_data_files", table)
     with pytest.raises(Exception, match="Cannot commit, missing data files"):
-        load_run("pos_compacted", "compact-2", second)
-    assert _main(spark, "pos_compacted") != before  # the compaction stands
-    assert _rows(spark, "pos_compacted") == {key: key * 10 for key in range(1, 9)}
+        load_run(table, "compact-2", second)
+    assert _main(spark, table) != before  # the compaction stands
+    assert _rows(spark, table) == {key: key * 10 for key in range(1, 9)}
 
     monkeypatch.undo()
-    manifest = load_run("pos_compacted", "compact-2", second)
+    manifest = load_run(table, "compact-2", second)
     assert manifest["rowsDeleted"] == 2
-    assert _rows(spark, "pos_compacted") == AFTER_REMOVALS
+    assert _rows(spark, table) == AFTER_REMOVALS
 
 
 def test_a_partitioned_table_icetide_did_not_create_is_refused_and_left_as_it_was(
@@ -456,46 +468,54 @@ def test_the_size_tiered_rule_replaces_the_smaller_delete_files_at_the_limit() -
 
 
 def test_a_compaction_of_delete_files_after_the_read_fails_the_removal_and_the_rerun_lands(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    load_run: LoadRun,
+    first_loaded: LoadedTable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The run replaces the data file's delete file; a compaction that rewrote that delete file
     since the run's snapshot must fail the commit (its positions would be kept twice or lost)."""
     monkeypatch.setattr(position_deletes_module, "MAX_DELETE_FILES_PER_DATA_FILE", 1)
-    first, second = _batches(tmp_path, ONLY_REMOVALS)
-    load_run("pos_deletes_compacted", "deletes-1", first)
+    table = first_loaded.restore()
+    _, second = _batches(tmp_path, ONLY_REMOVALS)
     third = tmp_path / "third"
     write_dms_file(third, "20261121-080000000.parquet", BRONZE, [("D", "2026-11-21 08:00:00", 7, 70)])
-    load_run("pos_deletes_compacted", "deletes-2", second)
-    _compaction_before_removal(monkeypatch, spark, "rewrite_position_delete_files", "pos_deletes_compacted")
+    load_run(table, "deletes-2", second)
+    _compaction_before_removal(monkeypatch, spark, "rewrite_position_delete_files", table)
     with pytest.raises(Exception, match="Missing required files to delete"):
-        load_run("pos_deletes_compacted", "deletes-3", third)
-    assert _rows(spark, "pos_deletes_compacted") == AFTER_REMOVALS
+        load_run(table, "deletes-3", third)
+    assert _rows(spark, table) == AFTER_REMOVALS
 
     monkeypatch.setattr(apply_module, "remove_rows", remove_rows)  # the compaction no more
-    manifest = load_run("pos_deletes_compacted", "deletes-3", third)
+    manifest = load_run(table, "deletes-3", third)
     assert manifest["rowsDeleted"] == 1
-    assert _rows(spark, "pos_deletes_compacted") == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
+    assert _rows(spark, table) == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
     # The compaction's delete file covers one data file (its path bounds), so the rerun replaced it.
-    assert list(_live_delete_files(spark, "pos_deletes_compacted").values()) == [[3]]
+    assert list(_live_delete_files(spark, table).values()) == [[3]]
 
 
 def test_a_compaction_of_delete_files_meets_a_run_that_adds_a_delete_file_without_conflict(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    load_run: LoadRun,
+    first_loaded: LoadedTable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Below the limit the run replaces no delete file: the compaction's file and the run's hold
     different positions, so both stand and nothing is lost or kept twice."""
-    first, second = _batches(tmp_path, ONLY_REMOVALS)
-    load_run("pos_deletes_room", "room-1", first)
-    load_run("pos_deletes_room", "room-2", second)
+    table = first_loaded.restore()
+    _, second = _batches(tmp_path, ONLY_REMOVALS)
+    load_run(table, "room-2", second)
     third = tmp_path / "third"
     write_dms_file(third, "20261121-080000000.parquet", BRONZE, [("D", "2026-11-21 08:00:00", 7, 70)])
-    _compaction_before_removal(monkeypatch, spark, "rewrite_position_delete_files", "pos_deletes_room")
-    manifest = load_run("pos_deletes_room", "room-3", third)
+    _compaction_before_removal(monkeypatch, spark, "rewrite_position_delete_files", table)
+    manifest = load_run(table, "room-3", third)
     assert manifest["rowsDeleted"] == 1
-    assert _rows(spark, "pos_deletes_room") == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
-    live = _live_delete_files(spark, "pos_deletes_room")
+    assert _rows(spark, table) == {key: v for key, v in AFTER_REMOVALS.items() if key != 7}
+    live = _live_delete_files(spark, table)
     assert sorted(count for counts in live.values() for count in counts) == [1, 2]
-    snapshots = spark.sql(f"SELECT operation FROM {silver_table('pos_deletes_room')}.snapshots")  # noqa: S608
+    snapshots = spark.sql(f"SELECT operation FROM {silver_table(table)}.snapshots")  # noqa: S608
     assert [row[0] for row in snapshots.collect()][-2:] == ["replace", "delete"]  # compaction, run
 
 

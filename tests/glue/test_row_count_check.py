@@ -24,7 +24,14 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 import icetide_glue.job as job_module
 from glue.dms_files import write_dms_file
 from glue.frames import assert_frame_equal
-from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silver_table, snapshot_ids
+from glue.silver_tables import (
+    CATALOG,
+    SILVER_DATABASE,
+    LoadedTable,
+    load_into_silver,
+    silver_table,
+    snapshot_ids,
+)
 from glue.sql_plans import plans_of
 from icetide_cli.main import main as icetide
 from icetide_glue.arguments import JobArguments, LoadMode
@@ -225,15 +232,24 @@ def test_a_file_that_lands_after_the_batch_check_waits_for_the_next_run(
     assert sorted(row["id"] for row in spark.table(silver_table(table)).collect()) == [1, 2]
 
 
+@pytest.fixture(scope="module")
+def forty_loaded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> LoadedTable:
+    """Keys 1 to 40, loaded once for the tests of the run after it (LoadedTable.restore)."""
+    first = tmp_path_factory.mktemp("read_once")
+    rows = [("I", "2026-11-21 06:00:00", k, f"v{k}") for k in range(1, 41)]
+    write_dms_file(first, "20261121-060000000.parquet", BRONZE, rows)
+    return LoadedTable.load(spark, "read_once", first)
+
+
 @pytest.mark.parametrize("counted", [True, False], ids=["dms-count", "no-count"])
-def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path, counted: bool) -> None:
+def test_a_merge_reads_its_bronze_files_once(
+    spark: SparkSession, tmp_path: Path, forty_loaded: LoadedTable, counted: bool
+) -> None:
     """The check rides in the deduplication, whose result is kept: the classification, the key
     ranges and the commit read that, not the files (a second read would cost a pass over bronze
     and could see a file changed between the two)."""
-    rows = [("I", "2026-11-21 06:00:00", k, f"v{k}") for k in range(1, 41)]
-    write_dms_file(tmp_path / "first", "20261121-060000000.parquet", BRONZE, rows)
-    table = f"read_once_{'counted' if counted else 'uncounted'}"
-    load_into_silver(spark, table, "read-once-1", tmp_path / "first")
+    table = forty_loaded.restore()
+    run_id = f"read-once-{'counted' if counted else 'uncounted'}"
     second = tmp_path / "second"
     changes: list[tuple[str, str, int, str | None]] = [
         ("U", "2026-11-21 07:00:00", k, f"w{k}") for k in (2, 3, 39)
@@ -242,7 +258,7 @@ def test_a_merge_reads_its_bronze_files_once(spark: SparkSession, tmp_path: Path
     write_dms_file(second, "20261121-080000000.parquet", BRONZE, changes)
     counts = {"expected_rows": 0, "max_change_rows": 4} if counted else {}
     manifest, plans = plans_of(
-        spark, lambda: load_into_silver(spark, table, "read-once-2", second, **counts, merge_plan="spark")
+        spark, lambda: load_into_silver(spark, table, run_id, second, **counts, merge_plan="spark")
     )
     assert sum(str(second) in plan for plan in plans) == 1, [p[:300] for p in plans if str(second) in p]
     assert (manifest["rowsRead"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (4, 2, 1)

@@ -26,7 +26,7 @@ import icetide_glue.merge.apply as apply_module
 import icetide_glue.merge.position_deletes as position_deletes_module
 from glue.conftest import LoadRun
 from glue.dms_files import write_dms_file
-from glue.silver_tables import load_into_silver, silver_table
+from glue.silver_tables import LoadedTable, load_into_silver, silver_table
 from glue.sql_plans import plans_of
 from icetide_glue.errors import IcetideJobError
 from icetide_glue.merge.planned_scan import ROW_POSITION_COLUMNS
@@ -151,12 +151,19 @@ def delete_write_hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Cal
     yield lambda before: _hook_delete_writes(monkeypatch, before)
 
 
-def _load_first(spark: SparkSession, load_run: LoadRun, tmp_path: Path, table: str) -> tuple[int, int, Path]:
-    """Load the first batch into ``table``; main's snapshot and the snapshot count after it, and
-    the second batch."""
-    first, second = _two_batches(tmp_path)
-    load_run(table, f"{table}-1", first)
-    return _current_snapshot(spark, table), _snapshots(spark, table), second
+@pytest.fixture(scope="module")
+def first_loaded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> LoadedTable:
+    """The first batch, loaded once: the tests of a second run each start from it."""
+    first, _ = _two_batches(tmp_path_factory.mktemp("one_commit"))
+    return LoadedTable.load(spark, "one_commit", first, merge_plan=MERGE_PLAN)
+
+
+def _load_first(spark: SparkSession, first_loaded: LoadedTable, tmp_path: Path) -> tuple[str, int, int, Path]:
+    """The table holding the first batch (:meth:`LoadedTable.restore`); main's snapshot and the
+    snapshot count after it, and the second batch."""
+    table = first_loaded.restore()
+    _, second = _two_batches(tmp_path)
+    return table, _current_snapshot(spark, table), _snapshots(spark, table), second
 
 
 def _assert_untouched(spark: SparkSession, table: str, before: int, snapshots: int) -> None:
@@ -167,12 +174,12 @@ def _assert_untouched(spark: SparkSession, table: str, before: int, snapshots: i
     assert _branches(spark, table) == ["main"]
 
 
-def _rerun_lands_once(spark: SparkSession, load_run: LoadRun, table: str, second: Path) -> None:
-    manifest = load_run(table, f"{table}-2", second)
+def _rerun_lands_once(spark: SparkSession, load_run: LoadRun, table: str, run_id: str, second: Path) -> None:
+    manifest = load_run(table, run_id, second)
     assert not manifest.get("alreadyCommitted")
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
     assert _rows(spark, table) == AFTER_SECOND
-    again = load_run(table, f"{table}-2", second)
+    again = load_run(table, run_id, second)
     assert again["alreadyCommitted"] is True and again["snapshotId"] == manifest["snapshotId"]
 
 
@@ -303,37 +310,39 @@ def test_a_run_reads_silver_s_data_once_and_removes_rows_by_file_scoped_position
 def test_a_failed_append_write_commits_nothing_and_the_rerun_lands_once(
     spark: SparkSession,
     load_run: LoadRun,
+    first_loaded: LoadedTable,
     tmp_path: Path,
     append_hook: Callable[..., None],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_append_fails")
+    table, before, snapshots, second = _load_first(spark, first_loaded, tmp_path)
 
     def fail(target: str) -> None:
         raise InjectedFailure(f"append into {target} failed")
 
     append_hook(fail)
     with pytest.raises(InjectedFailure, match="append into"):
-        load_run("one_commit_append_fails", "one_commit_append_fails-2", second)
+        load_run(table, "append_fails-2", second)
     # The run raises the append's error, once: not logged again as a second failure.
     assert "failed too" not in caplog.text
-    _assert_untouched(spark, "one_commit_append_fails", before, snapshots)
+    _assert_untouched(spark, table, before, snapshots)
     # The tombstones follow the append on its thread: the failed run remembered nothing.
-    assert _tombstones(spark, "one_commit_append_fails") == []
+    assert _tombstones(spark, table) == []
     append_hook(lambda target: None)
-    _rerun_lands_once(spark, load_run, "one_commit_append_fails", second)
-    assert _tombstones(spark, "one_commit_append_fails") == [(3, "D", "2026-11-21 07:00:00")]
+    _rerun_lands_once(spark, load_run, table, "append_fails-2", second)
+    assert _tombstones(spark, table) == [(3, "D", "2026-11-21 07:00:00")]
 
 
 def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(
     spark: SparkSession,
     load_run: LoadRun,
+    first_loaded: LoadedTable,
     tmp_path: Path,
     append_hook: Callable[..., None],
     delete_write_hook: Callable[[Callable[[], None]], None],
 ) -> None:
     """The run fails only once the append's write is over: no write of it runs on afterwards."""
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_deletes_fail")
+    table, before, snapshots, second = _load_first(spark, first_loaded, tmp_path)
     append_started = threading.Event()
     append_done = threading.Event()
 
@@ -344,14 +353,14 @@ def test_a_failed_delete_write_waits_for_the_append_write_and_commits_nothing(
     append_hook(lambda target: append_started.set(), lambda target: append_done.set())
     delete_write_hook(fail)
     with pytest.raises(InjectedFailure):
-        load_run("one_commit_deletes_fail", "one_commit_deletes_fail-2", second)
+        load_run(table, "deletes_fail-2", second)
     assert append_started.is_set() and append_done.is_set()
-    _assert_untouched(spark, "one_commit_deletes_fail", before, snapshots)
+    _assert_untouched(spark, table, before, snapshots)
     # The tombstones do not wait for the delete files: the failed run remembered the delete of 3,
     # as a run whose silver commit fails always could (a delete equal to its entry still lands).
-    assert _tombstones(spark, "one_commit_deletes_fail") == [(3, "D", "2026-11-21 07:00:00")]
+    assert _tombstones(spark, table) == [(3, "D", "2026-11-21 07:00:00")]
     delete_write_hook(lambda: None)
-    _rerun_lands_once(spark, load_run, "one_commit_deletes_fail", second)
+    _rerun_lands_once(spark, load_run, table, "deletes_fail-2", second)
 
 
 @dataclass(frozen=True)
@@ -365,15 +374,12 @@ class Loaded:
     second: Path
 
 
-@pytest.fixture(scope="module")
-def loaded(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
-    """One table, for the tests whose second run fails before its commit: each asserts that the
-    run left the table as it found it, so the next finds it as loaded. (A rerun after a failure
-    that wrote files is the append's and the delete files' tests'.)"""
-    table = "one_commit_refused"
-    first, second = _two_batches(tmp_path_factory.mktemp(table))
-    load_into_silver(spark, table, f"{table}-1", first, merge_plan=MERGE_PLAN)
-    return Loaded(table, _current_snapshot(spark, table), _snapshots(spark, table), second)
+@pytest.fixture
+def loaded(spark: SparkSession, first_loaded: LoadedTable, tmp_path: Path) -> Loaded:
+    """The table holding the first batch, for the tests whose second run fails before its commit:
+    each asserts that the run left the table as it found it. (A rerun after a failure that wrote
+    files is the append's and the delete files' tests'.)"""
+    return Loaded(*_load_first(spark, first_loaded, tmp_path))
 
 
 def test_when_both_writes_fail_the_run_raises_the_removal_s_error_and_logs_the_other(
@@ -403,7 +409,10 @@ def test_when_both_writes_fail_the_run_raises_the_removal_s_error_and_logs_the_o
 def test_a_table_that_cannot_take_position_deletes_is_refused_before_anything_is_written(
     spark: SparkSession, load_run: LoadRun, tmp_path: Path, append_hook: Callable[..., None]
 ) -> None:
-    before, snapshots, second = _load_first(spark, load_run, tmp_path, "one_commit_v3")
+    # Its own table: a rollback keeps the format version (LoadedTable).
+    first, second = _two_batches(tmp_path)
+    load_run("one_commit_v3", "one_commit_v3-1", first)
+    before, snapshots = _current_snapshot(spark, "one_commit_v3"), _snapshots(spark, "one_commit_v3")
     spark.sql(f"ALTER TABLE {silver_table('one_commit_v3')} SET TBLPROPERTIES ('format-version' = '3')")
     format_commit = _current_snapshot(spark, "one_commit_v3")
     writes: list[str] = []
@@ -454,14 +463,14 @@ def test_a_row_to_remove_read_without_its_data_file_stops_the_run_before_any_wri
 def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_builds_on_it(
     spark: SparkSession,
     load_run: LoadRun,
+    first_loaded: LoadedTable,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     append_hook: Callable[..., None],
     when: str,
 ) -> None:
-    name = "one_commit_race_" + when.split()[0]
-    first, second = _two_batches(tmp_path)
-    load_run(name, "race-1", first)
+    name, _, _, second = _load_first(spark, first_loaded, tmp_path)
+    run_id = "race_" + when.split()[0] + "-2"
 
     def someone_else_commits(*_: Any) -> None:
         spark.sql(f"DELETE FROM {silver_table(name)} WHERE id = 6")  # noqa: S608
@@ -477,12 +486,12 @@ def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_buil
 
         monkeypatch.setattr(apply_module, "remove_rows", commit_first)
     with pytest.raises(Exception, match=r"(?i)conflicting"):
-        load_run(name, "race-2", second)
+        load_run(name, run_id, second)
     # The other commit stays; the run's labels were made before it, so none of the run landed.
     assert _rows(spark, name) == {key: value for key, value in AFTER_FIRST.items() if key != 6}
 
     monkeypatch.undo()
-    manifest = load_run(name, "race-2", second)
+    manifest = load_run(name, run_id, second)
     assert not manifest.get("alreadyCommitted")
     assert _rows(spark, name) == {key: value for key, value in AFTER_SECOND.items() if key != 6}
     assert _branches(spark, name) == ["main"]
@@ -490,10 +499,15 @@ def test_a_commit_to_main_after_the_run_read_it_fails_the_run_and_the_rerun_buil
 
 @pytest.mark.parametrize("landed", [False, True], ids=["not landed", "landed"])
 def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_landed(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, landed: bool
+    spark: SparkSession,
+    load_run: LoadRun,
+    first_loaded: LoadedTable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    landed: bool,
 ) -> None:
-    name = "one_commit_lost_" + ("landed" if landed else "not")
-    before, _, second = _load_first(spark, load_run, tmp_path, name)
+    name, before, _, second = _load_first(spark, first_loaded, tmp_path)
+    run_id = "lost_" + ("landed" if landed else "not") + "-2"
     real = position_deletes_module.commit_row_delta
 
     def commit_fails(*args: Any, **kwargs: Any) -> None:
@@ -503,12 +517,12 @@ def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_lande
 
     monkeypatch.setattr(position_deletes_module, "commit_row_delta", commit_fails)
     with pytest.raises(InjectedFailure):
-        load_run(name, f"{name}-2", second)
+        load_run(name, run_id, second)
     assert _rows(spark, name) == (AFTER_SECOND if landed else AFTER_FIRST)
     assert (_current_snapshot(spark, name) == before) is not landed
 
     monkeypatch.undo()
-    manifest = load_run(name, f"{name}-2", second)
+    manifest = load_run(name, run_id, second)
     assert bool(manifest.get("alreadyCommitted")) is landed
     assert (manifest["rowsInserted"], manifest["rowsUpdated"], manifest["rowsDeleted"]) == (2, 2, 1)
     assert manifest["snapshotId"] == _current_snapshot(spark, name)
@@ -516,11 +530,16 @@ def test_a_commit_whose_answer_is_lost_leaves_the_rerun_knowing_whether_it_lande
 
 
 def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun(
-    spark: SparkSession, load_run: LoadRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    load_run: LoadRun,
+    first_loaded: LoadedTable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A run that both moves an existing tombstone entry (a MERGE) and adds new ones (an append)
     fails in between: silver is untouched, and the rerun leaves exactly one entry per key."""
-    first, second, third = _three_batches(
+    table = first_loaded.restore()
+    _, second, third = _three_batches(
         tmp_path,
         [
             ("D", "2026-11-21 08:00:00", 3, 30),  # deleted again: its entry moves forward
@@ -528,8 +547,7 @@ def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun
             ("U", "2026-11-21 08:00:00", 1, 12),
         ],
     )
-    load_run("one_commit_memory", "memory-1", first)
-    load_run("one_commit_memory", "memory-2", second)  # remembers the delete of 3
+    load_run(table, "memory-2", second)  # remembers the delete of 3
     real = apply_module.tombstone_merge_sql
 
     def merge_then_fail(*args: Any) -> str:
@@ -538,18 +556,18 @@ def test_a_failure_between_the_tombstone_merge_and_append_is_mended_by_the_rerun
 
     monkeypatch.setattr(apply_module, "tombstone_merge_sql", merge_then_fail)
     with pytest.raises(InjectedFailure):
-        load_run("one_commit_memory", "memory-3", third)
-    assert _rows(spark, "one_commit_memory") == AFTER_SECOND
+        load_run(table, "memory-3", third)
+    assert _rows(spark, table) == AFTER_SECOND
     # The MERGE moved 3's entry forward; the new entry of 4 never arrived.
-    assert _tombstones(spark, "one_commit_memory") == [(3, "D", "2026-11-21 08:00:00")]
+    assert _tombstones(spark, table) == [(3, "D", "2026-11-21 08:00:00")]
 
     monkeypatch.undo()
-    manifest = load_run("one_commit_memory", "memory-3", third)
+    manifest = load_run(table, "memory-3", third)
     counts = ("rowsInserted", "rowsUpdated", "rowsDeleted", "rowsUnchanged")
     # Unchanged: the delete of 3, a key silver no longer holds (still remembered).
     assert tuple(manifest[name] for name in counts) == (0, 1, 1, 1)
-    assert _rows(spark, "one_commit_memory") == {1: 12, 2: 21, 5: 50, 6: 60, 7: 70, 8: 80}
-    assert _tombstones(spark, "one_commit_memory") == [
+    assert _rows(spark, table) == {1: 12, 2: 21, 5: 50, 6: 60, 7: 70, 8: 80}
+    assert _tombstones(spark, table) == [
         (3, "D", "2026-11-21 08:00:00"),
         (4, "D", "2026-11-21 08:00:00"),
     ]

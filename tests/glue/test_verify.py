@@ -73,8 +73,16 @@ def _verify(
     return written
 
 
-def test_keys_missing_from_silver_and_extra_in_it_are_counted_and_listed(spark, tmp_path) -> None:
-    _load(spark, tmp_path, "verify_orders", [("I", T0, f"{n:03d}", n, f"order {n}") for n in range(1, 6)])
+@pytest.fixture(scope="module")
+def orders(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``verify_orders``, keys 1 to 5, loaded once: a verify run leaves silver as it is (asserted
+    below), so every test that verifies a loaded table may use it."""
+    folder = tmp_path_factory.mktemp("verify_orders")
+    _load(spark, folder, "verify_orders", [("I", T0, f"{n:03d}", n, f"order {n}") for n in range(1, 6)])
+    return "verify_orders"
+
+
+def test_keys_missing_from_silver_and_extra_in_it_are_counted_and_listed(spark, tmp_path, orders) -> None:
     before = snapshot_ids(spark, "verify_orders")
 
     report = _verify(spark, tmp_path, "verify_orders", _extraction(tmp_path, [1, 3, 4, 6, 7]), 5)
@@ -117,28 +125,24 @@ def test_a_table_never_loaded_misses_every_source_key(spark, tmp_path) -> None:
     assert not spark.catalog.tableExists(f"{CATALOG}.{SILVER_DATABASE}.verify_never_loaded")
 
 
-def test_an_extraction_that_is_not_dms_count_is_refused(spark, tmp_path) -> None:
-    _load(spark, tmp_path, "verify_counted", [("I", T0, "001", 1, "a")])
-
+def test_an_extraction_that_is_not_dms_count_is_refused(spark, tmp_path, orders) -> None:
     with pytest.raises(BronzeRowCountMismatch, match=r"hold 2 row\(s\) but DMS reported 3 \(--expected_rows"):
-        _verify(spark, tmp_path, "verify_counted", _extraction(tmp_path, [1, 2]), 3)
-    assert not (tmp_path / "verify_counted.verify.json").exists()
+        _verify(spark, tmp_path, orders, _extraction(tmp_path, [1, 2]), 3)
+    assert not (tmp_path / f"{orders}.verify.json").exists()
 
 
-def test_a_null_key_in_the_extraction_cannot_be_compared(spark, tmp_path) -> None:
-    _load(spark, tmp_path, "verify_null_key", [("I", T0, "001", 1, "a")])
+def test_a_null_key_in_the_extraction_cannot_be_compared(spark, tmp_path, orders) -> None:
     folder = tmp_path / "null-keys"
     write_dms_file(folder, "LOAD00000001.parquet", KEYS_ONLY, [(T0, 1), (T0, None)])
 
     with pytest.raises(InvalidChangeData, match=r"the verify run's key extraction .* cannot be compared"):
-        _verify(spark, tmp_path, "verify_null_key", folder, 2)
+        _verify(spark, tmp_path, orders, folder, 2)
 
 
-def test_silver_loaded_with_other_keys_is_named(spark, tmp_path) -> None:
-    _load(spark, tmp_path, "verify_other_keys", [("I", T0, "001", 1, "a")])
+def test_silver_loaded_with_other_keys_is_named(spark, tmp_path, orders) -> None:
     arguments = JobArguments(
-        target_table=f"{SILVER_DATABASE}.verify_other_keys",
-        run_id="verify_other_keys-verify-20261121T070000Z",
+        target_table=f"{SILVER_DATABASE}.{orders}",
+        run_id=f"{orders}-verify-20261121T070000Z",
         bronze_uri=str(_extraction(tmp_path, [1])),
         primary_keys=("order_no",),
         catalog=CATALOG,
@@ -146,7 +150,7 @@ def test_silver_loaded_with_other_keys_is_named(spark, tmp_path) -> None:
     )
 
     with pytest.raises(
-        SilverKeysMissing, match=r"silver\.verify_other_keys has no column order_no of --primary_keys"
+        SilverKeysMissing, match=r"silver\.verify_orders has no column order_no of --primary_keys"
     ):
         run_job(spark, arguments)
 

@@ -6,7 +6,7 @@ Order of work, chosen so that a failure leaves silver untouched and a rerun chan
 2. read the run's DMS files (every file below its folder, or exactly the files its bronze file
    selection lists: a continuous cdc run); none → an empty manifest (if DMS reported no rows
    either), unless the run reconciles an existing table (the source may only have lost rows: an
-   empty batch). A small merge into an existing table may be done here, without a Spark job
+   empty batch). A small merge, or a small first load, may be done here, without a Spark job
    (icetide_glue.driver.merge, the same order of work on the driver: a folder's files listed and
    typed by pyarrow first, Spark's read skipped when it lands);
 3. check the whole batch (a merge's in the one read that deduplicates it), its row counts against
@@ -127,6 +127,9 @@ def _load_run(
             merged = _merge_on_driver(spark, args, table, chosen, None)
             if merged is not None:
                 return merged
+            # A first load the driver gave up after it created silver (it checks the table it
+            # would create first, so only for what it finds then): the run goes on with it, empty.
+            exists = exists or table_exists(spark, table)
         bronze = read_bronze(spark, args.bronze_uri)
     else:
         bronze = read_selected_bronze(spark, args.bronze_files_uri, args.run_id, args.bronze_uri, bronze_copy)
@@ -135,6 +138,7 @@ def _load_run(
             merged = _merge_on_driver(spark, args, table, chosen, bronze)
             if merged is not None:
                 return merged
+            exists = exists or table_exists(spark, table)
     if bronze is None and not (exists and args.reconcile_uri):
         # DMS writes no folder for a table without rows; a folder gone missing is not an empty run.
         # An empty selection (no new file) is an empty run too.

@@ -19,6 +19,8 @@ from glue.silver_tables import silver_table, tagged_snapshots
 from icetide_glue.session import session_settings
 
 pytestmark = pytest.mark.spark
+# The Spark path's writes (a small batch, a first load too, is otherwise merged on the driver).
+MERGE_PLAN = "spark"
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]

@@ -308,9 +308,10 @@ def _tombstones(spark: SparkSession, table: str) -> set[tuple[Any, ...]]:
 
 class BothPaths:
     """Each run the job gives to the driver merged by both paths from one state: by Spark
-    (forced), then, main and the tombstone table rolled back, by the driver. Both must leave the
-    same silver, tombstones and manifest. A run the job gives to Spark itself (a first load, a
-    schema change) is merged once, by Spark: both paths go on from its state."""
+    (forced), then, main and the tombstone table rolled back (or, after a first load, both
+    dropped), by the driver. Both must leave the same silver (its schema too), tombstones and
+    manifest. A run the job gives to Spark itself (a schema change) is merged once, by Spark:
+    both paths go on from its state."""
 
     def __init__(self, spark: SparkSession, name: str) -> None:
         self.spark, self.table = spark, name
@@ -318,16 +319,26 @@ class BothPaths:
     def run(self, run_id: str, bronze: Path, driver: bool, **arguments: Any) -> dict[str, Any]:
         if not driver:
             return self._merged(run_id, bronze, "spark", **arguments)
-        before = main_snapshots(self.spark, self.table)
+        silver = silver_table(self.table)
+        before = main_snapshots(self.spark, self.table) if self.spark.catalog.tableExists(silver) else None
         by_spark = load_into_silver(
             self.spark, self.table, f"{run_id}-by-spark", bronze, merge_plan="spark", **arguments
         )
-        left_by_spark = _silver(self.spark, self.table), _tombstones(self.spark, self.table)
-        roll_back(self.spark, self.table, before)
+        left_by_spark = self._left()
+        if before is None:
+            for name in (silver, silver_table(f"{self.table}__icetide_tombstones")):
+                self.spark.sql(f"DROP TABLE {name}")
+        else:
+            roll_back(self.spark, self.table, before)
         by_driver = self._merged(run_id, bronze, "driver", **arguments)
         assert _manifest(by_driver, self.table) == _manifest(by_spark, self.table), run_id
-        assert (_silver(self.spark, self.table), _tombstones(self.spark, self.table)) == left_by_spark, run_id
+        assert self._left() == left_by_spark, run_id
         return by_driver
+
+    def _left(self) -> tuple[Any, ...]:
+        """What a run leaves: silver's schema and rows, and the tombstones."""
+        schema = self.spark.table(silver_table(self.table)).schema
+        return schema, _silver(self.spark, self.table), _tombstones(self.spark, self.table)
 
     def _merged(self, run_id: str, bronze: Path, path: str, **arguments: Any) -> dict[str, Any]:
         """The run as the job chooses its path, which must be ``path``."""
@@ -375,7 +386,7 @@ def test_both_paths_agree_across_types_schema_changes_and_widening(
 ) -> None:
     both = BothPaths(spark, "both_types")
     first = [_typed("I", 0, key, key, 0.0 if key == 4 else float(key)) for key in range(1, 21)]
-    both.run("t-1", _write(tmp_path / "1", "LOAD00000001.parquet", TYPED, first, int96=True), driver=False)
+    both.run("t-1", _write(tmp_path / "1", "LOAD00000001.parquet", TYPED, first, int96=True), driver=True)
     # Updates, one re-read unchanged, NaN over a number, -0.0 against 0.0, a delete, an insert.
     second = [
         _typed("U", 10, 1, 100, 1.0),
@@ -428,9 +439,9 @@ def _keyed(folder: Path, name: str, rows: list[tuple[str, int, int, int]]) -> Pa
 
 def test_both_paths_agree_on_tombstones_and_late_changes(spark: SparkSession, tmp_path: Path) -> None:
     both = BothPaths(spark, "both_memory")
-    both.run(
-        "m-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 11)]), False
-    )
+    # A first load whose window holds a delete too: a key silver never held, remembered.
+    loaded = _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 11)])
+    both.run("m-1", _keyed(loaded, "20261121-070000000.parquet", [("D", 1, 11, 11)]), True)
     # Deletes and a re-read, remembered; then older changes of the deleted keys arrive late.
     both.run(
         "m-2", _keyed(tmp_path / "2", "a.parquet", [("D", 10, 1, 1), ("D", 10, 2, 2), ("U", 0, 3, 3)]), True
@@ -450,7 +461,7 @@ def test_both_paths_report_the_newest_cdc_change_time_and_leave_full_load_rows_o
     time is when DMS transferred it (the replication instance's clock), here later than every change."""
     both = BothPaths(spark, "both_newest_change")
     loaded = both.run(
-        "n-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 90, k, k) for k in range(1, 5)]), False
+        "n-1", _keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 90, k, k) for k in range(1, 5)]), True
     )
     assert loaded["newestChangeTime"] is None
     folder = _keyed(tmp_path / "2", "LOAD00000001.parquet", [("I", 90, 5, 5)])
@@ -486,7 +497,7 @@ def test_both_paths_agree_on_a_decimal_key_parquet_stores_as_a_long(
 
     both = BothPaths(spark, "both_decimal_key")
     both.run(
-        "d-1", keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 11)]), False
+        "d-1", keyed(tmp_path / "1", "LOAD00000001.parquet", [("I", 0, k, k) for k in range(1, 11)]), True
     )
     manifest = both.run(
         "d-2",

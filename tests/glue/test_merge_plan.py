@@ -24,15 +24,17 @@ SMALL = JobArguments(
 STARTED = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 
 
-def test_a_small_hard_delete_merge_into_an_existing_table_is_the_driver_s() -> None:
-    chosen = choose_merge_plan(SMALL, table_exists=True, pyarrow=lambda: 21)
+@pytest.mark.parametrize(("exists", "reason"), [(True, "into an existing table"), (False, "first load")])
+def test_a_small_hard_delete_merge_or_first_load_is_the_driver_s(exists: bool, reason: str) -> None:
+    chosen = choose_merge_plan(SMALL, table_exists=exists, pyarrow=lambda: 21)
     assert (chosen.plan, chosen.forced) == (MergePlan.DRIVER, False)
+    assert reason in chosen.reason
 
 
 @pytest.mark.parametrize(
     ("args", "exists", "pyarrow", "reason"),
     [
-        (SMALL, False, lambda: 21, "silver does not exist yet"),
+        (replace(SMALL, max_change_rows=101), False, lambda: 21, "more than 100 changes"),
         (replace(SMALL, delete_mode=DeleteMode.SOFT), True, lambda: 21, "not a hard-delete merge"),
         (
             replace(SMALL, reconcile_uri="s3://bronze/keys/", reconcile_started_at=STARTED),

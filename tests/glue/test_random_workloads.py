@@ -355,8 +355,9 @@ def run_workload(
         loaded = len(workload.load) if number == 0 and workload.load_schema is not None else 0
         counted = {"expected_rows": loaded, "max_change_rows": len(batch) - loaded} if number % 2 else {}
         # Each run forces its merge plan (--merge_plan): the driver's where it may (a hard-delete
-        # merge into an existing table with every metadata column, no reconcile), or Spark's.
-        qualifies = not workload.soft and number > 0 and not reconcile and not unhashed
+        # merge, its first load too, into a table with every metadata column, no reconcile), or
+        # Spark's.
+        qualifies = not workload.soft and not reconcile and not unhashed
         on_driver = rng.random() < 0.6
         plan = "driver" if qualifies and on_driver else "spark"
         manifest = load_into_silver(

@@ -15,14 +15,16 @@ beside silver's, silver's data file beside the delete files and the tombstones.
 
 Which runs: a merge with hard deletes into an existing, unpartitioned format-v2 table, no
 reconcile, whose batch needs no schema change and has the table's very column types, at most
-``max_changes`` rows, and whose planned read of silver is at most :data:`MAX_PLANNED_BYTES`. Every
-other run, and any run this path finds it cannot read exactly as Spark would
-(:class:`~icetide_glue.driver.arrow_types.NotEligible`, raised before anything is written), takes the
-Spark path; so does every batch a check refuses, which the Spark path names. The rows it writes
-store the values hash exactly when the Spark path's would (icetide_glue.merge.apply.values_hash_types),
-computed here to the Spark path's very number (icetide_glue.driver.values_hash), so the Spark
-path's next classification compares them by their stored hash. The snapshot summary says which
-path committed (``icetide.merge-path``).
+``max_changes`` rows, and whose planned read of silver is at most :data:`MAX_PLANNED_BYTES`; and
+a first load of as many rows, which creates silver as the Spark path does (after the batch's
+checks, from the batch's columns) and, finding no row to replace, only appends: a small table's
+first run costs no Spark job either. Every other run, and any run this path finds it cannot read
+exactly as Spark would (:class:`~icetide_glue.driver.arrow_types.NotEligible`, raised before
+anything is written), takes the Spark path; so does every batch a check refuses, which the Spark
+path names. The rows it writes store the values hash exactly when the Spark path's would
+(icetide_glue.merge.apply.values_hash_types), computed here to the Spark path's very number
+(icetide_glue.driver.values_hash), so the Spark path's next classification compares them by their
+stored hash. The snapshot summary says which path committed (``icetide.merge-path``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import DoubleType, FloatType, StructType
+from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
 
 from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.arguments import JobArguments
@@ -74,7 +76,7 @@ from icetide_glue.driver.commit import (
 )
 from icetide_glue.driver.files import file_size
 from icetide_glue.driver.labels import Labels, label_changes
-from icetide_glue.driver.silver import PlannedDataFile, iceberg_arrow_schema, read_rows_of_keys
+from icetide_glue.driver.silver import PlannedDataFile, empty_rows, iceberg_arrow_schema, read_rows_of_keys
 from icetide_glue.driver.values_hash import hashable_kind, values_hash
 from icetide_glue.errors import BronzeSchemaError, IcetideJobError, InvalidJobArguments
 from icetide_glue.iceberg_tables import branch_snapshot_id, every_spec_unpartitioned, iceberg_table, jvm
@@ -84,9 +86,11 @@ from icetide_glue.merge.position_deletes import POSITION_DELETES_FORMAT, files_t
 from icetide_glue.merge.sql import compared_columns, tombstone_merge_sql
 from icetide_glue.silver import (
     SilverTable,
+    create_silver_table,
     ensure_tombstone_table,
     missing_metadata,
     silver_schema,
+    table_exists,
 )
 from icetide_glue.table_sql import MAIN_BRANCH
 
@@ -112,7 +116,7 @@ class _Run:
     tombstone_schema: StructType  # the tombstone table's Spark schema
     tombstone_iceberg: Any  # and its refreshed Iceberg table
     tombstone_keys: list[str]
-    base_snapshot_id: int
+    base_snapshot_id: int | None  # None: silver had no snapshot (nothing to remove)
     planned: list[PlannedDataFile]
     # The values hash of each labelled change (in the labels' order) when silver's rows store one
     # (None: they do not).
@@ -225,12 +229,34 @@ def _check_run(
     for field in source.fields:
         name = find_column(silver.fieldNames(), field.name)
         _require(name is not None and silver[name].dataType == field.dataType, f"column {field.name}'s type")
-    key_types = [source[key].dataType for key in keys]
-    _require(is_whole_number_type(key_types[0]), "the first key is not a whole number")
-    _require(not any(isinstance(t, FloatType | DoubleType) for t in key_types), "a floating-point key")
+    _check_keys(source, keys)
     _require(int(iceberg.operations().current().formatVersion()) == POSITION_DELETES_FORMAT, "not format v2")
     _require(every_spec_unpartitioned(iceberg), "a partitioned table")
     return _Target(silver, iceberg)
+
+
+def _check_keys(source: StructType, keys: Sequence[str]) -> None:
+    """The keys this path finds rows by: the first a whole number, none floating-point."""
+    key_types = [source[key].dataType for key in keys]
+    _require(is_whole_number_type(key_types[0]), "the first key is not a whole number")
+    _require(not any(isinstance(t, FloatType | DoubleType) for t in key_types), "a floating-point key")
+
+
+def _check_new_table(source: StructType, keys: Sequence[str]) -> None:
+    """What :func:`_check_run` would find of the table a first load creates from ``source``, found
+    before it is created: a run that would then go to Spark leaves no table behind it. The table
+    stores each column as the batch holds it (no smallint stored as int), in a type this path
+    reads, and the values hash of every compared column it hashes at all."""
+    additions = plan_schema_changes(StructType([]), source).additions
+    created = {column.name: column.data_type for column in additions}
+    for field in source.fields:
+        _require(created.get(field.name) == field.dataType, f"column {field.name}'s type")
+        arrow_type(field.dataType)
+    _check_keys(source, keys)
+    for name in compared_columns(source.fieldNames(), keys):
+        data_type = source[name].dataType
+        if not isinstance(data_type, StructType | ArrayType | MapType):
+            _require(hashable_kind(data_type.simpleString()), "a compared column's hash")
 
 
 def _align(latest: pa.Table, silver: StructType) -> pa.Table:
@@ -264,8 +290,11 @@ def _label(
     files, bronze_schema = bronze()
     source = _source(args, bronze_schema)
     keys, watermark = source.keys, source.watermark
-    target = _check_run(spark, args, table, source.schema, keys)
-    silver, iceberg = target.schema, target.iceberg
+    exists = table_exists(spark, table)
+    if exists:
+        _check_run(spark, args, table, source.schema, keys)
+    else:
+        _check_new_table(source.schema, keys)
     try:
         bronze_bytes = sum(file_size(path) for path in files)
     except (OSError, TypeError, pa.ArrowException):  # a file gone since the listing: Spark names it
@@ -277,12 +306,15 @@ def _label(
     _require(limit is None or batch.summary.rows_read <= limit, f"more than {limit} changes")
     # Before anything is written, as on the Spark path: a lost or added bronze file must not land.
     check_bronze_rows(args, lambda: arrow_bronze_rows(files))
+    # A first load creates silver only now, every check passed: as the Spark path, after them.
+    schema_changes = [] if exists else create_silver_table(spark, table, source.schema, keys, args.load_mode)
+    target = _check_run(spark, args, table, source.schema, keys)
+    silver, iceberg = target.schema, target.iceberg
     silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
     latest = _align(batch.latest, silver)
     tombstones = ensure_tombstone_table(spark, table, silver, keys)
+    # None: silver has no row yet (a first load), so none is read and the run only appends.
     base_snapshot_id = branch_snapshot_id(iceberg, MAIN_BRANCH)
-    _require(base_snapshot_id is not None, "silver has no snapshot")
-    assert base_snapshot_id is not None  # (for the type checker)
     value_columns = [n for n in silver.fieldNames() if not is_metadata_column(n)]
     compared = compared_columns(value_columns, keys)
     value_types = values_hash_types(silver, value_columns, keys, soft_delete=False)
@@ -301,17 +333,21 @@ def _label(
         beside(hash_changes, "the changes' values hashes") as hashed,
         beside(read_tombstones, "the tombstone table's read", decisions=(NotEligible,)) as wrote_tombstones,
     ):
-        planned, silver_rows = read_rows_of_keys(
-            spark,
-            iceberg,
-            table.sql_name,
-            iceberg_arrow_schema(spark, iceberg, read),
-            silver_keys[0],
-            ranges,
-            wanted,
-            base_snapshot_id,
-            MAX_PLANNED_BYTES,
-        )
+        silver_columns = iceberg_arrow_schema(spark, iceberg, read)
+        planned: list[PlannedDataFile] = []
+        silver_rows = empty_rows(silver_columns)
+        if base_snapshot_id is not None:
+            planned, silver_rows = read_rows_of_keys(
+                spark,
+                iceberg,
+                table.sql_name,
+                silver_columns,
+                silver_keys[0],
+                ranges,
+                wanted,
+                base_snapshot_id,
+                MAX_PLANNED_BYTES,
+            )
         tombstone_schema = wrote_tombstones.result()
         labels = label_changes(latest, silver_rows, tombstone_schema.rows, silver_keys, compared)
         values_hashes = hashed.result()
@@ -322,7 +358,7 @@ def _label(
         rows_read=summary.rows_read,
         watermark_column=args.watermark_column,
         new_watermark=summary.new_watermark,
-        schema_changes=[],
+        schema_changes=schema_changes,
         rows_inserted=labels.count(ChangeAction.INSERT),
         rows_updated=labels.count(ChangeAction.UPDATE),
         rows_deleted=labels.count(ChangeAction.DELETE),
@@ -484,6 +520,7 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
         with beside(partial(_data_files, spark, iceberg, keys, rows, schema), "silver's data file") as added:
             positions = _positions(run)
             if positions:
+                assert run.base_snapshot_id is not None  # the removed rows were read at it
                 live = [
                     d
                     for f in run.planned

@@ -25,7 +25,7 @@ class MergePlan(StrEnum):
     (``icetide.merge-path``)."""
 
     # Every stage in the driver's process, without a Spark job (icetide_glue.driver.merge): a
-    # batch whose changes and planned read of silver are small.
+    # batch whose changes and planned read of silver are small, a small first load too.
     DRIVER = "driver"
     # Every stage as Spark jobs: any run.
     SPARK = "spark"
@@ -54,7 +54,7 @@ def choose_merge_plan(
 ) -> Chosen:
     """The plan of one run, from its arguments and what is known before its bronze is read:
     whether silver exists and the installed pyarrow's major version (``pyarrow``: finds it)."""
-    driver_refusal = _driver_refusal(args, table_exists, pyarrow)
+    driver_refusal = _driver_refusal(args, pyarrow)
     if args.merge_plan is MergePlanChoice.SPARK:
         return Chosen(MergePlan.SPARK, True, "--merge_plan spark")
     if args.merge_plan is MergePlanChoice.DRIVER:
@@ -70,18 +70,18 @@ def choose_merge_plan(
     bound = args.bronze_rows_bound
     if bound is not None and bound > args.driver_merge_max_changes:
         return Chosen(MergePlan.SPARK, False, f"more than {args.driver_merge_max_changes} changes")
-    return Chosen(MergePlan.DRIVER, False, "a small merge into an existing table")
+    what = "a small merge into an existing table" if table_exists else "a small first load"
+    return Chosen(MergePlan.DRIVER, False, what)
 
 
-def _driver_refusal(args: JobArguments, table_exists: bool, pyarrow: Callable[[], int | None]) -> str | None:
-    """Why the driver path cannot take the run, as far as its arguments and silver's existence
-    say (None: it may; the path itself checks the batch and the table before writing)."""
+def _driver_refusal(args: JobArguments, pyarrow: Callable[[], int | None]) -> str | None:
+    """Why the driver path cannot take the run, as far as its arguments say (None: it may; the
+    path itself checks the batch and the table, or the table a first load would create, before
+    writing)."""
     if args.load_mode is not LoadMode.MERGE or args.delete_mode is not DeleteMode.HARD:
         return "not a hard-delete merge"
     if args.reconcile_uri is not None:
         return "a reconcile run"
-    if not table_exists:
-        return "silver does not exist yet"
     major = pyarrow()
     if major is None or major < MIN_PYARROW_MAJOR:
         found = "no pyarrow" if major is None else f"pyarrow {major}"

@@ -110,9 +110,9 @@ clean: ## remove build output and local workspaces (keeps .venv and the jar cach
 
 .PHONY: lint-deploy
 # The tools live in their own venvs: aws-sam-cli pins older boto3/pydantic, checkov pins its own set.
-lint-deploy: venv $(UV) ## sam validate --lint, cfn-lint and checkov on template.yaml (creates .venv-sam, .venv-checkov)
+# sam validate --lint runs cfn-lint (the SAM CLI's own) over the template: no second cfn-lint run.
+lint-deploy: venv $(UV) ## sam validate --lint (cfn-lint) and checkov on template.yaml (creates .venv-sam, .venv-checkov)
 	@$(call tool_venv,.venv-sam,aws-sam-cli,sam)
 	@$(call tool_venv,.venv-checkov,checkov,checkov)
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint --template template.yaml
-	$(BIN)/cfn-lint template.yaml
 	.venv-checkov/bin/checkov --file template.yaml --framework cloudformation --skip-download --quiet --compact

@@ -1,4 +1,4 @@
-"""The deployment tools run clean: `make lint-deploy` (sam validate, cfn-lint, checkov) and `sam build`.
+"""The deployment tools run clean: `make lint-deploy` (sam validate --lint, checkov) and `sam build`.
 
 The tools live in their own virtual environments (.venv-sam, .venv-checkov), which `make
 lint-deploy` creates when they are missing, so these tests need no preparation on a fresh clone,

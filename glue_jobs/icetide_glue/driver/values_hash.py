@@ -68,7 +68,9 @@ def json_documents(rows: pa.Table, columns: Sequence[tuple[str, str]], java: Any
     comma. Every field but the first begins with a comma, so when the first field may be missing
     the document is joined with every field's comma and the first character of the body dropped.
     """
-    texts = [(_label(name), escaped(exact_text(rows.column(name), kind, java))) for name, kind in columns]
+    texts = [
+        (_label(name), _json_text(exact_text(rows.column(name), kind, java), kind)) for name, kind in columns
+    ]
     first_always_present = texts[0][1].null_count == 0
     parts: list[Any] = []
     constant = "{" if first_always_present else ""
@@ -86,6 +88,13 @@ def json_documents(rows: pa.Table, columns: Sequence[tuple[str, str]], java: Any
         return pc.binary_join_element_wise(*parts, constant + "}", "")
     body = pc.binary_join_element_wise(*parts, constant, "")
     return pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
+
+
+def _json_text(text: pa.Array, kind: str) -> pa.Array:
+    """A column's texts as Jackson writes them inside a JSON string: only a string column's may
+    hold a character it escapes; every other kind's text is digits, signs, points, letters and
+    the spaces and colons of a time (:func:`exact_text`)."""
+    return escaped(text) if kind == "string" else text
 
 
 def _label(name: str) -> str:
@@ -189,7 +198,9 @@ def _layout(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def xxhash64(documents: pa.Array, seed: int = SPARK_SEED) -> np.ndarray:
     """XXH64 of each value's bytes with ``seed``, as Spark's ``xxhash64`` gives it (int64)."""
     offsets, data = _layout(documents)
-    data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    # A stripe's zero bytes past the last value: every step below reads a word at each row's place,
+    # also in rows already past their end (the result is then left out), and stays in the buffer.
+    data = np.concatenate([data, np.zeros(_STRIPE, dtype=np.uint8)])
     # Every byte offset read as a little-endian word (unaligned views: gathers need no copy first).
     words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
     halves = np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
@@ -215,26 +226,26 @@ def _xxh64(
     length: np.ndarray,
     seed: np.uint64,
 ) -> np.ndarray:
-    count = len(length)
+    """Every row's hash, each step over whole columns: a step some rows do not take (a stripe past
+    their length, a tail word they lack) is computed for every row and kept only where it is
+    taken (``np.where``), which costs less than gathering and scattering those rows."""
     stripes = length // _STRIPE
-    acc = np.full(count, seed + _P5, dtype=np.uint64)
-    # Rows of at least one stripe, longest first: step k reads a prefix of them, the rows with
-    # more than k stripes.
-    long_rows = np.nonzero(stripes)[0]
+    acc = np.full(len(length), seed + _P5, dtype=np.uint64)
+    long_rows = np.flatnonzero(stripes)
     if len(long_rows):
-        long_rows = long_rows[np.argsort(-stripes[long_rows], kind="stable")]
         left = stripes[long_rows]
         lanes = [
             np.full(len(long_rows), value, dtype=np.uint64)
             for value in (seed + _P1 + _P2, seed + _P2, seed, seed - _P1)
         ]
-        at = start[long_rows].copy()
-        for step in range(int(left[0])):
-            live = int(np.searchsorted(-left, -step, side="left"))
-            where = at[:live]
-            for lane, lane_offset in zip(lanes, (0, 8, 16, 24), strict=True):
-                lane[:live] = _round(lane[:live], words[where + lane_offset])
-            at[:live] += _STRIPE
+        at = start[long_rows]
+        for step in range(int(left.max())):
+            taken = left > step
+            for index, lane in enumerate(lanes):
+                stepped = _round(lane, words[at + 8 * index])
+                lanes[index] = stepped if taken.all() else np.where(taken, stepped, lane)
+            # A row past its last stripe stays at its end: its reads stay within the padding.
+            at = at + _STRIPE * taken
         merged = _rotl(lanes[0], 1) + _rotl(lanes[1], 7) + _rotl(lanes[2], 12) + _rotl(lanes[3], 18)
         for lane in lanes:
             merged = (merged ^ _round(np.zeros_like(lane), lane)) * _P1 + _P4
@@ -242,24 +253,25 @@ def _xxh64(
     acc += length.astype(np.uint64)
     at = start + stripes * _STRIPE
     rest = length - stripes * _STRIPE
+    zeros = np.zeros(len(length), np.uint64)
     for word in range(3):
-        hit = np.nonzero(rest >= 8 * (word + 1))[0]
-        if len(hit):
-            acc[hit] = (
-                _rotl(acc[hit] ^ _round(np.zeros(len(hit), np.uint64), words[at[hit] + 8 * word]), 27) * _P1
-                + _P4
-            )
-    at += (rest // 8) * 8
-    rest %= 8
-    hit = np.nonzero(rest >= 4)[0]
-    if len(hit):
-        acc[hit] = _rotl(acc[hit] ^ (halves[at[hit]].astype(np.uint64) * _P1), 23) * _P2 + _P3
-        at[hit] += 4
-        rest[hit] -= 4
+        taken = rest >= 8 * (word + 1)
+        if taken.any():
+            stepped = _rotl(acc ^ _round(zeros, words[at + 8 * word]), 27) * _P1 + _P4
+            acc = np.where(taken, stepped, acc)
+    at = at + (rest // 8) * 8
+    rest = rest % 8
+    taken = rest >= 4
+    if taken.any():
+        stepped = _rotl(acc ^ (halves[at].astype(np.uint64) * _P1), 23) * _P2 + _P3
+        acc = np.where(taken, stepped, acc)
+        at = np.where(taken, at + 4, at)
+        rest = np.where(taken, rest - 4, rest)
     for byte in range(3):
-        hit = np.nonzero(rest > byte)[0]
-        if len(hit):
-            acc[hit] = _rotl(acc[hit] ^ (data[at[hit] + byte].astype(np.uint64) * _P5), 11) * _P1
+        taken = rest > byte
+        if taken.any():
+            stepped = _rotl(acc ^ (data[at + byte].astype(np.uint64) * _P5), 11) * _P1
+            acc = np.where(taken, stepped, acc)
     acc ^= acc >> np.uint64(33)
     acc *= _P2
     acc ^= acc >> np.uint64(29)

@@ -290,10 +290,9 @@ def _label(
     files, bronze_schema = bronze()
     source = _source(args, bronze_schema)
     keys, watermark = source.keys, source.watermark
-    exists = table_exists(spark, table)
-    if exists:
-        _check_run(spark, args, table, source.schema, keys)
-    else:
+    # None: a first load, whose table is checked as it would be created, and created below.
+    target = _check_run(spark, args, table, source.schema, keys) if table_exists(spark, table) else None
+    if target is None:
         _check_new_table(source.schema, keys)
     try:
         bronze_bytes = sum(file_size(path) for path in files)
@@ -306,9 +305,11 @@ def _label(
     _require(limit is None or batch.summary.rows_read <= limit, f"more than {limit} changes")
     # Before anything is written, as on the Spark path: a lost or added bronze file must not land.
     check_bronze_rows(args, lambda: arrow_bronze_rows(files))
-    # A first load creates silver only now, every check passed: as the Spark path, after them.
-    schema_changes = [] if exists else create_silver_table(spark, table, source.schema, keys, args.load_mode)
-    target = _check_run(spark, args, table, source.schema, keys)
+    schema_changes: list[str] = []
+    if target is None:
+        # A first load creates silver only now, every check passed: as the Spark path, after them.
+        schema_changes = create_silver_table(spark, table, source.schema, keys, args.load_mode)
+        target = _check_run(spark, args, table, source.schema, keys)
     silver, iceberg = target.schema, target.iceberg
     silver_keys = [find_column(silver.fieldNames(), key) or key for key in keys]
     latest = _align(batch.latest, silver)

@@ -247,7 +247,10 @@ def _check_new_table(source: StructType, keys: Sequence[str]) -> None:
     before it is created: a run that would then go to Spark leaves no table behind it. The table
     stores each column as the batch holds it (no smallint stored as int), in a type this path
     reads, and the values hash of every compared column it hashes at all."""
-    additions = plan_schema_changes(StructType([]), source).additions
+    try:
+        additions = plan_schema_changes(StructType([]), source).additions
+    except IcetideJobError:  # a column no table can hold: the Spark path refuses it by name
+        raise NotEligible("a column silver cannot hold") from None
     created = {column.name: column.data_type for column in additions}
     for field in source.fields:
         _require(created.get(field.name) == field.dataType, f"column {field.name}'s type")

@@ -42,7 +42,7 @@ from icetide_glue.driver import merge as driver_module
 from icetide_glue.driver.arrow_types import NotEligible
 from icetide_glue.driver.batch import file_rank, read_batch
 from icetide_glue.driver.merge import folder_bronze, spark_bronze
-from icetide_glue.errors import InvalidChangeData
+from icetide_glue.errors import InvalidChangeData, InvalidJobArguments
 from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.merge.sql import values_hash_sql
 from seeds import EachSeed
@@ -658,6 +658,32 @@ def test_a_batch_over_the_driver_s_limit_is_merged_by_spark(
         driver_merge_max_changes=2,
     )
     assert merge_path(spark, table, manifest["snapshotId"]) == "driver"
+
+
+def test_a_silver_row_stored_without_its_values_hash_leaves_the_run_to_spark_which_fills_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # The driver compares stored hashes, as the Spark path does; a row without one (an earlier
+    # icetide's) would read as changed, so the run goes to the Spark path, which fills it first.
+    table = "driver_unhashed"
+    load_into_silver(
+        spark, table, "u-1", _keyed(tmp_path / "1", "a.parquet", [("I", 0, 1, 1), ("I", 0, 2, 2)])
+    )
+    spark.sql(f"UPDATE {silver_table(table)} SET {VALUES_HASH} = NULL WHERE id = 1")  # noqa: S608
+    changes = _keyed(tmp_path / "2", "a.parquet", [("U", 10, 1, 1), ("U", 10, 2, 3)])
+    with pytest.raises(
+        InvalidJobArguments, match="cannot merge this run: a silver row stored without its values"
+    ):
+        load_into_silver(spark, table, "u-2", changes, merge_plan="driver")
+    manifest = load_into_silver(spark, table, "u-2", changes)
+    assert merge_path(spark, table, manifest["snapshotId"]) == "spark"
+    assert (manifest["rowsUnchanged"], manifest["rowsUpdated"]) == (1, 1)
+    # Every row stores its hash now: the next run is the driver's again, and finds key 1 unchanged.
+    again = load_into_silver(
+        spark, table, "u-3", _keyed(tmp_path / "3", "a.parquet", [("U", 20, 1, 1), ("U", 20, 2, 4)])
+    )
+    assert merge_path(spark, table, again["snapshotId"]) == "driver"
+    assert (again["rowsUnchanged"], again["rowsUpdated"]) == (1, 1)
 
 
 class _Injected(RuntimeError):

@@ -230,7 +230,7 @@ def test_rows_stored_without_the_hash_are_filled_in_a_commit_of_their_own_before
     table = "values_hash_fill"
 
     def run(number: int, rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-        # The Spark path fills (a driver run compares values and stores the hash of its own rows).
+        # The Spark path fills (the driver path leaves a table with rows to fill to it).
         before_run(spark, table)
         return load_changes(spark, tmp_path, table, number, CHANGES, rows, merge_plan="spark")
 
@@ -271,7 +271,7 @@ def test_rows_stored_without_the_hash_are_filled_in_a_commit_of_their_own_before
     # A run that stopped between the column and its property: the next run sets the property.
     spark.sql(f"ALTER TABLE {silver_table(table)} UNSET TBLPROPERTIES ('{METRICS_PROPERTY}')")
     assert metrics_mode(spark, table) is None
-    # Rows an earlier icetide's driver path wrote without a hash, beside rows with one.
+    # Rows an earlier icetide wrote without a hash, beside rows with one.
     forget_hashes(spark, table, "id IN (1, 3, 5)")
     third = [
         ("U", "2026-11-21 09:00:01", 1, "one", 1),  # no stored hash, unchanged

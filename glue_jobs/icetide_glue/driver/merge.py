@@ -24,13 +24,16 @@ anything is written), takes the Spark path; so does every batch a check refuses,
 path names. The rows it writes store the values hash exactly when the Spark path's would
 (icetide_glue.merge.apply.values_hash_types), computed here to the Spark path's very number
 (icetide_glue.driver.values_hash), so the Spark path's next classification compares them by their
-stored hash. The snapshot summary says which path committed (``icetide.merge-path``).
+stored hash; and where silver stores it, this path compares the stored hash too, as the Spark path
+does, reading one column of silver's rows instead of every compared one (a row stored without it
+leaves the run to the Spark path, which fills it first). The snapshot summary says which path
+committed (``icetide.merge-path``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -39,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
+from pyspark.sql.types import DoubleType, FloatType, LongType, StructField, StructType
 
 from icetide_contracts.run_manifest import RunManifest
 from icetide_glue.arguments import JobArguments
@@ -118,9 +121,6 @@ class _Run:
     tombstone_keys: list[str]
     base_snapshot_id: int | None  # None: silver had no snapshot (nothing to remove)
     planned: list[PlannedDataFile]
-    # The values hash of each labelled change (in the labels' order) when silver's rows store one
-    # (None: they do not).
-    values_hashes: pa.Array | None
 
 
 # A run's bronze files and their merged schema (without Spark's file-rank and row-index columns).
@@ -256,10 +256,15 @@ def _check_new_table(source: StructType, keys: Sequence[str]) -> None:
         _require(created.get(field.name) == field.dataType, f"column {field.name}'s type")
         arrow_type(field.dataType)
     _check_keys(source, keys)
-    for name in compared_columns(source.fieldNames(), keys):
-        data_type = source[name].dataType
-        if not isinstance(data_type, StructType | ArrayType | MapType):
-            _require(hashable_kind(data_type.simpleString()), "a compared column's hash")
+    # A hard-delete table stores the values hash (icetide_glue.silver), so it is created with one.
+    created_schema = StructType([*source.fields, StructField(VALUES_HASH, LongType())])
+    _check_values_hash(values_hash_types(created_schema, source.fieldNames(), keys, soft_delete=False))
+
+
+def _check_values_hash(value_types: Mapping[str, str] | None) -> None:
+    """The values hash of every compared column this path hashes (None: no hash compared)."""
+    if value_types is not None:
+        _require(all(hashable_kind(kind) for kind in value_types.values()), "a compared column's hash")
 
 
 def _align(latest: pa.Table, silver: StructType) -> pa.Table:
@@ -320,10 +325,11 @@ def _label(
     # None: silver has no row yet (a first load), so none is read and the run only appends.
     base_snapshot_id = branch_snapshot_id(iceberg, MAIN_BRANCH)
     value_columns = [n for n in silver.fieldNames() if not is_metadata_column(n)]
-    compared = compared_columns(value_columns, keys)
     value_types = values_hash_types(silver, value_columns, keys, soft_delete=False)
-    if value_types is not None:
-        _require(all(hashable_kind(kind) for kind in value_types.values()), "a compared column's hash")
+    _check_values_hash(value_types)
+    # As on the Spark path (icetide_glue.merge.sql): where silver stores the values hash, the
+    # labels compare it, and silver's compared columns are not read at all.
+    compared = compared_columns(value_columns, keys) if value_types is None else [VALUES_HASH]
     ranges = batch.summary.key_ranges or []
     wanted = pc.unique(latest.column(silver_keys[0]).combine_chunks())
     read = StructType([silver[name] for name in [*silver_keys, *ORDER_COLUMNS, *compared]])
@@ -353,8 +359,14 @@ def _label(
                 MAX_PLANNED_BYTES,
             )
         tombstone_schema = wrote_tombstones.result()
-        labels = label_changes(latest, silver_rows, tombstone_schema.rows, silver_keys, compared)
         values_hashes = hashed.result()
+        if values_hashes is not None:
+            # A row stored before the table stored the hash: the Spark path fills it first.
+            _require(
+                silver_rows.column(VALUES_HASH).null_count == 0, "a silver row stored without its values hash"
+            )
+            latest = latest.append_column(VALUES_HASH, values_hashes)
+        labels = label_changes(latest, silver_rows, tombstone_schema.rows, silver_keys, compared)
     summary = batch.summary
     manifest = RunManifest(
         run_id=args.run_id,
@@ -381,7 +393,6 @@ def _label(
         tombstone_schema.keys,
         base_snapshot_id,
         planned,
-        values_hashes,
     )
 
 
@@ -515,8 +526,6 @@ def _commit(spark: SparkSession, args: JobArguments, table: SilverTable, run: _R
         properties = snapshot_properties(manifest, MergePlan.DRIVER)
         writes = pa.array(labels.writes)
         rows = _with_times(labels.changes.filter(writes))
-        if run.values_hashes is not None:
-            rows = rows.append_column(VALUES_HASH, run.values_hashes.filter(writes))
         schema = iceberg_arrow_schema(spark, iceberg, run.silver)
         keys = run.silver_keys
         # Silver's data file is sorted and written while the delete files and the tombstones are

@@ -54,7 +54,7 @@ from icetide_glue.changes.normalize import (
 from icetide_glue.changes.row_count import BronzeRows, check_bronze_rows
 from icetide_glue.changes.schema_evolution import plan_schema_changes
 from icetide_glue.columns import is_metadata_column
-from icetide_glue.commit.append_once import rows_not_in_silver
+from icetide_glue.commit.append_once import rows_not_in_silver, with_row_hash
 from icetide_glue.commit.manifest import write_manifest
 from icetide_glue.commit.run_ledger import find_run
 from icetide_glue.commit.run_record import (
@@ -235,7 +235,7 @@ def _land_changes(
     silver = silver_schema(spark, table)
     if latest is not None:
         return _merge(spark, args, table, latest, keys, silver, manifest, reconcile_keys, summary)
-    return _append(spark, table, changes, silver, manifest, watermark)
+    return _append(spark, table, changes, silver, manifest, watermark, created=not exists)
 
 
 def _merge(
@@ -345,9 +345,23 @@ def _append(
     silver: StructType,
     manifest: RunManifest,
     watermark: str | None,
+    created: bool,
 ) -> RunManifest:
-    new_rows = rows_not_in_silver(spark, table, align_to_silver(changes, silver, keep_op=False), watermark)
-    new_rows = new_rows.persist()
+    """Append the batch's rows silver does not hold yet (icetide_glue.commit.append_once).
+    ``created``: this run created silver, so it holds none of them, and every row is appended
+    without a read of silver or a count (the batch's check counted them)."""
+    aligned = align_to_silver(changes, silver, keep_op=False)
+    if created:
+        manifest = replace(manifest, rows_inserted=manifest.rows_read)
+        if manifest.rows_inserted:
+            append_changes(
+                table.sql_name,
+                with_row_hash(aligned),
+                snapshot_properties(manifest),
+                row_count=manifest.rows_inserted,
+            )
+        return _appended(spark, table, manifest)
+    new_rows = rows_not_in_silver(spark, table, aligned, watermark).persist()
     try:
         inserted = new_rows.count()
         # Rows silver already holds (re-read by the filter) were appended by an earlier run: unchanged.
@@ -357,6 +371,13 @@ def _append(
         append_changes(table.sql_name, new_rows, snapshot_properties(manifest), row_count=inserted)
     finally:
         new_rows.unpersist()
+    return _appended(spark, table, manifest)
+
+
+def _appended(spark: SparkSession, table: SilverTable, manifest: RunManifest) -> RunManifest:
+    """``manifest`` with the snapshot its append committed (none when it appended no row)."""
+    if not manifest.rows_inserted:
+        return manifest
     return replace(manifest, snapshot_id=committed_snapshot_id(spark, table, manifest.run_id))
 
 

@@ -54,6 +54,12 @@ def _exact_text(value: Column, data_type: DataType) -> Column:
     return value.cast(StringType())
 
 
+def with_row_hash(aligned: DataFrame) -> DataFrame:
+    """``aligned`` (a batch shaped like silver) with ``_icetide_row_hash``, as it is stored: every
+    row of a batch appended to a table created by the same run (which holds no row to skip)."""
+    return aligned.withColumn(ROW_HASH, row_hash(aligned, content_columns(aligned.schema)))
+
+
 def rows_not_in_silver(
     spark: SparkSession,
     table: SilverTable,
@@ -65,8 +71,7 @@ def rows_not_in_silver(
     For each content, the batch's first n copies are skipped where silver holds n; the result
     carries ``_icetide_row_hash`` to be stored with the rows.
     """
-    columns = content_columns(aligned.schema)
-    batch = aligned.withColumn(ROW_HASH, row_hash(aligned, columns))
+    batch = with_row_hash(aligned)
     batch_hashes = batch.select(ROW_HASH).distinct()
     # No forced broadcast: with lte, eq or no filter the batch is the whole source table, and Spark
     # chooses a broadcast on its own when a side is small.

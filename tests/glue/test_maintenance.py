@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,8 +22,11 @@ from glue.silver_tables import CATALOG, SILVER_DATABASE, load_into_silver, silve
 from icetide_contracts.json_fields import ContractViolation
 from icetide_contracts.maintenance import MaintenancePolicy, TableFiles
 from icetide_glue.commit.run_ledger import record_committed_runs
-from icetide_glue.maintenance.maintain import maintain_table, measure_table
+from icetide_glue.iceberg_tables import iceberg_table
+from icetide_glue.maintenance.maintain import expires_any_snapshot, maintain_table, measure_table
+from icetide_glue.maintenance.sql import expire_snapshots_sql
 from icetide_glue.silver import SilverTable
+from seeds import EachSeed
 
 BRONZE = pa.schema(
     [("Op", pa.string()), ("dms_timestamp", pa.string()), ("id", pa.int64()), ("v", pa.string())]
@@ -47,6 +51,9 @@ RUNS: list[list[tuple[str, str, int, str]]] = [
         ("D", "2026-11-21 09:00:00", 30, ""),
     ],
 ]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _utc_rows(rows: list[Row]) -> list[tuple[Any, ...]]:
@@ -126,9 +133,7 @@ def maintained(spark: SparkSession, warehouse: Path, tmp_path_factory: pytest.Te
 def _read_with_pyiceberg(warehouse: Path, table: str) -> list[tuple[Any, ...]]:
     """Every row and column of a silver table, read by pyiceberg from its newest metadata file
     (not by Spark or icetide's code), sorted."""
-    location = warehouse / SILVER_DATABASE / table / "metadata"
-    newest = max(location.glob("v*.metadata.json"), key=lambda path: int(path.name[1:].split(".")[0]))
-    rows = StaticTable.from_metadata(str(newest)).scan().to_arrow().to_pylist()
+    rows = _newest_metadata(warehouse, table).scan().to_arrow().to_pylist()
     return sorted(tuple(row.values()) for row in rows)
 
 
@@ -298,3 +303,64 @@ def test_a_run_rolled_back_before_its_snapshot_expired_loads_again(
         (2, "v2"),
         (3, "v3"),
     ]
+
+
+@pytest.mark.spark
+def test_expiry_is_skipped_exactly_when_iceberg_would_expire_no_snapshot(
+    spark: SparkSession, warehouse: Path, tmp_path: Path, each_seed: EachSeed
+) -> None:
+    # Maintenance skips expire_snapshots when expires_any_snapshot says it would remove nothing.
+    # Checked against an oracle of Iceberg's rule, over the snapshots as pyiceberg reads them: a
+    # snapshot older than the cutoff goes unless it is among the newest retain_last ancestors of
+    # main's head (the head always stays); the cutoff counts in whole milliseconds, rounded down.
+    runs = [
+        [("I", "2026-11-01 00:00:00", key, f"v{key}") for key in (1, 2, 3)],
+        [("U", "2026-11-02 00:00:00", 1, "u1")],
+        [("D", "2026-11-03 00:00:00", 2, "")],
+        [("I", "2026-11-04 00:00:00", 4, "v4")],
+    ]
+    for number, rows in enumerate(runs, start=1):
+        write_dms_file(tmp_path / f"run{number}", f"2026110{number}-000000000.parquet", BRONZE, rows)
+        load_into_silver(spark, "expiry", f"expiry-{number}", tmp_path / f"run{number}")
+    metadata = _newest_metadata(warehouse, "expiry").metadata
+    snapshots = {s.snapshot_id: s for s in metadata.snapshots}
+    ancestors, at = [], metadata.current_snapshot_id
+    while at is not None:
+        ancestors.append(at)
+        at = snapshots[at].parent_snapshot_id
+    times = sorted(s.timestamp_ms for s in snapshots.values())
+    assert len(times) == len(runs)
+
+    def oracle(cutoff_micros: int, retain_last: int) -> bool:
+        kept = set(ancestors[:retain_last]) | {metadata.current_snapshot_id}
+        return any(s.timestamp_ms < cutoff_micros // 1000 and i not in kept for i, s in snapshots.items())
+
+    iceberg = iceberg_table(spark, silver_table("expiry"))
+
+    def check(seed: int) -> None:
+        rng = random.Random(seed)
+        # A cutoff near a snapshot's time, up to a millisecond either side, in microseconds.
+        cutoff = rng.choice(times) * 1000 + rng.randint(-1000, 2000)
+        retain_last = rng.randint(1, len(times) + 1)
+        at = _EPOCH + timedelta(microseconds=cutoff)
+        assert expires_any_snapshot(iceberg, at, retain_last) == oracle(cutoff, retain_last), (
+            cutoff,
+            retain_last,
+        )
+
+    each_seed(range(40), check)
+    # The procedure removes nothing where the check says so: every snapshot kept.
+    oldest = _EPOCH + timedelta(milliseconds=times[0])
+    assert not expires_any_snapshot(iceberg, oldest, 1)
+    assert expires_any_snapshot(iceberg, oldest + timedelta(milliseconds=1), 1)
+    table = SilverTable(CATALOG, SILVER_DATABASE, "expiry")
+    spark.sql(expire_snapshots_sql(CATALOG, SILVER_DATABASE, "expiry", oldest, 1)).collect()
+    assert len(snapshot_ids(spark, "expiry")) == len(runs)
+    report = maintain_table(spark, table, MaintenancePolicy(min_snapshots=1)).report("m").to_json()
+    assert report["silver"]["snapshotsExpired"] == 0
+
+
+def _newest_metadata(warehouse: Path, table: str) -> StaticTable:
+    location = warehouse / SILVER_DATABASE / table / "metadata"
+    newest = max(location.glob("v*.metadata.json"), key=lambda path: int(path.name[1:].split(".")[0]))
+    return StaticTable.from_metadata(str(newest))

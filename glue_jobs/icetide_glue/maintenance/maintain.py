@@ -12,7 +12,10 @@ reads slow down with each. One maintenance pass, in this order:
 3. ``rewrite_position_delete_files``: the delete files left (and those of rewritten data files,
    which no longer apply) are compacted or dropped;
 4. ``expire_snapshots`` older than the retention, keeping at least ``min_snapshots``: the files
-   only they referenced (the rewritten small files) are deleted;
+   only they referenced (the rewritten small files) are deleted. Skipped when Iceberg's own
+   ``ExpireSnapshots``, applied without a commit, finds no snapshot to remove: the procedure's
+   Spark action lists every file of the table's snapshots (Spark jobs over all its manifests) even
+   then, and would delete nothing;
 5. ``remove_orphan_files`` older than ``orphan_age`` (at least one day: a younger file may belong
    to a commit in flight);
 6. measure again; then, for ``<table>__icetide_tombstones`` when it exists, forget the entries
@@ -38,7 +41,7 @@ import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -46,6 +49,7 @@ from pyspark.sql import SparkSession
 from icetide_contracts.maintenance import MaintenancePolicy, MaintenanceReport, TableFiles, TableMaintenance
 from icetide_glue.arguments import DEFAULT_TOMBSTONE_RETENTION_DAYS
 from icetide_glue.commit.run_ledger import record_committed_runs, run_ledger
+from icetide_glue.iceberg_tables import iceberg_table
 from icetide_glue.maintenance.sql import (
     RewriteStrategy,
     expire_snapshots_sql,
@@ -63,6 +67,7 @@ from icetide_glue.silver import SilverTable, table_exists, tombstone_table
 logger = logging.getLogger(__name__)
 
 _DATA, _POSITION_DELETES, _EQUALITY_DELETES = 0, 1, 2
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # Iceberg's Spark scan cuts files into splits at row-group boundaries, but never adapts its split
@@ -214,12 +219,15 @@ def _maintain_one(
         ),
     )
     snapshots_before_expiry = snapshot_count(spark, table)
-    expired = _one_row(
-        spark,
-        expire_snapshots_sql(
-            table.catalog, table.database, table.name, now - policy.snapshot_retention, policy.min_snapshots
-        ),
-    )
+    expire_before = now - policy.snapshot_retention
+    expired: dict[str, Any] = {}
+    if expires_any_snapshot(iceberg_table(spark, table.sql_name), expire_before, policy.min_snapshots):
+        expired = _one_row(
+            spark,
+            expire_snapshots_sql(
+                table.catalog, table.database, table.name, expire_before, policy.min_snapshots
+            ),
+        )
     snapshots_after_expiry = snapshot_count(spark, table)
     orphans = spark.sql(
         remove_orphan_files_sql(table.catalog, table.database, table.name, now - policy.orphan_age)
@@ -244,6 +252,16 @@ def _maintain_one(
         ),
         orphan_files_removed=orphans,
     )
+
+
+def expires_any_snapshot(iceberg: Any, older_than: datetime, retain_last: int) -> bool:
+    """Whether ``expire_snapshots`` with these arguments would remove a snapshot of ``iceberg`` (an
+    Iceberg ``Table``): the procedure's own rule, Iceberg's ``ExpireSnapshots``, applied without a
+    commit (table metadata only). ``older_than`` counts in whole milliseconds, rounded down, as
+    the procedure converts its timestamp."""
+    older_than_millis = (older_than - _EPOCH) // timedelta(milliseconds=1)
+    pending = iceberg.expireSnapshots().expireOlderThan(older_than_millis).retainLast(retain_last)
+    return not pending.apply().isEmpty()
 
 
 def prune_expired_tombstones(

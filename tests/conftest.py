@@ -32,11 +32,6 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "icetide")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "icetide")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-# The tests' Spark runs are short runs of tiny tables: a JIT held at its quick compiler (C1) spends
-# less CPU on compiling than the tiered one's optimising compiler would, whose code such runs never
-# amortise; on two cores with two workers, that CPU is the other worker's. Set the variable to run
-# the suite with the JVM's default JIT.
-os.environ.setdefault("ICETIDE_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 # After the environment above: the handlers' Powertools objects read it at import.
 import importlib

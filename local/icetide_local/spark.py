@@ -61,8 +61,8 @@ logger.native.level = error
 
 
 # Extra options for the local driver's JVM (a heap size, a JIT setting), appended to icetide's own.
-# None by default: a JIT held at its quick compiler (-XX:TieredStopAtLevel=1) suits short runs of
-# tiny tables (the test suite sets it), but a long run, a benchmark's, needs the optimising one.
+# None by default: a JIT held at its quick compiler spends half the CPU of one short run of a tiny
+# table, but a worker that runs the whole test suite in one JVM, or a benchmark, pays it back.
 SPARK_JAVA_OPTIONS_VARIABLE = "ICETIDE_SPARK_JAVA_OPTIONS"
 
 

@@ -671,10 +671,12 @@ def test_a_silver_row_stored_without_its_values_hash_leaves_the_run_to_spark_whi
     )
     spark.sql(f"UPDATE {silver_table(table)} SET {VALUES_HASH} = NULL WHERE id = 1")  # noqa: S608
     changes = _keyed(tmp_path / "2", "a.parquet", [("U", 10, 1, 1), ("U", 10, 2, 3)])
+    before = iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId()
     with pytest.raises(
         InvalidJobArguments, match="cannot merge this run: a silver row stored without its values"
     ):
         load_into_silver(spark, table, "u-2", changes, merge_plan="driver")
+    assert iceberg_table(spark, silver_table(table), refreshed=True).currentSnapshot().snapshotId() == before
     manifest = load_into_silver(spark, table, "u-2", changes)
     assert merge_path(spark, table, manifest["snapshotId"]) == "spark"
     assert (manifest["rowsUnchanged"], manifest["rowsUpdated"]) == (1, 1)

@@ -23,7 +23,8 @@ from icetide_contracts.json_fields import ContractViolation
 from icetide_contracts.maintenance import MaintenancePolicy, TableFiles
 from icetide_glue.commit.run_ledger import record_committed_runs
 from icetide_glue.iceberg_tables import iceberg_table
-from icetide_glue.maintenance.maintain import expires_any_snapshot, maintain_table, measure_table
+from icetide_glue.maintenance import maintain as maintain_module
+from icetide_glue.maintenance.maintain import expiry_changes_anything, maintain_table, measure_table
 from icetide_glue.maintenance.sql import expire_snapshots_sql
 from icetide_glue.silver import SilverTable
 from seeds import EachSeed
@@ -306,10 +307,10 @@ def test_a_run_rolled_back_before_its_snapshot_expired_loads_again(
 
 
 @pytest.mark.spark
-def test_expiry_is_skipped_exactly_when_iceberg_would_expire_no_snapshot(
-    spark: SparkSession, warehouse: Path, tmp_path: Path, each_seed: EachSeed
+def test_expiry_is_skipped_exactly_when_iceberg_would_change_nothing(
+    spark: SparkSession, warehouse: Path, tmp_path: Path, each_seed: EachSeed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Maintenance skips expire_snapshots when expires_any_snapshot says it would remove nothing.
+    # Maintenance skips expire_snapshots when expiry_changes_anything says it would change nothing.
     # Checked against an oracle of Iceberg's rule, over the snapshots as pyiceberg reads them: a
     # snapshot older than the cutoff goes unless it is among the newest retain_last ancestors of
     # main's head (the head always stays); the cutoff counts in whole milliseconds, rounded down.
@@ -343,21 +344,38 @@ def test_expiry_is_skipped_exactly_when_iceberg_would_expire_no_snapshot(
         cutoff = rng.choice(times) * 1000 + rng.randint(-1000, 2000)
         retain_last = rng.randint(1, len(times) + 1)
         at = _EPOCH + timedelta(microseconds=cutoff)
-        assert expires_any_snapshot(iceberg, at, retain_last) == oracle(cutoff, retain_last), (
+        assert expiry_changes_anything(iceberg, at, retain_last) == oracle(cutoff, retain_last), (
             cutoff,
             retain_last,
         )
 
     each_seed(range(40), check)
-    # The procedure removes nothing where the check says so: every snapshot kept.
+    # The procedure itself rounds down too: 999 microseconds past the oldest snapshot's millisecond
+    # it keeps that snapshot, as the check says.
     oldest = _EPOCH + timedelta(milliseconds=times[0])
-    assert not expires_any_snapshot(iceberg, oldest, 1)
-    assert expires_any_snapshot(iceberg, oldest + timedelta(milliseconds=1), 1)
-    table = SilverTable(CATALOG, SILVER_DATABASE, "expiry")
-    spark.sql(expire_snapshots_sql(CATALOG, SILVER_DATABASE, "expiry", oldest, 1)).collect()
+    almost = oldest + timedelta(microseconds=999)
+    assert not expiry_changes_anything(iceberg, almost, 1)
+    assert expiry_changes_anything(iceberg, oldest + timedelta(milliseconds=1), 1)
+    spark.sql(expire_snapshots_sql(CATALOG, SILVER_DATABASE, "expiry", almost, 1)).collect()
     assert len(snapshot_ids(spark, "expiry")) == len(runs)
-    report = maintain_table(spark, table, MaintenancePolicy(min_snapshots=1)).report("m").to_json()
+    # A pass whose expiry would remove nothing does not call the procedure.
+    called: list[str] = []
+
+    def recording(*args: Any) -> str:
+        called.append(args[2])
+        return expire_snapshots_sql(*args)
+
+    monkeypatch.setattr(maintain_module, "expire_snapshots_sql", recording)
+    table = SilverTable(CATALOG, SILVER_DATABASE, "expiry")
+    keep_all = MaintenancePolicy(snapshot_retention_hours=0, min_snapshots=1000)
+    report = maintain_table(spark, table, keep_all).report("m").to_json()
     assert report["silver"]["snapshotsExpired"] == 0
+    assert called == []
+    # A tag besides main: the expiry may remove it when it is past its age, so it runs.
+    spark.sql(f"ALTER TABLE {silver_table('expiry')} CREATE TAG kept RETAIN 1 DAYS")
+    assert expiry_changes_anything(iceberg_table(spark, silver_table("expiry")), almost, 1)
+    maintain_table(spark, table, keep_all)
+    assert "expiry" in called
 
 
 def _newest_metadata(warehouse: Path, table: str) -> StaticTable:

@@ -12,10 +12,10 @@ reads slow down with each. One maintenance pass, in this order:
 3. ``rewrite_position_delete_files``: the delete files left (and those of rewritten data files,
    which no longer apply) are compacted or dropped;
 4. ``expire_snapshots`` older than the retention, keeping at least ``min_snapshots``: the files
-   only they referenced (the rewritten small files) are deleted. Skipped when Iceberg's own
-   ``ExpireSnapshots``, applied without a commit, finds no snapshot to remove: the procedure's
-   Spark action lists every file of the table's snapshots (Spark jobs over all its manifests) even
-   then, and would delete nothing;
+   only they referenced (the rewritten small files) are deleted. Skipped when the table has no
+   ref but main and Iceberg's own ``ExpireSnapshots``, applied without a commit, finds no snapshot
+   to remove: the procedure's Spark action lists every file of the table's snapshots (Spark jobs
+   over all its manifests) even then, and would change nothing;
 5. ``remove_orphan_files`` older than ``orphan_age`` (at least one day: a younger file may belong
    to a commit in flight);
 6. measure again; then, for ``<table>__icetide_tombstones`` when it exists, forget the entries
@@ -63,6 +63,7 @@ from icetide_glue.merge.apply import forget_expired_changes
 from icetide_glue.merge.sql import newest_change_sql
 from icetide_glue.session import session_settings
 from icetide_glue.silver import SilverTable, table_exists, tombstone_table
+from icetide_glue.table_sql import MAIN_BRANCH
 
 logger = logging.getLogger(__name__)
 
@@ -221,7 +222,7 @@ def _maintain_one(
     snapshots_before_expiry = snapshot_count(spark, table)
     expire_before = now - policy.snapshot_retention
     expired: dict[str, Any] = {}
-    if expires_any_snapshot(iceberg_table(spark, table.sql_name), expire_before, policy.min_snapshots):
+    if expiry_changes_anything(iceberg_table(spark, table.sql_name), expire_before, policy.min_snapshots):
         expired = _one_row(
             spark,
             expire_snapshots_sql(
@@ -254,11 +255,15 @@ def _maintain_one(
     )
 
 
-def expires_any_snapshot(iceberg: Any, older_than: datetime, retain_last: int) -> bool:
-    """Whether ``expire_snapshots`` with these arguments would remove a snapshot of ``iceberg`` (an
-    Iceberg ``Table``): the procedure's own rule, Iceberg's ``ExpireSnapshots``, applied without a
-    commit (table metadata only). ``older_than`` counts in whole milliseconds, rounded down, as
-    the procedure converts its timestamp."""
+def expiry_changes_anything(iceberg: Any, older_than: datetime, retain_last: int) -> bool:
+    """Whether ``expire_snapshots`` with these arguments could change ``iceberg`` (an Iceberg
+    ``Table``). A table with a branch or tag besides main: yes (the expiry also removes a ref
+    past its own maximum age, which :meth:`apply` does not report). Otherwise, whether the
+    procedure's own rule, Iceberg's ``ExpireSnapshots``, applied without a commit (table metadata
+    only), removes a snapshot. ``older_than`` counts in whole milliseconds, rounded down, as the
+    procedure converts its timestamp."""
+    if set(iceberg.refs().keySet()) - {MAIN_BRANCH}:
+        return True
     older_than_millis = (older_than - _EPOCH) // timedelta(milliseconds=1)
     pending = iceberg.expireSnapshots().expireOlderThan(older_than_millis).retainLast(retain_last)
     return not pending.apply().isEmpty()

@@ -34,6 +34,11 @@ def format_epoch_micros(epoch_micros: int) -> str:
     return format_timestamp(_EPOCH + timedelta(microseconds=epoch_micros))
 
 
+def epoch_micros(moment: datetime) -> int:
+    """An aware ``moment`` as whole microseconds since the epoch (as Spark's unix_micros gives it)."""
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
 def number_json(number: Decimal) -> int | float | str:
     """A decimal as a JSON number when that is exact, else its exact plain-notation text."""
     if number == number.to_integral_value():

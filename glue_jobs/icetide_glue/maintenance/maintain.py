@@ -41,12 +41,13 @@ import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from icetide_contracts.maintenance import MaintenancePolicy, MaintenanceReport, TableFiles, TableMaintenance
+from icetide_contracts.watermark_text import epoch_micros
 from icetide_glue.arguments import DEFAULT_TOMBSTONE_RETENTION_DAYS
 from icetide_glue.commit.run_ledger import record_committed_runs, run_ledger
 from icetide_glue.iceberg_tables import iceberg_table
@@ -68,7 +69,6 @@ from icetide_glue.table_sql import MAIN_BRANCH
 logger = logging.getLogger(__name__)
 
 _DATA, _POSITION_DELETES, _EQUALITY_DELETES = 0, 1, 2
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # Iceberg's Spark scan cuts files into splits at row-group boundaries, but never adapts its split
@@ -264,7 +264,7 @@ def expiry_changes_anything(iceberg: Any, older_than: datetime, retain_last: int
     procedure converts its timestamp."""
     if set(iceberg.refs().keySet()) - {MAIN_BRANCH}:
         return True
-    older_than_millis = (older_than - _EPOCH) // timedelta(milliseconds=1)
+    older_than_millis = epoch_micros(older_than) // 1000
     pending = iceberg.expireSnapshots().expireOlderThan(older_than_millis).retainLast(retain_last)
     return not pending.apply().isEmpty()
 

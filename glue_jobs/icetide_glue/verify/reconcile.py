@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
 
+from icetide_contracts.watermark_text import epoch_micros
 from icetide_glue.bronze.read import read_bronze, translate_unreadable_file
 from icetide_glue.changes.normalize import column, require_column
 from icetide_glue.changes.row_count import check_row_count
@@ -131,7 +132,7 @@ def add_reconcile_deletes(
     (``_icetide_image_ts``): a soft delete keeps them if they are newer than silver's, as for any
     keys-only D. A key only silver holds gets a keys-only delete (silver's values are kept).
     """
-    started_micros = _epoch_micros(started_at)
+    started_micros = epoch_micros(started_at)
     latest.createOrReplaceTempView(RECONCILE_CHANGES_VIEW)
     extraction.createOrReplaceTempView(EXTRACTION_VIEW)
     statement = reconcile_candidates_sql(
@@ -165,7 +166,3 @@ def add_reconcile_deletes(
         *[overrides[name].alias(name) if name in overrides else column(name) for name in latest.columns]
     )
     return latest.join(candidates, on=list(keys), how="left_anti").unionByName(deletes)
-
-
-def _epoch_micros(instant: datetime) -> int:
-    return (instant - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)

@@ -34,31 +34,49 @@ class NotInstalled(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NotInstalled())
 """
+# Runs `icetide` once per argument list in one interpreter (each start costs as much as the command),
+# and reports each run's exit code and output, then every top-level module loaded by all of them.
 RUN_ICETIDE = """
+import contextlib
+import io
 import json
 import sys
 
 from icetide_cli.main import main
 
-code = main(sys.argv[1:])
-print(json.dumps(sorted(sys.modules)), file=sys.stderr)
-sys.exit(code)
+runs = []
+for arguments in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(arguments)
+        except SystemExit as exit:
+            code = exit.code
+    runs.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps({"runs": runs, "modules": sorted(sys.modules)}))
 """
+
+
+def icetide_processes(
+    *invocations: tuple[object, ...], plain_install: bool = False
+) -> tuple[list[CliResult], set[str]]:
+    """Each `icetide ARGS` of ``invocations``, one after the other in one new interpreter: their
+    results, and the top-level packages the interpreter had imported by the end."""
+    code = (NOT_INSTALLED if plain_install else "") + RUN_ICETIDE
+    arguments = json.dumps([[str(argument) for argument in invocation] for invocation in invocations])
+    done = subprocess.run(
+        [sys.executable, "-c", code, arguments], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    loaded = {name.partition(".")[0] for name in report["modules"]}
+    return [CliResult(code, out, err) for code, out, err in report["runs"]], loaded
 
 
 def icetide_process(*args: object, plain_install: bool = False) -> tuple[CliResult, set[str]]:
     """`icetide ARGS` in a new interpreter: its result, and the top-level packages it had imported."""
-    code = (NOT_INSTALLED if plain_install else "") + RUN_ICETIDE
-    done = subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    *messages, modules = done.stderr.splitlines()
-    loaded = {name.partition(".")[0] for name in json.loads(modules)}
-    return CliResult(done.returncode, done.stdout, "\n".join(messages)), loaded
+    (result,), loaded = icetide_processes(args, plain_install=plain_install)
+    return result, loaded
 
 
 def test_help_lists_the_operator_verbs_and_loads_neither_moto_nor_spark_nor_the_local_stack() -> None:
@@ -106,10 +124,13 @@ def _workspace(tmp_path: Path) -> Path:
 def test_a_plain_install_runs_the_operator_verbs(tmp_path: Path) -> None:
     workspace = _workspace(tmp_path)
 
-    status, loaded = icetide_process("status", "--workspace", workspace, "--json", plain_install=True)
-    runs, _ = icetide_process("runs", "orders", "--workspace", workspace, plain_install=True)
-    unlock, _ = icetide_process("unlock", "orders", "--workspace", workspace, plain_install=True)
-    reset, _ = icetide_process("reset", "orders", "--to", "3", "--workspace", workspace, plain_install=True)
+    (status, runs, unlock, reset), loaded = icetide_processes(
+        ("status", "--workspace", workspace, "--json"),
+        ("runs", "orders", "--workspace", workspace),
+        ("unlock", "orders", "--workspace", workspace),
+        ("reset", "orders", "--to", "3", "--workspace", workspace),
+        plain_install=True,
+    )
 
     assert json.loads(status.out)[0]["watermark"] == 7, status.err
     assert loaded.isdisjoint(EXTRAS_MODULES)
@@ -124,7 +145,7 @@ def test_a_plain_install_reaches_aws_with_the_stack_verbs(
     # Nothing listens there: the verb gets as far as its first AWS call, with every module it needs.
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
-    for verb in (
+    verbs = [
         ("status",),
         ("runs", "orders"),
         ("run", "orders"),
@@ -132,16 +153,17 @@ def test_a_plain_install_reaches_aws_with_the_stack_verbs(
         ("unlock", "x"),
         ("verify", "orders"),
         ("reload", "orders"),
-    ):
-        result, loaded = icetide_process(
-            *verb, "--stack", "icetide-prod", "--region", "eu-west-1", plain_install=True
-        )
+    ]
+    results, loaded = icetide_processes(
+        *((*verb, "--stack", "icetide-prod", "--region", "eu-west-1") for verb in verbs), plain_install=True
+    )
 
+    for verb, result in zip(verbs, results, strict=True):
         assert result.exit_code == 2, result.err
         assert result.err.startswith(
             f"icetide {verb[0]}: stack icetide-prod: Could not connect to the endpoint URL"
         )
-        assert loaded.isdisjoint(EXTRAS_MODULES)
+    assert loaded.isdisjoint(EXTRAS_MODULES)
 
 
 LOCAL_RUN = ("--workspace", "{ws}", "--source", "sqlite:///{ws}/shop.db", "--tables", "{ws}/t.json")

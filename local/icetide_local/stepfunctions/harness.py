@@ -58,7 +58,13 @@ from icetide_local.stepfunctions.moto_patches import patched_moto, scaled_pauses
 
 # Runs started without a run id get consecutive hourly slots from here, so each is distinct.
 FIRST_SLOT = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
-_FINISHED_POLL_SECONDS = 0.05
+# How often a wait asks whether an execution has ended. Each DescribeExecution goes through moto and
+# botocore under the GIL of the process whose threads run the execution, so checking a long run every
+# tick costs it CPU. The pause grows with the wait: an ended execution is seen at most a tenth of its
+# wait later, and from the first to the last check within [_FIRST_POLL_SECONDS, _LAST_POLL_SECONDS].
+_FIRST_POLL_SECONDS = 0.05
+_LAST_POLL_SECONDS = 0.5
+_POLL_SHARE_OF_WAIT = 0.1
 # The service models (botocore's JSON descriptions of each AWS API), read once per process: see
 # _session_with_shared_models.
 _SERVICE_MODELS = botocore.loaders.create_loader()
@@ -415,16 +421,19 @@ class TableRunHarness:
         ``watch`` is called at every poll while it runs (the local stack shows the executions'
         progress from there: see icetide_local.execution_progress)."""
         stepfunctions = self.client("stepfunctions")
-        deadline = time.monotonic() + timeout_seconds
+        started = time.monotonic()
+        deadline = started + timeout_seconds
         while stepfunctions.describe_execution(executionArn=execution_arn)["status"] == "RUNNING":
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise ExecutionStillRunning(
                     f"{execution_arn} still RUNNING after {timeout_seconds} s:\n"
                     + execution_report(stepfunctions, execution_arn).render()
                 )
             if watch is not None:
                 watch()
-            time.sleep(_FINISHED_POLL_SECONDS)
+            pause = (now - started) * _POLL_SHARE_OF_WAIT
+            time.sleep(min(max(pause, _FIRST_POLL_SECONDS), _LAST_POLL_SECONDS))
         return execution_report(stepfunctions, execution_arn)
 
     def run(

@@ -1,7 +1,7 @@
 """Fixes for the two bugs of moto 5.2.5's Step Functions interpreter that the table-run machine hits.
 
 Both are patched here and nowhere else, only while the harness (and so the local stack) runs
-(:func:`patched_moto`), together with three speed-ups (3., 5. and 6.) and, when the harness is given a
+(:func:`patched_moto`), together with four speed-ups (3., 5., 6. and 7.) and, when the harness is given a
 time scale below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
 
 1. ``arn:aws:states:::glue:startJobRun.sync`` always fails. moto 5.2.5's
@@ -35,6 +35,10 @@ time scale below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
 6. Not a bug: an SNS subscription signs each message it delivers to SQS with an RSA key that moto
    generates per subscription, and every stack subscribes its notification queue anew.
    :func:`_signing_key` is one key for the process; nothing here checks the signatures.
+7. Not a bug: every Task state's call (a Lambda invocation, Glue's StartJobRun and each ``.sync``
+   check, SNS, DynamoDB) creates a new boto3 client (moto's ``boto_client_for``), which costs more
+   than the call. :func:`_shared_clients` keeps one client per Region and service while the block
+   runs (boto3 clients are thread-safe; moto's function ignores a state's credentials too).
 
 Re-check all of these when moto is upgraded; drop a patch once moto fixes the bug.
 """
@@ -44,6 +48,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import sys
+import threading
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -61,6 +67,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.utils import boto_client
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
@@ -79,7 +86,32 @@ def patched_moto() -> Iterator[None]:
         mock.patch.object(StepFunctionsParserBackend, "_validate_definition", staticmethod(_validate_once)),
         mock.patch.object(ExecutionWorker, "_get_evaluation_entrypoint", _parsed_entrypoint),
         mock.patch.object(Subscription, "private_key", _signing_key),
+        _shared_clients(),
     ):
+        yield
+
+
+@contextlib.contextmanager
+def _shared_clients() -> Iterator[None]:
+    # Each module of the interpreter imported boto_client_for by name: patch it where it was imported.
+    create = boto_client.boto_client_for
+    clients: dict[tuple[str, str], Any] = {}
+    lock = threading.Lock()
+
+    def shared_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        with lock:
+            if (region, service) not in clients:
+                clients[region, service] = create(region, service)
+            return clients[region, service]
+
+    importers = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.startswith("moto.stepfunctions.parser") and getattr(module, "boto_client_for", None) is create
+    ]
+    with contextlib.ExitStack() as patches:
+        for module in importers:
+            patches.enter_context(mock.patch.object(module, "boto_client_for", shared_client_for))
         yield
 
 

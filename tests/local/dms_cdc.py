@@ -206,10 +206,12 @@ class DmsCdcDriver:
         )
         self.describe(task_arn)  # starting -> running: the data moves
         described = self.describe(task_arn)  # running -> stopped (or failed) once the stop has passed
-        for _ in range(100):
+        # A task stops once the instance's clock passes its stop position (at most a second from now);
+        # each describe moves the task's data again, so it is not asked more often than this.
+        for _ in range(25):
             if described["Status"] != "running" or not stop:
                 break
-            time.sleep(0.05)
+            time.sleep(0.2)
             described = self.describe(task_arn)
         statistics = self.dms.describe_table_statistics(ReplicationTaskArn=task_arn)["TableStatistics"]
         return TaskOutcome(described, statistics, self._files(folder))

@@ -3,8 +3,9 @@
 A test that needs a SparkSession carries ``@pytest.mark.spark``, one that needs a PostgreSQL server
 ``@pytest.mark.postgres``, one that runs a deployment tool installed outside .venv
 ``@pytest.mark.tools``, one that runs the state machines on the local stack ``@pytest.mark.stack``
-(seconds each, without Spark: every test in tests/statemachine has it by its directory); every
-other test is in the fast tier, which ``make test`` runs first and ``make test-fast`` runs alone.
+(seconds each, without Spark: every test in tests/statemachine has it by its directory, a test
+elsewhere that starts executions by its own marker); every other test is in the fast tier, which
+``make test`` runs first and ``make test-fast`` runs alone.
 The markers are checked twice, because a missing one would put a slow test in the fast tier, where
 it would start a JVM, a server or a tool's installation unannounced:
 

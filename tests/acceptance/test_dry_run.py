@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from icetide_acceptance.dry_run import dry_run_stack, sqlite_url
 from icetide_acceptance.outcome import Status
 from icetide_acceptance.scenario import run_scenario
+
+pytestmark = pytest.mark.stack
 
 
 def test_the_dry_run_passes_every_check_it_can_make(tmp_path: Path) -> None:

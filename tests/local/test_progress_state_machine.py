@@ -29,6 +29,8 @@ from statemachine.orders import (
     orders_replication,
 )
 
+pytestmark = pytest.mark.stack
+
 # When each step came varies from run to run; what the steps are and their order do not.
 _WHEN = re.compile(r" \(\+\d+\.\d s\)$")
 

@@ -8,9 +8,9 @@ STAMP := $(VENV)/.installed
 # the deployment tools' venvs take seconds instead of minutes, which make test's tools tier pays once.
 UV := $(BIN)/uv
 # Every module compiled to bytecode once: at install (uv), and on first import for the project's own
-# code and tests (Python, and pytest's assertion rewriting), even where PYTHONDONTWRITEBYTECODE is set
-# in the environment. Otherwise every interpreter compiles again what it imports: each test worker,
-# each `icetide` or tool subprocess of the tests, the collection of every test module.
+# code and tests (Python, and pytest's assertion rewriting). PYTHONDONTWRITEBYTECODE is overridden on
+# purpose (the caches are git-ignored): with it, every interpreter compiles again what it imports,
+# each test worker, each `icetide` or tool subprocess of the tests, the collection of every test module.
 export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 # A venv of its own for a tool whose pins clash with ours: $(call tool_venv,<dir>,<package>,<command>)

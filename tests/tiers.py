@@ -14,7 +14,8 @@ it would start a JVM, a server or a tool's installation unannounced:
   are only reached through those fixtures);
 - while a test runs, one that builds a SparkSession (the local stack, ``icetide job run`` and the
   benchmarks build theirs without any fixture) or starts the run's PostgreSQL server without the
-  marker fails (``TierGuard``).
+  marker fails, and so does one that opens the state machines' harness (``TableRunHarness``: the
+  local stack and the acceptance dry run are one) without any tier's marker (``TierGuard``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ FIXTURE_TIERS = {
     "deploy": STACK,
     "deployed": STACK,
 }
+# The one door to running the state machines: every local stack is a TableRunHarness.
+HARNESS_MODULE = "icetide_local.stepfunctions.harness"
 # The tier expression of the fast tier, for `pytest -m`.
 FAST = " and ".join(f"not {marker}" for marker in TIER_MARKERS)
 
@@ -85,10 +88,12 @@ class TierGuard:
         self.found: list[str] = []
         self._spark_was_active = False
         self._spark_watched = False
+        self._harness_watched = False
 
     def enter(self, item: pytest.Item) -> None:
         self.item, self.found = item, []
         self._watch_spark()
+        self._watch_harness()
         self._spark_was_active = _spark_context_active()
 
     def leave(self) -> list[str]:
@@ -99,11 +104,35 @@ class TierGuard:
             self.require(SPARK, "started a SparkContext")
         self.item, self.found = None, []
         self._watch_spark()
+        self._watch_harness()
         return sorted(set(found))
 
     def require(self, marker: str, what: str) -> None:
         if self.item is not None and self.item.get_closest_marker(marker) is None:
             self.found.append(missing_marker(self.item, marker, what))
+
+    def require_a_tier(self, what: str) -> None:
+        """``what`` is slow whichever tier's resource the test also needs (the local stack runs
+        Spark jobs, the stack tier's harness stand-in jobs): any tier's marker will do."""
+        item = self.item
+        if item is not None and not any(item.get_closest_marker(marker) for marker in TIER_MARKERS):
+            markers = ", ".join(f"@pytest.mark.{marker}" for marker in TIER_MARKERS)
+            self.found.append(f"{item.nodeid} {what} without a tier's marker ({markers}; tests/tiers.py)")
+
+    def _watch_harness(self) -> None:
+        """Wrap ``TableRunHarness.__enter__`` once its module is imported (a test module that opens
+        a harness imports it when it is collected, before any test runs)."""
+        if self._harness_watched or HARNESS_MODULE not in sys.modules:
+            return
+        harness = sys.modules[HARNESS_MODULE].TableRunHarness
+        enter: Callable[..., Any] = harness.__enter__
+
+        def watched(harness_self: Any) -> Any:
+            self.require_a_tier("opened the state machines' harness")
+            return enter(harness_self)
+
+        harness.__enter__ = watched
+        self._harness_watched = True
 
     def _watch_spark(self) -> None:
         """Wrap ``SparkSession.builder.getOrCreate``, the one door to a session, once pyspark is

@@ -33,14 +33,15 @@ _FAILURE_DETAILS = {
 }
 # A Choice state decides and moves on at once: the state it chose says what it decided.
 _CHOICE_ENTERED = "ChoiceStateEntered"
-# moto appends to a history as the execution moves; reading it every 50 ms wait tick would only cost.
+# moto appends to a history as the execution moves; reading it at every poll of a wait would only cost.
 DEFAULT_POLL_SECONDS = 0.2
 # moto answers GetExecutionHistory with the whole history every time (it ignores maxResults), built
 # and serialised under the GIL of the process whose threads run the executions and drive Spark. A
 # run that polls its DMS task without waiting grows a long history, and reading it at a fixed short
 # interval took more of the process's time than the runs themselves did. So the next
 # read waits this many times as long as the last one took: the watcher's share of the process stays
-# small however long the histories grow, and short histories are still read every poll_seconds.
+# small however long the histories grow. Short histories are read every poll_seconds, or at each
+# poll of the wait that calls the watcher when those come less often.
 READ_COST_FACTOR = 9
 
 

@@ -1,10 +1,11 @@
 """What the `icetide` command loads: nothing heavy for `--help`, no extra for the AWS verbs, and a clear
 line naming the extra when a local or Spark command lacks one.
 
-Each check runs `icetide` in a fresh interpreter (``sys.modules`` of this test process holds
-everything the other tests imported). "A plain install" is simulated by an import hook that makes
-the extras' modules (pyspark, moto, the DMS stand-in's sqlalchemy and pyarrow, pyiceberg, psycopg)
-not found, as `pip install icetide` without extras leaves them.
+Each test runs `icetide` in a fresh interpreter of its own (``sys.modules`` of this test process
+holds everything the other tests imported), its commands one after the other there. "A plain
+install" is simulated by an import hook that makes the extras' modules (pyspark, moto, the DMS
+stand-in's sqlalchemy and pyarrow, pyiceberg, psycopg) not found, as `pip install icetide` without
+extras leaves them.
 """
 
 from __future__ import annotations
@@ -48,10 +49,7 @@ runs = []
 for arguments in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(arguments)
-        except SystemExit as exit:
-            code = exit.code
+        code = main(arguments)
     runs.append([code, out.getvalue(), err.getvalue()])
 print(json.dumps({"runs": runs, "modules": sorted(sys.modules)}))
 """
@@ -67,7 +65,8 @@ def icetide_processes(
     done = subprocess.run(
         [sys.executable, "-c", code, arguments], capture_output=True, text=True, timeout=120, check=False
     )
-    assert done.returncode == 0, done.stderr
+    # Whatever a command printed below Python's sys.stderr (a child process, a C library) is here.
+    assert done.returncode == 0 and not done.stderr, done.stderr
     report = json.loads(done.stdout)
     loaded = {name.partition(".")[0] for name in report["modules"]}
     return [CliResult(code, out, err) for code, out, err in report["runs"]], loaded

@@ -206,8 +206,8 @@ class DmsCdcDriver:
         )
         self.describe(task_arn)  # starting -> running: the data moves
         described = self.describe(task_arn)  # running -> stopped (or failed) once the stop has passed
-        # A task stops once the instance's clock passes its stop position (at most a second from now);
-        # each describe moves the task's data again, so it is not asked more often than this.
+        # A task stops once the instance's clock passes its stop position, one to two seconds away
+        # (stop_at_next_second): a describe only compares that clock with it, a few times a second.
         for _ in range(25):
             if described["Status"] != "running" or not stop:
                 break

@@ -59,11 +59,12 @@ from icetide_local.stepfunctions.moto_patches import patched_moto, scaled_pauses
 # Runs started without a run id get consecutive hourly slots from here, so each is distinct.
 FIRST_SLOT = datetime(2026, 11, 21, 7, 0, tzinfo=UTC)
 # How often a wait asks whether an execution has ended. Each DescribeExecution goes through moto and
-# botocore under the GIL of the process whose threads run the execution, so checking a long run every
-# tick costs it CPU. The pause grows with the wait: an ended execution is seen at most a tenth of its
-# wait later, and from the first to the last check within [_FIRST_POLL_SECONDS, _LAST_POLL_SECONDS].
-_FIRST_POLL_SECONDS = 0.05
-_LAST_POLL_SECONDS = 0.5
+# botocore under the GIL of the process whose threads run the execution, so asking often during a
+# long run takes CPU from it. The pause between two asks is a tenth of the time waited so far, kept
+# within [_MIN_POLL_SECONDS, _MAX_POLL_SECONDS]: a short run is seen ending at the next short pause,
+# a long one within a tenth of its length, and never later than the longest pause.
+_MIN_POLL_SECONDS = 0.05
+_MAX_POLL_SECONDS = 0.5
 _POLL_SHARE_OF_WAIT = 0.1
 # The service models (botocore's JSON descriptions of each AWS API), read once per process: see
 # _session_with_shared_models.
@@ -433,7 +434,7 @@ class TableRunHarness:
             if watch is not None:
                 watch()
             pause = (now - started) * _POLL_SHARE_OF_WAIT
-            time.sleep(min(max(pause, _FIRST_POLL_SECONDS), _LAST_POLL_SECONDS))
+            time.sleep(min(max(pause, _MIN_POLL_SECONDS), _MAX_POLL_SECONDS))
         return execution_report(stepfunctions, execution_arn)
 
     def run(

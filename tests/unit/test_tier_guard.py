@@ -47,7 +47,7 @@ def harness(monkeypatch: pytest.MonkeyPatch) -> type[_Harness]:
 def test_opening_the_harness_needs_a_tier_marker(harness: type[_Harness], markers: tuple[str, ...]) -> None:
     guard = TierGuard()
 
-    guard.enter(_Item("tests/x/test_y.py::test_z", markers))  # type: ignore[arg-type]
+    guard.enter(_Item("tests/x/test_y.py::test_z", markers))
     with harness():
         pass
     found = guard.leave()
@@ -66,7 +66,7 @@ def test_opening_the_harness_needs_a_tier_marker(harness: type[_Harness], marker
 def test_a_test_that_does_not_open_the_harness_is_not_reported(harness: type[_Harness]) -> None:
     guard = TierGuard()
 
-    guard.enter(_Item("tests/x/test_y.py::test_z", ()))  # type: ignore[arg-type]
+    guard.enter(_Item("tests/x/test_y.py::test_z", ()))
     found = guard.leave()
 
     assert (found, harness.entered) == ([], 0)

@@ -7,11 +7,12 @@ STAMP := $(VENV)/.installed
 # uv installs (into .venv and the tools' venvs) what pip would, resolving and downloading in parallel:
 # the deployment tools' venvs take seconds instead of minutes, which make test's tools tier pays once.
 UV := $(BIN)/uv
-# Every module compiled to bytecode once: at install (uv), and on first import for the project's own
-# code and tests (Python, and pytest's assertion rewriting). PYTHONDONTWRITEBYTECODE is overridden on
+# Every module compiled to bytecode once, on its first import (Python, and pytest's assertion
+# rewriting of the tests), in the venvs and in the project. PYTHONDONTWRITEBYTECODE is overridden on
 # purpose (the caches are git-ignored): with it, every interpreter compiles again what it imports,
 # each test worker, each `icetide` or tool subprocess of the tests, the collection of every test module.
-export UV_COMPILE_BYTECODE := 1
+# Compiling at install instead (uv's --compile-bytecode) would compile every installed module, most
+# of which nothing imports, before the first test.
 unexport PYTHONDONTWRITEBYTECODE
 # A venv of its own for a tool whose pins clash with ours: $(call tool_venv,<dir>,<package>,<command>)
 tool_venv = test -x $(1)/bin/$(3) || { $(UV) venv --quiet --allow-existing --seed --python $(PYTHON) $(1) && $(UV) pip install --quiet --python $(1)/bin/python $(2); }

@@ -1,7 +1,7 @@
 """Fixes for the two bugs of moto 5.2.5's Step Functions interpreter that the table-run machine hits.
 
 Both are patched here and nowhere else, only while the harness (and so the local stack) runs
-(:func:`patched_moto`), together with four speed-ups (3., 5., 6. and 7.) and, when the harness is given a
+(:func:`patched_moto`), together with five speed-ups (3., 5., 6., 7. and 8.) and, when the harness is given a
 time scale below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
 
 1. ``arn:aws:states:::glue:startJobRun.sync`` always fails. moto 5.2.5's
@@ -39,6 +39,11 @@ time scale below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
    check, SNS, DynamoDB) creates a new boto3 client (moto's ``boto_client_for``), which costs more
    than the call. :func:`_shared_clients` keeps one client per Region and service while the block
    runs (boto3 clients are thread-safe; moto's function ignores a state's credentials too).
+8. Not a bug: every InputPath, OutputPath, ResultPath and ResultSelector evaluation parses its
+   JSONPath text again, and jsonpath-ng builds a new PLY parser for each parse, so a table run
+   spent seconds of its process's time building parsers. :func:`_parsed_json_paths` keeps the
+   parsed expression per text: an expression holds the path only (finding or updating works on
+   the data it is given).
 
 Re-check all of these when moto is upgraded; drop a patch once moto fixes the bug.
 """
@@ -58,6 +63,7 @@ from unittest import mock
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 from moto.sns.models import Subscription
+from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_callback
@@ -67,7 +73,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-from moto.stepfunctions.parser.asl.utils import boto_client
+from moto.stepfunctions.parser.asl.utils import boto_client, json_path
 from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
 from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
@@ -87,7 +93,17 @@ def patched_moto() -> Iterator[None]:
         mock.patch.object(ExecutionWorker, "_get_evaluation_entrypoint", _parsed_entrypoint),
         mock.patch.object(Subscription, "private_key", _signing_key),
         _shared_clients(),
+        _parsed_json_paths(),
     ):
+        yield
+
+
+@contextlib.contextmanager
+def _parsed_json_paths() -> Iterator[None]:
+    with contextlib.ExitStack() as patches:
+        for module in (json_path, result_path):
+            parse = functools.lru_cache(maxsize=1024)(module.parse)
+            patches.enter_context(mock.patch.object(module, "parse", parse))
         yield
 
 

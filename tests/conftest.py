@@ -4,6 +4,7 @@ import functools
 import os
 import socket
 from collections.abc import Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import botocore.loaders
@@ -32,6 +33,9 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "icetide")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "icetide")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+# Every Spark the suite starts (a worker's session, an `icetide` subprocess's) reads its defaults
+# from here: interpreted evaluation, whose reason is in the file.
+os.environ["SPARK_CONF_DIR"] = str(Path(__file__).parent / "spark_conf")
 
 # After the environment above: the handlers' Powertools objects read it at import.
 import importlib

@@ -10,12 +10,15 @@ catches up (icetide_local.spark.LOCAL_CODEGEN_CACHE_ENTRIES). Hadoop's own local
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+
+from icetide_glue.session import session_settings
 
 pytestmark = pytest.mark.spark
 
@@ -31,9 +34,20 @@ def compilations(spark: SparkSession) -> int:
     return int(jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
 
 
+@pytest.fixture
+def generating_code(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with Spark's code generation, as Glue and `icetide local` run it (the suite's
+    Spark evaluates interpreted: tests/spark_conf/spark-defaults.conf)."""
+    with session_settings(
+        spark, {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    ):
+        yield spark
+
+
 def test_a_querys_classes_outlive_more_other_queries_than_sparks_default_cache_holds(
-    spark: SparkSession,
+    generating_code: SparkSession,
 ) -> None:
+    spark = generating_code
     spark.sql(QUERY).collect()
     others_start = compilations(spark)
     # Each with code of its own: Spark writes a number literal into the generated code. Spark's

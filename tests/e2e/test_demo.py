@@ -9,7 +9,9 @@ from decimal import Decimal
 
 import pytest
 
+from code_generation import compilations, generating_code
 from e2e.helpers import silver_by_key
+from icetide_local.spark import local_spark_session
 
 pytestmark = pytest.mark.spark
 
@@ -20,8 +22,13 @@ def _row(cycle_output: str, table: str) -> list[str]:
 
 def test_demo_loads_its_cycles_and_says_silver_matches_the_source(tmp_path, icetide):
     workspace = tmp_path / "demo"
-
-    result = icetide("local", "demo", "--workspace", workspace)
+    # As `make demo` runs it, with Spark's code generation (tests/code_generation.py): the demo's
+    # runs share this process's session.
+    spark = local_spark_session(tmp_path / "warehouse", catalog="demo_test")
+    with generating_code(spark):
+        compiled = compilations(spark)
+        result = icetide("local", "demo", "--workspace", workspace)
+        assert compilations(spark) > compiled
 
     assert result.exit_code == 0, result.text
     assert "main_customers: silver matches source (8 rows)" in result.out

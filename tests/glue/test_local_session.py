@@ -10,7 +10,6 @@ catches up (icetide_local.spark.LOCAL_CODEGEN_CACHE_ENTRIES). Hadoop's own local
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icetide_glue.session import session_settings
+from code_generation import compilations, generating_code
 
 pytestmark = pytest.mark.spark
 
@@ -27,27 +26,14 @@ OTHER_QUERIES = 250
 QUERY = "SELECT sum(id * 7) FROM range(0, 10, 1, 1) WHERE id % 3 = 1"
 
 
-def compilations(spark: SparkSession) -> int:
-    """How many classes Spark has compiled in this process (a cache hit compiles none)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session has a JVM
-    return int(jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
-
-
-@pytest.fixture
-def generating_code(spark: SparkSession) -> Iterator[SparkSession]:
-    """The session with Spark's code generation, as Glue and `icetide local` run it (the suite's
-    Spark evaluates interpreted: tests/spark_conf/spark-defaults.conf)."""
-    with session_settings(
-        spark, {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
-    ):
-        yield spark
-
-
 def test_a_querys_classes_outlive_more_other_queries_than_sparks_default_cache_holds(
-    generating_code: SparkSession,
+    spark: SparkSession,
 ) -> None:
-    spark = generating_code
+    with generating_code(spark):
+        _a_querys_classes_outlive_other_queries(spark)
+
+
+def _a_querys_classes_outlive_other_queries(spark: SparkSession) -> None:
     spark.sql(QUERY).collect()
     others_start = compilations(spark)
     # Each with code of its own: Spark writes a number literal into the generated code. Spark's

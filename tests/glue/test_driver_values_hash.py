@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 from datetime import UTC, date, datetime, timedelta
@@ -17,6 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from code_generation import generating_code
 from icetide_glue.driver.arrow_types import arrow_type
 from icetide_glue.driver.values_hash import values_hash, xxhash64
 from icetide_glue.iceberg_tables import jvm
@@ -136,9 +138,17 @@ def _random_columns(rng: random.Random) -> list[tuple[str, T.DataType, Any]]:
     return columns
 
 
+# Spark computes xxhash64 in generated code (as on Glue) and interpreted (the rest of the suite's
+# Spark: tests/spark_conf): the driver's hash must be both's.
+@pytest.mark.parametrize("generated", [True, False], ids=["generated-code", "interpreted"])
 def test_the_driver_s_hash_is_spark_s_for_random_rows_of_every_type(
-    spark: SparkSession, each_seed: EachSeed
+    spark: SparkSession, each_seed: EachSeed, generated: bool
 ) -> None:
+    with generating_code(spark) if generated else contextlib.nullcontext():
+        _the_driver_s_hash_is_spark_s(spark, each_seed)
+
+
+def _the_driver_s_hash_is_spark_s(spark: SparkSession, each_seed: EachSeed) -> None:
     def check(seed: int) -> None:
         rng = random.Random(seed)
         columns = _random_columns(rng)

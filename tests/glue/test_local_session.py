@@ -17,13 +17,21 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from code_generation import compilations, generating_code
+from code_generation import compilations, generating_code, plans_generated_code
 
 pytestmark = pytest.mark.spark
 
 # More other queries than Spark's default cache of 100 classes keeps a given class through.
 OTHER_QUERIES = 250
 QUERY = "SELECT sum(id * 7) FROM range(0, 10, 1, 1) WHERE id % 3 = 1"
+
+
+def test_the_suites_spark_plans_no_generated_code_and_a_test_can_ask_for_it(spark: SparkSession) -> None:
+    # tests/spark_conf/spark-defaults.conf reached the session (through SPARK_CONF_DIR).
+    assert not plans_generated_code(spark)
+    with generating_code(spark):
+        assert plans_generated_code(spark)
+    assert not plans_generated_code(spark)
 
 
 def test_a_querys_classes_outlive_more_other_queries_than_sparks_default_cache_holds(

@@ -198,17 +198,19 @@ def test_a_stack_undoes_its_patches_and_lambda_environment_when_it_closes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from moto.awslambda.models import LambdaFunction
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
     from moto.stepfunctions.parser.asl.utils import json_path
 
     monkeypatch.delenv("CONTROL_TABLE_NAME", raising=False)
-    original, original_parse = LambdaFunction.invoke, json_path.parse
+    original, parsers = LambdaFunction.invoke, (json_path.parse, result_path.parse)
     with TableRunHarness(substitutions={"PollSeconds": "0"}) as stack:
-        patched, patched_parse = LambdaFunction.invoke, json_path.parse
+        patched, patched_parsers = LambdaFunction.invoke, (json_path.parse, result_path.parse)
         stack.client("lambda").invoke(FunctionName="icetide-release-lock", Payload=b"{}")
         during = os.environ.get("CONTROL_TABLE_NAME")
 
-    assert patched is not original and patched_parse is not original_parse
-    assert LambdaFunction.invoke is original and json_path.parse is original_parse
+    assert patched is not original
+    assert all(new is not old for new, old in zip(patched_parsers, parsers, strict=True))
+    assert LambdaFunction.invoke is original and (json_path.parse, result_path.parse) == parsers
     assert during == "icetide-control"  # set for the handlers, and left set between invocations
     assert "CONTROL_TABLE_NAME" not in os.environ
 

@@ -39,11 +39,11 @@ time scale below 1, the interpreter's shortened pauses (:func:`scaled_pauses`):
    check, SNS, DynamoDB) creates a new boto3 client (moto's ``boto_client_for``), which costs more
    than the call. :func:`_shared_clients` keeps one client per Region and service while the block
    runs (boto3 clients are thread-safe; moto's function ignores a state's credentials too).
-8. Not a bug: every InputPath, OutputPath, ResultPath and ResultSelector evaluation parses its
-   JSONPath text again, and jsonpath-ng builds a new PLY parser for each parse, so a table run
-   spent seconds of its process's time building parsers. :func:`_parsed_json_paths` keeps the
-   parsed expression per text: an expression holds the path only (finding or updating works on
-   the data it is given).
+8. Not a bug: every JSONPath the interpreter evaluates (a state's paths, a Parameters ``.$``
+   field, a Choice variable, a context path) parses its text again, and jsonpath-ng builds a new
+   PLY parser for each parse. :func:`_parsed_json_paths` keeps the parsed expression per text, as
+   3. and 5. keep a definition's: an expression holds the path only (finding or updating works on
+   the data it is given), and the texts are those of the definitions.
 
 Re-check all of these when moto is upgraded; drop a patch once moto fixes the bug.
 """
@@ -102,7 +102,7 @@ def patched_moto() -> Iterator[None]:
 def _parsed_json_paths() -> Iterator[None]:
     with contextlib.ExitStack() as patches:
         for module in (json_path, result_path):
-            parse = functools.lru_cache(maxsize=1024)(module.parse)
+            parse = functools.cache(module.parse)
             patches.enter_context(mock.patch.object(module, "parse", parse))
         yield
 

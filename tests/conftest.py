@@ -34,7 +34,7 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "icetide")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "icetide")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 # Every Spark the suite starts (a worker's session, an `icetide` subprocess's) reads its defaults
-# from here: interpreted evaluation, whose reason is in the file.
+# from here: no generated code; the file says why, and which tests generate code all the same.
 os.environ["SPARK_CONF_DIR"] = str(Path(__file__).parent / "spark_conf")
 
 # After the environment above: the handlers' Powertools objects read it at import.

@@ -121,7 +121,7 @@ class ExecutionWatcher:
             return
         for execution_arn, watched in self._watched.items():
             if not watched.ended:
-                self._report(watched, state_changes(execution_history(self._stepfunctions, execution_arn)))
+                self._report(watched, state_changes(execution_history(execution_arn)))
         took = time.monotonic() - started
         self._next_poll = started + max(self._poll_seconds, took * READ_COST_FACTOR)
 

@@ -3,7 +3,8 @@
 One :class:`DmsCdcDriver` per test: a source endpoint (for PostgreSQL naming the test's own replication
 slot), a replication instance, and per task a target endpoint of its own bucket folder; each task is
 created, started with its CDC positions, described until it stops, and its files and table statistics
-read back.
+read back. A windowed task stops once the replication instance's clock has passed its stop position:
+the driver moves that clock there (:func:`instance_clock_at`) instead of waiting for it in real time.
 """
 
 from __future__ import annotations
@@ -11,14 +12,18 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
+from icetide_local.standins.dms import lifecycle
+from icetide_local.standins.dms.cdc import parse_stop_position
 from icetide_local.standins.dms.data_mover import source_endpoint_settings
 
 BUCKET = "raw"
@@ -117,6 +122,15 @@ def stop_at_next_second() -> str:
     return f"server_time:{boundary:%Y-%m-%dT%H:%M:%S}"
 
 
+@contextmanager
+def instance_clock_at(moment: dt.datetime) -> Iterator[None]:
+    """Inside the block the replication instance's clock (the stand-in's: moto's ``utcnow``, UTC
+    without a zone) reads ``moment``; outside it, real time again."""
+    naive = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    with mock.patch.object(lifecycle, "utcnow", lambda: naive):
+        yield
+
+
 @dataclass
 class TaskOutcome:
     described: dict[str, Any]
@@ -206,13 +220,12 @@ class DmsCdcDriver:
         )
         self.describe(task_arn)  # starting -> running: the data moves
         described = self.describe(task_arn)  # running -> stopped (or failed) once the stop has passed
-        # A task stops once the instance's clock passes its stop position, one to two seconds away
-        # (stop_at_next_second): a describe only compares that clock with it, a few times a second.
-        for _ in range(25):
-            if described["Status"] != "running" or not stop:
-                break
-            time.sleep(0.2)
-            described = self.describe(task_arn)
+        stop_time = parse_stop_position(stop)
+        if described["Status"] == "running" and stop_time is not None:
+            # Still running: the stop position is one to two seconds away (stop_at_next_second). The
+            # data moved when the task started, so the instance's clock reaching it only ends the task.
+            with instance_clock_at(stop_time):
+                described = self.describe(task_arn)
         statistics = self.dms.describe_table_statistics(ReplicationTaskArn=task_arn)["TableStatistics"]
         return TaskOutcome(described, statistics, self._files(folder))
 

@@ -13,6 +13,7 @@ import pytest
 
 from icetide_local.stepfunctions import Fault, FaultPlan, RunReport, TableRunHarness
 from icetide_local.stepfunctions.definition import SubstitutionError, handler_module, render_definition
+from icetide_local.stepfunctions.execution_report import execution_history
 from icetide_local.stepfunctions.moto_patches import MIN_SYNC_CHECK_SECONDS
 from statemachine.orders import TIME_SCALE, StackFactory
 
@@ -243,6 +244,8 @@ def test_a_time_scale_shortens_pauses_and_keeps_the_declared_retries_and_seconds
 
     assert report.status == "SUCCEEDED", report.render()
     events = stepfunctions.get_execution_history(executionArn=execution)["events"]
+    # The local stack reads histories from moto's record: the same events as the API's answer.
+    assert execution_history(execution) == events
     types = [event["type"] for event in events]
     assert (types.count("LambdaFunctionFailed"), types.count("LambdaFunctionSucceeded")) == (RETRIES, 1)
     waits = [event for event in events if event["type"] == "WaitStateEntered"]

@@ -152,7 +152,7 @@ class ExecutionStatusRule:
 
     def _end_details(self, execution_arn: str) -> dict[str, Any]:
         """error and cause of the execution's end event (moto keeps a stop's only there)."""
-        events = execution_history(self._stepfunctions, execution_arn)
+        events = execution_history(execution_arn)
         for history_event in reversed(events):
             key = _END_EVENTS.get(history_event["type"])
             if key is not None:

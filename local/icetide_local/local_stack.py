@@ -38,9 +38,9 @@ from icetide_local.standins.glue_spark import SparkGlueJob, SparkMaintenanceJob
 from icetide_local.stepfunctions import RunReport, TableRunHarness
 
 # Waits and bounds of the state machine (DefinitionSubstitutions). The DMS stand-in moves a task one
-# status per describe, so polling without waiting finishes a full load in a few polls; a windowed
-# cdc task runs until the instance clock passes its stop (CDC_STOP_AFTER_SECONDS after its start),
-# so the polls without waiting must outlast those seconds however fast a machine polls.
+# status per describe, so polling without waiting finishes a full load in a few polls, and a windowed
+# cdc task too: it stops at the describe after it read its window (DmsLifecycle's
+# windows_end_once_read). The bound on polls is a backstop for a task that would not stop.
 FAST_WAITS = {
     "PollSeconds": "0",
     "MaxPollWaitSeconds": "1",
@@ -93,12 +93,13 @@ class LocalStack(TableRunHarness):
             maintenance_runner=SparkProgressRunner(
                 SparkMaintenanceJob(warehouse, progress=progress.message), progress
             ),
-            dms=DmsLifecycle(mover=replicator_mover(source_url)),
+            # A windowed task's wait after it read is a wait in which nothing happens here.
+            dms=DmsLifecycle(mover=replicator_mover(source_url), windows_end_once_read=True),
             # A PostgreSQL source endpoint names the replication slot CDC tasks read, as on AWS.
             source_endpoint_settings=source_endpoint_settings(source_url, slot_name=DEFAULT_SLOT_NAME),
             environment=LOCAL_ENVIRONMENT,
-            # No time_scale: these runs wait on real work (the replicator, Spark, a windowed task's
-            # stop position on the stand-in's real clock), which shorter pauses would only poll more.
+            # No time_scale: these runs wait on real work (the replicator, Spark), which shorter
+            # pauses would only poll more.
         )
         self.start_workflow_function = ""
         self.start_maintenance_function = ""

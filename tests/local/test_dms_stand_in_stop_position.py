@@ -133,3 +133,27 @@ def test_a_task_runs_until_the_instances_clock_reaches_its_stop_position(dms, re
     assert before["Status"] == "running"
     assert (after["Status"], after["StopReason"]) == ("stopped", STOPPED_AT_SERVER_TIME)
     assert len(mover.runs) == 1 and after["RecoveryCheckpoint"] == "checkpoint:V1#icetide#sqlite#43"
+
+
+def test_a_window_that_ends_once_read_stops_at_the_describe_after_the_task_read_it(dms) -> None:
+    # The local stack's named difference (DmsLifecycle.windows_end_once_read): the rest of the
+    # window, an hour here, is not waited for.
+    mover = RecordingMover()
+    stop_at = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    with DmsLifecycle(mover=mover, windows_end_once_read=True).install():
+        arn = _started(dms, _server_time(stop_at))
+        stopped = _describe(dms, arn)
+
+    assert (stopped["Status"], stopped["StopReason"]) == ("stopped", STOPPED_AT_SERVER_TIME)
+    assert len(mover.runs) == 1 and stopped["RecoveryCheckpoint"] == "checkpoint:V1#icetide#sqlite#43"
+
+
+def test_a_window_that_ends_once_read_still_reads_nothing_when_its_stop_position_is_past(dms) -> None:
+    mover = RecordingMover()
+    past = _server_time(dt.datetime.now(dt.UTC) - dt.timedelta(hours=1))
+    with DmsLifecycle(mover=mover, windows_end_once_read=True).install():
+        arn = _started(dms, past)
+        stopped = _describe(dms, arn)
+
+    assert (stopped["Status"], stopped["StopReason"]) == ("stopped", STOPPED_AT_SERVER_TIME)
+    assert mover.runs == [] and stopped["RecoveryCheckpoint"] == START

@@ -11,7 +11,8 @@ real task would look to a poller::
     running -> stopped  "Stop Reason FULL_LOAD_ONLY_FINISHED"   (full load done, next describe)
     running -> stopped  "Stop Reason STOPPED_AT_SERVER_TIME"    (a CDC task with CdcStopPosition,
                                                                  the first describe once the clock
-                                                                 has reached it)
+                                                                 has reached it, or once it read:
+                                                                 windows_end_once_read)
     running -> failed   "Stop Reason FATAL_ERROR" + LastFailureMessage  (the data mover raised, or a
                                                                  cdc task has no CdcStartPosition)
     running -> stopping -> stopped "Stop Reason NORMAL"         (stop_replication_task)
@@ -239,6 +240,14 @@ class DmsLifecycle:
     ``full_load_finishes=False`` keeps every task running forever (a load that never ends), and
     ``instance_describes_until_available`` is how many describes a new replication instance stays
     ``creating`` before it is ``available`` (moto's default is 1; 0 makes it available at once).
+
+    ``windows_end_once_read=True`` is a named difference from AWS, for stacks whose runs wait on
+    real work: a windowed cdc task stops at the first describe after it started running, as if the
+    instance's clock had reached its stop position then. The stand-in reads a window's changes
+    when the task starts running, so what is left of the window is a wait in which the task reads
+    nothing more (a change committed in it goes to the next task either way). The task still starts
+    under the stop-position reading and stops with ``STOPPED_AT_SERVER_TIME``. Off by default: the
+    stop-position tests wait for the clock.
     """
 
     mover: DataMover = no_data_movement
@@ -246,6 +255,7 @@ class DmsLifecycle:
     stop_position_reading: StopPositionReading = StopPositionReading.STRICT
     statistics_on_resume: StatisticsOnResume = StatisticsOnResume.RESET
     instance_describes_until_available: int = 1
+    windows_end_once_read: bool = False
     started_runs: list[ReplicationTaskRun] = field(default_factory=list)
     """Every run the mover was called for: starts, resumes and catch-ups, in order."""
     _tasks: list[LifecycleTask] = field(default_factory=list, init=False, repr=False)
@@ -573,7 +583,8 @@ class LifecycleTask(dms_models.FakeReplicationTask):
             return True
         if self._captures_changes:
             stop = parse_stop_position(self.cdc_stop_position)
-            return self.lifecycle.full_load_finishes and stop is not None and utcnow_aware() >= stop
+            reached = stop is not None and (self.lifecycle.windows_end_once_read or utcnow_aware() >= stop)
+            return self.lifecycle.full_load_finishes and reached
         return self.lifecycle.full_load_finishes
 
     def _stop_already_past(self) -> bool:

@@ -134,7 +134,10 @@ def _harness(source_url: str, warehouse: Path | None) -> TableRunHarness:
             dms=DmsLifecycle(mover=replicator_mover(source_url)),
             environment=RUN_ENVIRONMENT,
         )
-    stack = LocalStack(source_url=source_url, warehouse=warehouse, substitutions=RUN_WAITS)
+    # Its windows last until their stop positions, as on AWS: the scenario rehearses the real run.
+    stack = LocalStack(
+        source_url=source_url, warehouse=warehouse, substitutions=RUN_WAITS, windows_end_once_read=False
+    )
     # LocalStack fixes its functions' environment; the template sets this one too.
     stack._environment_overrides.update(RUN_ENVIRONMENT)
     return stack

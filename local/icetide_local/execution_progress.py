@@ -1,6 +1,6 @@
 """Each table's state as its execution moves, read from the executions' histories while they run.
 
-The history (``GetExecutionHistory``) is what the Step Functions console shows, and moto's
+The history (what ``GetExecutionHistory`` answers) is what the Step Functions console shows, and moto's
 interpreter appends to it as it goes, so it is the one source of truth for where a run is: no
 handler reports anything. :func:`state_changes` turns a history into texts, one per state entered
 and one for the end; :class:`ExecutionWatcher` polls the histories of a cycle's executions while the
@@ -35,13 +35,12 @@ _FAILURE_DETAILS = {
 _CHOICE_ENTERED = "ChoiceStateEntered"
 # moto appends to a history as the execution moves; reading it at every poll of a wait would only cost.
 DEFAULT_POLL_SECONDS = 0.2
-# moto answers GetExecutionHistory with the whole history every time (it ignores maxResults), built
-# and serialised under the GIL of the process whose threads run the executions and drive Spark. A
-# run that polls its DMS task without waiting grows a long history, and reading it at a fixed short
-# interval took more of the process's time than the runs themselves did. So the next
-# read waits this many times as long as the last one took: the watcher's share of the process stays
-# small however long the histories grow. Short histories are read every poll_seconds, or at each
-# poll of the wait that calls the watcher when those come less often.
+# A read copies the whole history (execution_report.execution_history), under the GIL of the process
+# whose threads run the executions and drive Spark, and a run that polls its DMS task without waiting
+# grows a long history. So the next read waits this many times as long as the last one took: the
+# watcher's share of the process stays small however long the histories grow. Short histories are
+# read every poll_seconds, or at each poll of the wait that calls the watcher when those come less
+# often.
 READ_COST_FACTOR = 9
 
 

@@ -74,6 +74,9 @@ class LocalStack(TableRunHarness):
     ``source_url`` is the source database (SQLAlchemy URL); silver tables go to ``warehouse``.
     ``handler_log`` receives the handlers' Powertools log lines (default: standard output);
     ``progress`` what the stack does while it runs (each table's state, Spark's progress).
+    ``windows_end_once_read`` (the default): a windowed cdc task stops once it has read its window
+    (:class:`~icetide_local.standins.dms.lifecycle.DmsLifecycle`); False: when the instance's clock
+    reaches its stop position, as on AWS (the acceptance dry run).
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class LocalStack(TableRunHarness):
         progress: RunProgress = SILENT,
         handler_log: TextIO | None = None,
         substitutions: Mapping[str, str] | None = None,
+        windows_end_once_read: bool = True,
     ) -> None:
         self.progress = progress
         self.glue_job = SparkGlueJob(warehouse, progress=progress.message)
@@ -94,7 +98,7 @@ class LocalStack(TableRunHarness):
                 SparkMaintenanceJob(warehouse, progress=progress.message), progress
             ),
             # A windowed task's wait after it read is a wait in which nothing happens here.
-            dms=DmsLifecycle(mover=replicator_mover(source_url), windows_end_once_read=True),
+            dms=DmsLifecycle(mover=replicator_mover(source_url), windows_end_once_read=windows_end_once_read),
             # A PostgreSQL source endpoint names the replication slot CDC tasks read, as on AWS.
             source_endpoint_settings=source_endpoint_settings(source_url, slot_name=DEFAULT_SLOT_NAME),
             environment=LOCAL_ENVIRONMENT,

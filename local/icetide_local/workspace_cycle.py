@@ -76,8 +76,8 @@ def next_slot(now: datetime, last_slot: datetime | None) -> datetime:
 
     Run ids are `<table>-<slot>`, and the Glue job treats a run id it has committed as done; two cycles
     in one slot would make the second a no-op, so each cycle takes a slot of its own: the next one a
-    schedule would fire. What a cdc run reads does not depend on it: its task stops
-    CDC_STOP_AFTER_SECONDS after it starts, after every change made before the cycle.
+    schedule would fire. What a cdc run reads does not depend on it: its task reads every change
+    made before the cycle.
     """
     slot = schedule_slot(now, SLOT_MINUTES) + timedelta(minutes=SLOT_MINUTES)
     if last_slot is not None and slot <= last_slot:

@@ -222,8 +222,8 @@ class DmsCdcDriver:
         described = self.describe(task_arn)  # running -> stopped (or failed) once the stop has passed
         stop_time = parse_stop_position(stop)
         if described["Status"] == "running" and stop_time is not None:
-            # Still running: the stop position is one to two seconds away (stop_at_next_second). The
-            # data moved when the task started, so the instance's clock reaching it only ends the task.
+            # Still running: the stop position is ahead (stop_at_next_second). The data moved when
+            # the task started, so the instance's clock reaching it only ends the task.
             with instance_clock_at(stop_time):
                 described = self.describe(task_arn)
         statistics = self.dms.describe_table_statistics(ReplicationTaskArn=task_arn)["TableStatistics"]

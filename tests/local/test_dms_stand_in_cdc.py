@@ -115,7 +115,7 @@ def test_windows_of_changes_follow_each_other_from_checkpoint_to_checkpoint(sour
     )
     stop_1 = stop_at_next_second()
     first = dms.run("cdc", mapping, start=load.described["RecoveryCheckpoint"], stop=stop_1)
-    stop_1_again = stop_at_next_second()  # stop_1 has passed: a task given it would read nothing
+    stop_1_again = stop_at_next_second()  # a stop of its own, ahead of its start as icetide sets it
     again = dms.run("cdc", mapping, start=load.described["RecoveryCheckpoint"], stop=stop_1_again)
 
     execute(source_db, "UPDATE {schema}.orders SET qty = 40 WHERE id = 4")

@@ -4,7 +4,9 @@ The API reference says only "server time"; the user guide ("Creating tasks for o
 Stopping a task at a commit or server time point) calls it "a server time on the replication
 instance". Neither says what a stop position already past at the start does. Strict (the default):
 the task stops at once, having read nothing. Kind: it reads the changes committed up to the stop
-position. Under both, a task does not stop before the instance's clock has reached its stop position.
+position. Under both, a task does not stop before the instance's clock has reached its stop position,
+unless the stand-in is told to end a window once the task has read it (the local stack's named
+difference, tested last).
 """
 
 from __future__ import annotations

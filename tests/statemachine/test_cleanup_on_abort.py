@@ -18,6 +18,7 @@ from icetide.clock import utc_now
 from icetide_local.standins.dms.lifecycle import DmsLifecycle
 from icetide_local.stepfunctions import DmsInventory, Fault, TableRunHarness
 from icetide_local.stepfunctions.cleanup_rules import Delivery
+from icetide_local.stepfunctions.execution_report import execution_history
 from statemachine.orders import (
     POLLING_WITHOUT_END,
     PREVIOUS_WATERMARK,
@@ -83,6 +84,7 @@ def test_a_run_stopped_while_it_waits_on_dms_leaves_no_dms_resource_and_no_lock(
     delivery = _deliver(stack, execution)
 
     assert report.status == "ABORTED"
+    assert_history_is_the_apis(stack, execution)
     assert delivery.event["detail"]["status"] == "ABORTED"
     _assert_retried_only_while_dms_was_busy(delivery)
     assert stack.dms_inventory() == NOTHING
@@ -133,6 +135,7 @@ def test_a_run_that_times_out_while_it_waits_on_dms_is_cleaned_up_the_same_way(
     delivery = _deliver(stack, report.execution_arn)
 
     assert report.status == "TIMED_OUT", report.render()
+    assert_history_is_the_apis(stack, report.execution_arn)
     assert report.entered("Wait for replication task") >= 1, report.render()
     assert delivery.event["detail"]["status"] == "TIMED_OUT"
     _assert_retried_only_while_dms_was_busy(delivery)
@@ -167,6 +170,7 @@ def test_a_run_that_failed_through_its_catch_path_is_left_as_it_is(make_stack: S
     delivery = _deliver(stack, report.execution_arn)
 
     assert report.status == "FAILED"
+    assert_history_is_the_apis(stack, report.execution_arn)
     assert delivery.result == {
         "targetTableName": TABLE,
         "runId": FIRST_RUN,
@@ -282,3 +286,10 @@ def _endpoints_of(stack: TableRunHarness, run_id: str) -> list[str]:
             for tag in dms.list_tags_for_resource(ResourceArn=arn)["TagList"]
         )
     ]
+
+
+def assert_history_is_the_apis(stack: TableRunHarness, execution_arn: str) -> None:
+    """The local stack reads histories from moto's record (execution_report.execution_history): the
+    same events as the API's answer, an ended execution's end event included."""
+    api = stack.client("stepfunctions").get_execution_history(executionArn=execution_arn)["events"]
+    assert execution_history(execution_arn) == api

@@ -63,21 +63,27 @@ def execution_report(stepfunctions: Any, execution_arn: str) -> RunReport:
 
 def execution_history(execution_arn: str) -> list[dict[str, Any]]:
     """Every event of an execution's history, oldest first, as ``GetExecutionHistory`` answers
-    (through boto3: event types as text, timestamps as datetimes).
+    (through boto3: event types as text, timestamps as datetimes, no member that is null).
 
     Read from moto's record of the execution (every stack this package builds runs on moto), not
     through the API: moto answers ``GetExecutionHistory`` with the whole history every time, passed
-    through its generic response serializer and parsed back by botocore, which costs milliseconds
-    per event; a history that polls a task for a while holds thousands, and the local stack reads
-    it while the execution runs. moto keeps each event as the API's fields, with the type an enum
-    of the API's names and the timestamp ISO-8601 text: those two are turned into what boto3 gives.
+    through its generic response serializer and parsed back by botocore, a cost that grows with
+    every event, and the local stack reads the history of a run that may poll a task for a while,
+    while it runs. moto keeps each event as the API's fields, the type an enum of the API's names,
+    the timestamp ISO-8601 text, and a member it has no value for as null, which its serializer
+    leaves out: those are turned into what boto3 gives.
     """
     _, _, _, region, account, _ = execution_arn.split(":", 5)
     backend = get_backend(account, region)  # the backend moto's API answers from
-    # A JSON round trip: the enums become their names, and nothing is shared with moto's record.
+    # A JSON round trip: the enums become their names, null members go, and nothing is shared with
+    # moto's record.
     events: list[dict[str, Any]] = json.loads(
-        json.dumps(backend.get_execution_history(execution_arn)["events"])
+        json.dumps(backend.get_execution_history(execution_arn)["events"]), object_hook=_without_nulls
     )
     for event in events:
         event["timestamp"] = datetime.fromisoformat(event["timestamp"])
     return events
+
+
+def _without_nulls(members: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in members.items() if value is not None}

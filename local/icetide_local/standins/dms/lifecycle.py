@@ -246,8 +246,9 @@ class DmsLifecycle:
     instance's clock had reached its stop position then. The stand-in reads a window's changes
     when the task starts running, so what is left of the window is a wait in which the task reads
     nothing more (a change committed in it goes to the next task either way). The task still starts
-    under the stop-position reading and stops with ``STOPPED_AT_SERVER_TIME``. Off by default: the
-    stop-position tests wait for the clock.
+    under the stop-position reading and stops with ``STOPPED_AT_SERVER_TIME``, its ``StopDate``
+    the real time of that describe, before its stop position (nothing icetide runs reads a task's
+    ``StopDate``). Off by default: the stop-position tests wait for the clock.
     """
 
     mover: DataMover = no_data_movement
@@ -578,7 +579,8 @@ class LifecycleTask(dms_models.FakeReplicationTask):
 
     def _finishes(self) -> bool:
         # A CDC task without a stop position keeps replicating until someone stops it; one with a
-        # stop position stops once the replication instance's clock has reached it.
+        # stop position stops once the replication instance's clock has reached it, or, when
+        # windows end once read, at this describe: it read its window when it started running.
         if self._mover_error is not None:
             return True
         if self._captures_changes:
